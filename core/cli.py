@@ -1,0 +1,124 @@
+"""``deploylens``: the GUI with no arguments (or a file), every job headless as a subcommand.
+
+User errors print one sentence to stderr and exit 1; a traceback is only for real bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from deploylens.core import __version__
+from deploylens.core.errors import UserError
+from deploylens.core.worker.client import JobFailure
+
+COMMANDS = ("inspect", "demo", "env", "gui")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deploylens",
+        description="DeployLens: PyTorch → ONNX → TensorRT workbench. "
+        "With no command, opens the GUI (optionally on FILE).",
+    )
+    parser.add_argument("--version", action="version", version=f"deploylens {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    inspect = commands.add_parser("inspect", help="summarize an ONNX model (weights stay on disk)")
+    inspect.add_argument("model", type=Path)
+    inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+    inspect.add_argument("--no-check", action="store_true", help="skip the onnx checker")
+
+    demo = commands.add_parser("demo", help="run everything on the bundled samples")
+    demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
+    demo.add_argument("--python", help="worker interpreter (default: this one)")
+    demo.add_argument("--no-screenshot", action="store_true")
+
+    env = commands.add_parser("env", help="what the worker interpreter has")
+    env.add_argument("--python", help="worker interpreter (default: the one in Preferences)")
+    env.add_argument("--json", action="store_true")
+
+    gui = commands.add_parser("gui", help="open the GUI")
+    gui.add_argument("file", nargs="?", type=Path)
+    return parser
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from deploylens.core.model.summary import inspect_model
+    from deploylens.core.model.summary_text import summary_text
+
+    summary = inspect_model(args.model, check=not args.no_check)
+    print(json.dumps(summary.to_dict(), indent=2) if args.json else summary_text(summary))
+    for problem in summary.problems:
+        print(f"deploylens: error: {problem}", file=sys.stderr)
+    return 1 if summary.problems else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from deploylens.core.demo import run_demo
+
+    report = run_demo(args.out, python=args.python, screenshot=not args.no_screenshot)
+    opened = sum(1 for m in report["models"] if "summary" in m)
+    print(f"Inspected {opened}/{len(report['models'])} bundled models in {report['seconds']} s.")
+    print(f"Report: {args.out / 'report.md'}")
+    if report.get("screenshot"):
+        print(f"Main window: {report['screenshot']}")
+    elif report.get("screenshot_error"):
+        print(f"Screenshot skipped: {report['screenshot_error']}", file=sys.stderr)
+    return 0 if opened == len(report["models"]) else 1
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from deploylens.core.demo import _environment_lines
+    from deploylens.core.jobs import Worker
+    from deploylens.core.settings import AppSettings
+
+    python = args.python or AppSettings.load().worker_python or None
+    worker = Worker(python)
+    try:
+        hello = worker.start()
+    finally:
+        worker.close()
+    print(json.dumps(hello, indent=2) if args.json else "\n".join(_environment_lines(hello)))
+    if not args.json:
+        from deploylens.core.worker.probe import pip_install_line
+
+        for name, info in hello["packages"].items():
+            if name != "cuda_driver" and not info.get("version"):
+                print(
+                    f"  missing {name} ({info['purpose']}): "
+                    f"{pip_install_line(name, hello['python']['executable'])}"
+                )
+    return 0
+
+
+def cmd_gui(file: Path | None) -> int:
+    from deploylens.core.frontends import load_frontend
+
+    return int(load_frontend("gui")([str(file)] if file else []) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        argv = ["gui", *argv]  # `deploylens model.onnx` opens it in the GUI
+    args = _parser().parse_args(argv)
+    handlers: dict[str, Any] = {"inspect": cmd_inspect, "demo": cmd_demo, "env": cmd_env}
+    try:
+        if args.command in handlers:
+            return handlers[args.command](args)
+        return cmd_gui(getattr(args, "file", None))
+    except (UserError, JobFailure) as exc:
+        print(f"deploylens: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  {exc.hint}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""``deploylens demo``: run what the tool can do today on the bundled samples, headless.
+
+Every issue that adds a capability extends this, so the README's main-job command always shows
+the whole path: worker handshake → jobs on the samples → report → PNG of the main window.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.errors import UserError
+from deploylens.core.files import atomic_write_text
+from deploylens.core.frontends import load_frontend
+from deploylens.core.jobs import Worker
+from deploylens.core.model.summary import ModelSummary
+from deploylens.core.model.summary_text import summary_text
+from deploylens.core.worker.client import JobFailure
+
+SCREENSHOT_MODEL = "small_cnn.dynamo.onnx"
+
+
+def samples_dir() -> Path:
+    return Path(str(files("deploylens.resources") / "samples"))
+
+
+def bundled_models() -> list[Path]:
+    return sorted(samples_dir().glob("*.onnx"))
+
+
+def _environment_lines(hello: dict[str, Any]) -> list[str]:
+    python = hello["python"]
+    lines = [f"- Python {python['version']} ({python['executable']})"]
+    for name, info in hello["packages"].items():
+        if name == "cuda_driver":
+            lines.append(
+                f"- CUDA driver: {info.get('driver_version')} {info.get('devices')}"
+                if info.get("available")
+                else f"- CUDA driver: none ({info.get('reason')})"
+            )
+            continue
+        version = info.get("version") or "not installed"
+        extra = f" — providers {', '.join(info['providers'])}" if info.get("providers") else ""
+        lines.append(f"- {name}: {version}{extra}")
+    return lines
+
+
+def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) -> dict[str, Any]:
+    """Inspect every bundled sample in a real worker; write report.md, report.json and a PNG."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    report: dict[str, Any] = {"models": [], "screenshot": None}
+    markdown = ["# DeployLens demo report", ""]
+    with Worker(python) as worker:
+        hello = worker.session.hello or {}
+        report["environment"] = hello
+        markdown += ["## Worker environment", "", *_environment_lines(hello), ""]
+        markdown += ["## Bundled samples (`deploylens inspect`)", ""]
+        for model in bundled_models():
+            entry: dict[str, Any] = {"file": model.name}
+            try:
+                summary = ModelSummary.from_dict(worker.run("model.inspect", {"path": str(model)}))
+                entry["summary"] = summary.to_dict()
+                markdown += [f"### {model.name}", "", "```", summary_text(summary), "```", ""]
+            except JobFailure as failure:
+                entry["error"] = failure.message
+                markdown += [f"### {model.name}", "", f"Could not open: {failure.message}", ""]
+            report["models"].append(entry)
+    if screenshot:
+        png = out_dir / "main_window.png"
+        try:
+            render = load_frontend("screenshot")
+            render(samples_dir() / SCREENSHOT_MODEL, png)
+            report["screenshot"] = str(png)
+            markdown += ["## Main window", "", f"![main window]({png.name})", ""]
+        except (UserError, JobFailure) as exc:
+            report["screenshot_error"] = str(exc)
+            markdown += ["## Main window", "", f"Screenshot skipped: {exc}", ""]
+    report["seconds"] = round(time.perf_counter() - started, 2)
+    atomic_write_text(out_dir / "report.md", "\n".join(markdown))
+    atomic_write_text(out_dir / "report.json", json.dumps(report, indent=2))
+    return report

@@ -1,0 +1,239 @@
+"""Run worker jobs with ``subprocess``: the CLI's and the tests' way to reach the worker.
+
+The GUI does the same through ``QProcess`` (``gui/worker_client.py``); both share the protocol
+state in ``core/worker/client.py``, so every failure reads the same in the CLI and in the GUI.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from deploylens.core.worker import protocol
+from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
+from deploylens.core.worker.launch import worker_command
+
+ProgressCallback = Callable[[float | None, str], None]
+
+# Cancel: ask politely, then SIGTERM, then SIGKILL (DESIGN.md §4).
+CANCEL_GRACE_S = 0.5
+TERMINATE_GRACE_S = 1.0
+HELLO_TIMEOUT_S = 60.0
+
+_job_ids = itertools.count(1)
+
+
+class Worker:
+    """One worker process; runs jobs one after another and keeps its imports warm."""
+
+    def __init__(self, python: str | None = None) -> None:
+        self.argv, self.env = worker_command(python)
+        self.session = WorkerSession(self.argv[0])
+        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._cancel_at: float | None = None
+        self._terminated = False
+        self._eofs = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, timeout: float = HELLO_TIMEOUT_S) -> dict[str, Any]:
+        """Start the process and wait for its handshake; return the ``hello`` message."""
+        try:
+            self._process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+            )
+        except OSError as exc:
+            raise JobFailure(
+                START_FAILED,
+                f"Could not start the worker interpreter {self.argv[0]}: {exc.strerror or exc}.",
+                "Pick an existing Python interpreter in Preferences → Worker interpreter.",
+            ) from None
+        threading.Thread(target=self._pump, args=("out",), daemon=True).start()
+        threading.Thread(target=self._pump, args=("err",), daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while self.session.hello is None:
+            kind, value = self._next_event(deadline, "")
+            if kind == "msg" and value.get("type") == "hello":
+                try:
+                    self.session.accept_hello(value)
+                except JobFailure:
+                    self.kill()
+                    raise
+        return self.session.hello
+
+    def close(self) -> None:
+        """Ask the worker to leave; make sure it is gone."""
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            try:
+                self._send(protocol.shutdown())
+                self._process.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+            try:
+                self._process.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._close_pipes()
+
+    def kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        if self._process is None:
+            return
+        for pipe in (self._process.stdin, self._process.stdout, self._process.stderr):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> Worker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def run(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_log: Callable[[str, str], None] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Run one job and return its payload, or raise ``JobFailure``."""
+        if self.session.hello is None:
+            self.start()
+        job = f"j{next(_job_ids)}"
+        self._current_job = job
+        self._cancel_at = None
+        self._send(protocol.run(job, method, params or {}))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            kind, message = self._next_event(deadline, method)
+            if kind != "msg" or message.get("job") not in (job, None):
+                continue
+            mtype = message.get("type")
+            if mtype == "progress" and on_progress is not None:
+                on_progress(message.get("fraction"), str(message.get("text", "")))
+            elif mtype == "log" and on_log is not None:
+                on_log(str(message.get("level")), str(message.get("text")))
+            elif mtype == "result":
+                return message.get("payload")
+            elif mtype == "error" and message.get("job") == job:
+                raise self.session.failure_from_error(message)
+
+    def cancel(self) -> None:
+        """Ask the running job to stop; the run loop escalates to terminate, then kill."""
+        if self._cancel_at is not None:
+            return
+        self._cancel_at = time.monotonic()
+        try:
+            self._send(protocol.cancel(getattr(self, "_current_job", "")))
+        except OSError:
+            pass
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write(protocol.encode(message))
+        self._process.stdin.flush()
+
+    def _pump(self, stream: str) -> None:
+        assert self._process is not None
+        pipe = self._process.stdout if stream == "out" else self._process.stderr
+        assert pipe is not None
+        while True:
+            try:
+                data = pipe.read1(65536)  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                data = b""
+            if not data:
+                self._events.put(("eof", stream))
+                return
+            self._events.put((stream, data))
+
+    def _next_event(self, deadline: float | None, method: str) -> tuple[str, Any]:
+        """Next protocol message; handles stderr, cancel escalation, exit and timeouts."""
+        while True:
+            self._escalate_cancel()
+            try:
+                kind, value = self._events.get(timeout=0.05)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() > deadline:
+                    self.kill()
+                    raise JobFailure(
+                        "internal", f"The job '{method}' timed out and was stopped."
+                    ) from None
+                if (
+                    self._process is not None
+                    and self._process.poll() is not None
+                    and self._eofs >= 2
+                ):
+                    raise self._failure_after_exit(method) from None
+                continue
+            if kind == "err":
+                self.session.feed_stderr(value)
+            elif kind == "out":
+                for message in self.session.feed_stdout(value):
+                    self._events.put(("msg", message))
+            elif kind == "eof":
+                self._eofs += 1
+                if self._eofs >= 2 and self._events.empty():
+                    assert self._process is not None
+                    self._process.wait()
+                    raise self._failure_after_exit(method)
+            else:
+                return kind, value
+
+    def _failure_after_exit(self, method: str) -> JobFailure:
+        assert self._process is not None
+        if self._cancel_at is not None:
+            return JobFailure("cancelled", "cancelled", stderr_tail=self.session.stderr_tail())
+        return self.session.failure_from_exit(self._process.returncode, method)
+
+    def _escalate_cancel(self) -> None:
+        if self._cancel_at is None or self._process is None or self._process.poll() is not None:
+            return
+        waited = time.monotonic() - self._cancel_at
+        if waited > CANCEL_GRACE_S + TERMINATE_GRACE_S:
+            self._process.kill()
+        elif waited > CANCEL_GRACE_S and not self._terminated:
+            self._terminated = True
+            self._process.terminate()
+
+
+def run_job(
+    method: str,
+    params: dict[str, Any] | None = None,
+    python: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """Start a worker, run one job in it, and stop it again."""
+    worker = Worker(python)
+    try:
+        return worker.run(method, params, on_progress=on_progress, timeout=timeout)
+    finally:
+        worker.close()

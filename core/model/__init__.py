@@ -1,0 +1,1 @@
+"""Reading ONNX models: loading without weights, summaries, and (later) the graph IR."""

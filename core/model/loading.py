@@ -1,0 +1,95 @@
+"""Open an ONNX file without touching its external weights, or say in one sentence why not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from deploylens.core.errors import ModelLoadError
+
+PROTOBUF_LIMIT = 2**31 - 1
+
+# Leading bytes of files people often open by mistake, with what to tell them.
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (
+        b"PK\x03\x04",
+        "is a zip archive — most likely a PyTorch checkpoint, TorchScript or ExportedProgram "
+        "file saved with torch.save/torch.jit.save/torch.export.save, not an ONNX model; "
+        "export it to ONNX first (Export panel or `deploylens export`)",
+    ),
+    (
+        b"\x80\x02",
+        "is a Python pickle (an old-style PyTorch checkpoint), not an ONNX model; export it to "
+        "ONNX first",
+    ),
+    (b"\x89HDF", "is an HDF5 file (Keras/TensorFlow weights), not an ONNX model"),
+    (b"\x1f\x8b", "is gzip-compressed; decompress it first"),
+    (b"ftrt", "is a serialized TensorRT engine, not an ONNX model"),
+    (b"\x7fELF", "is a native library or executable, not an ONNX model"),
+)
+
+
+def sniff_foreign_format(head: bytes) -> str | None:
+    """Why ``head`` cannot start an ONNX file, when it is a well-known other format."""
+    for signature, reason in _SIGNATURES:
+        if head.startswith(signature):
+            return reason
+    if head[:1] in (b"\x80",) and len(head) > 1 and head[1:2] in b"\x03\x04\x05":
+        return "is a Python pickle (a PyTorch checkpoint), not an ONNX model"
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"[", b"<"):
+        return "is a text file (JSON/XML), not an ONNX model"
+    return None
+
+
+def read_model(path: str | Path) -> onnx.ModelProto:
+    """Parse an ONNX file's protobuf only; external weights stay on disk, untouched."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelLoadError(f"{path} does not exist.")
+    if path.is_dir():
+        raise ModelLoadError(f"{path} is a folder, not an ONNX file.")
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            raise ModelLoadError(f"{path.name} is empty (0 bytes), so it is not an ONNX model.")
+        if size > PROTOBUF_LIMIT:
+            raise ModelLoadError(
+                f"{path.name} is {size / 2**30:.1f} GiB: an ONNX file cannot exceed 2 GiB; "
+                "big models keep their weights in external data files."
+            )
+        data = path.read_bytes()
+    except PermissionError:
+        raise ModelLoadError(f"{path} cannot be read (permission denied).") from None
+    except OSError as exc:
+        raise ModelLoadError(f"{path} cannot be read: {exc.strerror or exc}.") from None
+    foreign = sniff_foreign_format(data[:16])
+    if foreign:
+        raise ModelLoadError(f"{path.name} {foreign}.")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError):
+        raise ModelLoadError(
+            f"{path.name} is not a readable ONNX model: its protobuf does not parse "
+            "(the file is truncated, corrupt, or another format)."
+        ) from None
+    _check_is_onnx(model, path)
+    return model
+
+
+def _check_is_onnx(model: onnx.ModelProto, path: Path) -> None:
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        missing = "an IR version" if model.ir_version <= 0 else "a graph"
+        raise ModelLoadError(
+            f"{path.name} is not an ONNX model: it parses as protobuf but has no {missing} "
+            "(truncated, or a different protobuf format such as a TensorFlow graph)."
+        )
+    if model.ir_version > onnx.IR_VERSION:
+        raise ModelLoadError(
+            f"{path.name} uses ONNX IR version {model.ir_version}, newer than this onnx "
+            f"{onnx.__version__} understands (up to IR {onnx.IR_VERSION}); upgrade onnx "
+            "(pip install -U onnx) to open it."
+        )

@@ -1,0 +1,224 @@
+"""What is inside an ONNX model, computed from the protobuf alone (weights are never read)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from deploylens.core.model.dtypes import element_type_name, tensor_bytes
+from deploylens.core.model.external_data import (
+    ExternalDataFile,
+    external_tensor_span,
+    scan_external_data,
+    tensor_is_external,
+)
+from deploylens.core.model.loading import read_model
+
+SUMMARY_SCHEMA = 1
+_GRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+@dataclass
+class ValueSpec:
+    """A graph input or output: name, element type and (symbolic) shape."""
+
+    name: str
+    type: str
+    dtype: str | None
+    shape: list[int | str | None] | None
+
+
+@dataclass
+class OpCount:
+    domain: str
+    op_type: str
+    count: int
+
+
+@dataclass
+class FunctionSpec:
+    domain: str
+    name: str
+    nodes: int
+
+
+@dataclass
+class ModelSummary:
+    path: str
+    file_bytes: int
+    graph_name: str
+    producer_name: str
+    producer_version: str
+    ir_version: int
+    model_version: int
+    domain: str
+    doc_string: str
+    opset_imports: dict[str, int]
+    inputs: list[ValueSpec]
+    outputs: list[ValueSpec]
+    node_count: int
+    subgraph_node_count: int
+    op_counts: list[OpCount]
+    initializer_count: int
+    initializer_bytes: int
+    initializer_inputs: int
+    external_data: list[ExternalDataFile]
+    functions: list[FunctionSpec]
+    subgraph_count: int
+    metadata: dict[str, str]
+    warnings: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    schema: int = SUMMARY_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
+        values = dict(data)
+        values["inputs"] = [ValueSpec(**v) for v in data["inputs"]]
+        values["outputs"] = [ValueSpec(**v) for v in data["outputs"]]
+        values["op_counts"] = [OpCount(**v) for v in data["op_counts"]]
+        values["external_data"] = [ExternalDataFile(**v) for v in data["external_data"]]
+        values["functions"] = [FunctionSpec(**v) for v in data["functions"]]
+        return cls(**values)
+
+
+def describe_type(
+    type_proto: onnx.TypeProto,
+) -> tuple[str, str | None, list[int | str | None] | None]:
+    """(type text, element type, shape) for any ONNX type: tensors, sequences, maps, optionals."""
+    which = type_proto.WhichOneof("value")
+    if which in ("tensor_type", "sparse_tensor_type"):
+        tensor = getattr(type_proto, which)
+        dtype = element_type_name(tensor.elem_type)
+        shape: list[int | str | None] | None = None
+        if tensor.HasField("shape"):
+            shape = []
+            for dim in tensor.shape.dim:
+                kind = dim.WhichOneof("value")
+                shape.append(
+                    dim.dim_value if kind == "dim_value" else dim.dim_param if kind else None
+                )
+        prefix = "sparse_tensor" if which == "sparse_tensor_type" else "tensor"
+        return f"{prefix}({dtype})", dtype, shape
+    if which == "sequence_type":
+        inner = describe_type(type_proto.sequence_type.elem_type)[0]
+        return f"seq({inner})", None, None
+    if which == "optional_type":
+        inner = describe_type(type_proto.optional_type.elem_type)[0]
+        return f"optional({inner})", None, None
+    if which == "map_type":
+        key = element_type_name(type_proto.map_type.key_type)
+        value = describe_type(type_proto.map_type.value_type)[0]
+        return f"map({key}, {value})", None, None
+    return "unknown", None, None
+
+
+def _value_spec(value: onnx.ValueInfoProto) -> ValueSpec:
+    text, dtype, shape = describe_type(value.type)
+    return ValueSpec(name=value.name, type=text, dtype=dtype, shape=shape)
+
+
+def iter_subgraphs(nodes: Any) -> Iterator[onnx.GraphProto]:
+    """Every graph nested in node attributes (If/Loop/Scan bodies), depth first."""
+    for node in nodes:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield attribute.g
+                yield from iter_subgraphs(attribute.g.node)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for graph in attribute.graphs:
+                    yield graph
+                    yield from iter_subgraphs(graph.node)
+
+
+def _initializer_bytes(tensor: onnx.TensorProto) -> int:
+    if tensor_is_external(tensor):
+        return external_tensor_span(tensor)[2]
+    size = tensor_bytes(tensor.data_type, math.prod(tensor.dims))
+    if size is None:  # strings: their own lengths
+        return sum(len(item) for item in tensor.string_data)
+    return size
+
+
+def _checker_warning(model: onnx.ModelProto) -> str | None:
+    """The ONNX checker's verdict as one line; models that fail it still open."""
+    try:
+        onnx.checker.check_model(model, full_check=False)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"onnx.checker: {first}"
+    except Exception as exc:  # the checker itself can fail on odd models
+        return f"onnx.checker could not run: {type(exc).__name__}: {exc}"
+    return None
+
+
+def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> ModelSummary:
+    """Summarize a parsed model; ``path`` locates its external data files."""
+    path = Path(path)
+    graph = model.graph
+    subgraphs = list(iter_subgraphs(graph.node))
+    for function in model.functions:
+        subgraphs.extend(iter_subgraphs(function.node))
+    ops: Counter[tuple[str, str]] = Counter(
+        (node.domain or "ai.onnx", node.op_type) for node in graph.node
+    )
+    for sub in subgraphs:
+        ops.update((node.domain or "ai.onnx", node.op_type) for node in sub.node)
+    initializers = list(graph.initializer)
+    for sub in subgraphs:
+        initializers.extend(sub.initializer)
+    initializer_names = {tensor.name for tensor in graph.initializer}
+    graph_inputs = [value for value in graph.input if value.name not in initializer_names]
+    opsets = {(entry.domain or "ai.onnx"): entry.version for entry in model.opset_import}
+    warnings: list[str] = []
+    problems: list[str] = []
+    if not model.opset_import:
+        warnings.append("the model declares no opset imports (onnx requires at least one)")
+    external = scan_external_data(initializers, path.parent)
+    problems.extend(f.problem for f in external if f.problem)
+    if check and not external:
+        note = _checker_warning(model)
+        if note:
+            warnings.append(note)
+    return ModelSummary(
+        path=str(path),
+        file_bytes=path.stat().st_size if path.exists() else 0,
+        graph_name=graph.name,
+        producer_name=model.producer_name,
+        producer_version=model.producer_version,
+        ir_version=model.ir_version,
+        model_version=model.model_version,
+        domain=model.domain,
+        doc_string=model.doc_string[:2000],
+        opset_imports=opsets,
+        inputs=[_value_spec(value) for value in graph_inputs],
+        outputs=[_value_spec(value) for value in graph.output],
+        node_count=len(graph.node),
+        subgraph_node_count=sum(len(sub.node) for sub in subgraphs),
+        op_counts=[
+            OpCount(domain, op_type, count)
+            for (domain, op_type), count in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+        initializer_count=len(initializers),
+        initializer_bytes=sum(_initializer_bytes(tensor) for tensor in initializers),
+        initializer_inputs=len(graph.input) - len(graph_inputs),
+        external_data=external,
+        functions=[FunctionSpec(f.domain, f.name, len(f.node)) for f in model.functions],
+        subgraph_count=len(subgraphs),
+        metadata={entry.key: entry.value for entry in model.metadata_props},
+        warnings=warnings,
+        problems=problems,
+    )
+
+
+def inspect_model(path: str | Path, check: bool = True) -> ModelSummary:
+    """Open ``path`` without its weights and summarize it (raises ``ModelLoadError``)."""
+    return summarize(read_model(path), path, check=check)

@@ -1,0 +1,105 @@
+"""The project file (``.deploylens.toml``): what the user works on, saved atomically.
+
+Tables this version does not know are kept and written back unchanged, so an older DeployLens
+never loses settings a newer one wrote in a table it does not read.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from deploylens.core.errors import ProjectFileError
+from deploylens.core.files import atomic_write_text
+
+SCHEMA_VERSION = 1
+PROJECT_SUFFIX = ".deploylens.toml"
+
+# schema N -> function migrating a raw dict from N to N+1
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+@dataclass
+class Project:
+    """A project: the model it is about, plus every later panel's settings as raw tables."""
+
+    path: Path | None = None
+    model_path: Path | None = None
+    tables: dict[str, Any] = field(default_factory=dict)
+
+    def to_toml(self) -> str:
+        data: dict[str, Any] = {"deploylens": {"schema": SCHEMA_VERSION}}
+        model: dict[str, Any] = dict(self.tables.get("model", {}))
+        if self.model_path is not None:
+            model["path"] = self._portable(self.model_path)
+        if model:
+            data["model"] = model
+        for name, table in self.tables.items():
+            if name not in ("deploylens", "model"):
+                data[name] = table
+        return tomli_w.dumps(data)
+
+    def _portable(self, target: Path) -> str:
+        """Relative to the project file when possible, so projects move with their models."""
+        if self.path is None:
+            return str(target)
+        try:
+            return os.path.relpath(target, self.path.parent)
+        except ValueError:  # another drive on Windows
+            return str(target)
+
+    def save(self, path: str | Path | None = None) -> Path:
+        if path is not None:
+            self.path = Path(path)
+        if self.path is None:
+            raise ProjectFileError("The project has no file name yet; choose where to save it.")
+        try:
+            atomic_write_text(self.path, self.to_toml())
+        except OSError as exc:
+            raise ProjectFileError(f"Could not save {self.path}: {exc.strerror or exc}.") from None
+        return self.path
+
+
+def _migrate(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    meta = data.get("deploylens")
+    if not isinstance(meta, dict) or not isinstance(meta.get("schema"), int):
+        raise ProjectFileError(
+            f"{path.name} is not a DeployLens project: it has no [deploylens] schema number."
+        )
+    schema = meta["schema"]
+    if schema > SCHEMA_VERSION:
+        raise ProjectFileError(
+            f"{path.name} was written by a newer DeployLens (project schema {schema}; this "
+            f"version reads up to {SCHEMA_VERSION}). Upgrade DeployLens to open it; the file "
+            "was left untouched."
+        )
+    while schema < SCHEMA_VERSION:
+        data = MIGRATIONS[schema](data)
+        schema += 1
+    return data
+
+
+def load_project(path: str | Path) -> Project:
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProjectFileError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectFileError(f"{path} cannot be read: {exc}.") from None
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProjectFileError(f"{path.name} is not valid TOML: {exc}.") from None
+    data = _migrate(data, path)
+    project = Project(path=path, tables={k: v for k, v in data.items() if k != "deploylens"})
+    model = data.get("model", {})
+    if isinstance(model, dict) and isinstance(model.get("path"), str):
+        project.model_path = (path.parent / model["path"]).resolve()
+    return project

@@ -1,0 +1,35 @@
+"""How to start a worker in any interpreter: the command line and environment (app side)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+
+# The rooms a worker may import; gui never runs in a worker.
+WORKER_PACKAGES = ("deploylens.core", "deploylens.plugins", "deploylens.resources")
+
+
+def package_folders() -> dict[str, str]:
+    """Where this app's ``deploylens.*`` packages live (works for wheels and editable installs)."""
+    folders: dict[str, str] = {}
+    for name in WORKER_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            folders[name] = next(iter(spec.submodule_search_locations))
+    return folders
+
+
+def boot_script() -> str:
+    return os.path.join(package_folders()["deploylens.core"], "worker", "boot.py")
+
+
+def worker_command(python: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """argv and env that start a worker in ``python`` (default: the app's own interpreter)."""
+    env = dict(os.environ)
+    env["DEPLOYLENS_PACKAGES"] = json.dumps(package_folders())
+    env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.pop("PYTHONSTARTUP", None)
+    return [python or sys.executable, boot_script()], env

@@ -1,0 +1,40 @@
+"""The jobs a worker can run: method name → ``"module:function"``, imported only when run.
+
+A job function takes ``(ctx, params)`` and returns a JSON-serializable payload. Large arrays travel
+as ``.npz`` files written under ``ctx.workdir``, never inside the JSON.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+METHODS: dict[str, str] = {
+    "model.inspect": "deploylens.core.model.jobs:inspect_job",
+    "env.probe": "deploylens.core.worker.selftest:probe_job",
+    # Self-tests: Preferences uses them to check an interpreter; the tests use them too.
+    "selftest.echo": "deploylens.core.worker.selftest:echo_job",
+    "selftest.progress": "deploylens.core.worker.selftest:progress_job",
+    "selftest.noisy": "deploylens.core.worker.selftest:noisy_job",
+    "selftest.segfault": "deploylens.core.worker.selftest:segfault_job",
+    "selftest.import": "deploylens.core.worker.selftest:import_job",
+    "selftest.user_error": "deploylens.core.worker.selftest:user_error_job",
+    "selftest.bug": "deploylens.core.worker.selftest:bug_job",
+    "selftest.sleep": "deploylens.core.worker.selftest:sleep_job",
+    "selftest.array": "deploylens.core.worker.selftest:array_job",
+}
+
+
+class UnknownMethod(LookupError):
+    pass
+
+
+def resolve(method: str) -> Callable[..., Any]:
+    try:
+        target = METHODS[method]
+    except KeyError:
+        raise UnknownMethod(
+            "the worker has no job called '{}' (known: {})".format(method, ", ".join(METHODS))
+        ) from None
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)

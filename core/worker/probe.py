@@ -1,0 +1,123 @@
+"""What an interpreter has: Python, the packages DeployLens uses, ONNX Runtime providers, CUDA.
+
+Fast enough for the ``hello`` handshake (no torch import: versions come from package metadata;
+the CUDA driver is asked through ``libcuda`` with ctypes). Stdlib-only, Python 3.9 syntax.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata
+import importlib.util
+import platform
+import sys
+from typing import Any
+
+# import name -> (distribution names to try, pip requirement that provides it, what it is for)
+KNOWN_PACKAGES: dict[str, Any] = {
+    "numpy": (("numpy",), "numpy", "arrays everywhere"),
+    "onnx": (("onnx",), "onnx", "reading ONNX models"),
+    "onnxruntime": (
+        ("onnxruntime", "onnxruntime-gpu"),
+        "onnxruntime",
+        "running and validating ONNX models, calibration",
+    ),
+    "torch": (("torch",), "torch==2.14.1", "exporting PyTorch models"),
+    "torchvision": (("torchvision",), "torchvision==0.29.1", "torchvision models and ops"),
+    "onnxscript": (("onnxscript",), "onnxscript", "the dynamo exporter's custom translations"),
+    "onnxruntime_extensions": (
+        ("onnxruntime-extensions",),
+        "onnxruntime-extensions",
+        "Python custom ops in ONNX Runtime",
+    ),
+    "tensorrt": (
+        ("tensorrt", "tensorrt-cu12", "tensorrt-cu13", "tensorrt-cu12-bindings"),
+        "tensorrt",
+        "building and running TensorRT engines (needs NVIDIA's libraries and a GPU)",
+    ),
+    "nvtx": (("nvtx",), "nvtx", "NVTX ranges in profiling runs"),
+    "cuda": (("cuda-python", "cuda-bindings"), "cuda-python", "CUDA driver queries"),
+}
+
+
+def pip_install_line(module: str, python: str | None = None) -> str:
+    """The exact command that installs ``module`` into ``python`` (default: this interpreter)."""
+    top = module.split(".")[0]
+    known = KNOWN_PACKAGES.get(top)
+    requirement = known[1] if known else top.replace("_", "-")
+    return f"{python or sys.executable} -m pip install {requirement}"
+
+
+def distribution_version(names: Any) -> str | None:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def python_info() -> dict[str, Any]:
+    return {
+        "version": platform.python_version(),
+        "version_info": list(sys.version_info[:3]),
+        "executable": sys.executable,
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+    }
+
+
+def onnxruntime_providers() -> list | None:
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None
+    try:
+        import onnxruntime
+
+        return list(onnxruntime.get_available_providers())
+    except Exception as exc:  # a broken install must not break the handshake
+        return [f"<import failed: {exc}>"]
+
+
+def cuda_driver() -> dict[str, Any]:
+    """The CUDA driver version and GPU names through libcuda, or why there is none."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return {"available": False, "reason": "no CUDA driver (libcuda) on this machine"}
+    version = ctypes.c_int(0)
+    if lib.cuInit(0) != 0:
+        return {"available": False, "reason": "libcuda found but cuInit failed (no usable GPU)"}
+    lib.cuDriverGetVersion(ctypes.byref(version))
+    count = ctypes.c_int(0)
+    lib.cuDeviceGetCount(ctypes.byref(count))
+    devices = []
+    for index in range(count.value):
+        device = ctypes.c_int(0)
+        lib.cuDeviceGet(ctypes.byref(device), index)
+        buffer = ctypes.create_string_buffer(256)
+        lib.cuDeviceGetName(buffer, 256, device)
+        devices.append(buffer.value.decode("utf-8", "replace"))
+    return {
+        "available": True,
+        "driver_version": f"{version.value // 1000}.{(version.value % 1000) // 10}",
+        "devices": devices,
+    }
+
+
+def probe_packages() -> dict[str, Any]:
+    """Versions of the packages DeployLens uses (``None`` when missing), providers and CUDA."""
+    packages: dict[str, Any] = {}
+    for module, (dists, requirement, purpose) in KNOWN_PACKAGES.items():
+        packages[module] = {
+            "version": distribution_version(dists),
+            "requirement": requirement,
+            "purpose": purpose,
+        }
+    packages["onnxruntime"]["providers"] = onnxruntime_providers()
+    packages["cuda_driver"] = cuda_driver()
+    return packages

@@ -1,0 +1,182 @@
+"""The worker's main loop: handshake, read commands on stdin, run one job at a time in a thread.
+
+The channel is a private duplicate of the original stdout; fd 1 itself is then pointed at stderr,
+so a ``print`` in user code or a C library writing to fd 1 lands in the captured stderr instead of
+corrupting the JSON lines.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import sys
+import tempfile
+import threading
+import traceback
+from typing import Any
+
+from deploylens.core.worker import protocol
+from deploylens.core.worker.methods import UnknownMethod, resolve
+from deploylens.core.worker.probe import pip_install_line, probe_packages, python_info
+
+
+class Cancelled(Exception):
+    """Raised inside a job by ``ctx.progress``/``ctx.check_cancelled`` once cancel was asked."""
+
+
+class Channel:
+    """Writes protocol messages to the private fd; thread-safe."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = protocol.encode(message)
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+
+
+class JobContext:
+    """What a job sees: progress, log, cancellation and a scratch folder for big arrays."""
+
+    def __init__(self, job: str, channel: Channel, workdir: str) -> None:
+        self.job = job
+        self._channel = channel
+        self._cancel = threading.Event()
+        self.workdir = workdir
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def request_cancel(self) -> None:
+        self._cancel.set()
+
+    def check_cancelled(self) -> None:
+        if self._cancel.is_set():
+            raise Cancelled()
+
+    def progress(self, fraction: float | None, text: str = "") -> None:
+        self.check_cancelled()
+        self._channel.send(protocol.progress(self.job, fraction, text))
+
+    def log(self, text: str, level: str = "info") -> None:
+        self._channel.send(protocol.log(self.job, level, text))
+
+
+def _classify(job: str, exc: BaseException, python: str) -> dict[str, Any]:
+    """Turn a job's exception into an ``error`` message of the right kind."""
+    from deploylens.core.errors import UserError
+
+    if isinstance(exc, Cancelled):
+        return protocol.error(job, protocol.CANCELLED, "cancelled")
+    if isinstance(exc, UserError):
+        return protocol.error(job, protocol.USER, exc.message, exc.hint)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        line = pip_install_line(exc.name, python)
+        return protocol.error(
+            job,
+            protocol.MISSING_DEPENDENCY,
+            f"this job needs the Python module '{exc.name}', which the worker interpreter "
+            f"({python}) does not have",
+            line,
+            traceback.format_exc(),
+        )
+    return protocol.error(
+        job,
+        protocol.INTERNAL,
+        f"{type(exc).__name__}: {exc}",
+        "",
+        traceback.format_exc(),
+    )
+
+
+class Worker:
+    """Reads commands, runs jobs, answers on the channel."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.current: JobContext | None = None
+        self.thread: threading.Thread | None = None
+        self.workdir = tempfile.mkdtemp(prefix="deploylens-worker-")
+
+    def _run_job(self, ctx: JobContext, method: str, params: dict[str, Any]) -> None:
+        try:
+            function = resolve(method)
+            payload = function(ctx, params)
+            try:
+                message = protocol.result(ctx.job, payload)
+                protocol.encode(message)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"job '{method}' returned a non-JSON payload: {exc}") from None
+        except UnknownMethod as exc:
+            message = protocol.error(ctx.job, protocol.INTERNAL, str(exc))
+        except BaseException as exc:
+            message = _classify(ctx.job, exc, sys.executable)
+        finally:
+            sys.stdout.flush()
+        self.channel.send(message)
+
+    def handle(self, command: dict[str, Any]) -> bool:
+        """Act on one command; return False when the worker should stop."""
+        kind = command.get("type")
+        if kind == "run":
+            job = str(command.get("job"))
+            if self.thread is not None and self.thread.is_alive():
+                self.channel.send(
+                    protocol.error(job, protocol.INTERNAL, "the worker is busy with another job")
+                )
+                return True
+            self.current = JobContext(job, self.channel, self.workdir)
+            self.thread = threading.Thread(
+                target=self._run_job,
+                args=(self.current, str(command.get("method")), command.get("params") or {}),
+                name="job-" + job,
+                daemon=True,
+            )
+            self.thread.start()
+        elif kind == "cancel":
+            if self.current is not None and self.current.job == str(command.get("job")):
+                self.current.request_cancel()
+        elif kind == "shutdown":
+            return False
+        else:
+            self.channel.send(protocol.log(None, "warning", f"unknown command type {kind!r}"))
+        return True
+
+    def serve(self, commands: Any) -> None:
+        for line in commands:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                command = json.loads(line)
+            except ValueError:
+                self.channel.send(protocol.log(None, "warning", "unreadable command line"))
+                continue
+            if not self.handle(command):
+                break
+        # stdin closed or shutdown: let a running job notice, then leave.
+        if self.current is not None:
+            self.current.request_cancel()
+        if self.thread is not None:
+            self.thread.join(timeout=1.0)
+
+
+def main() -> int:
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    sys.stdout.flush()
+    channel = Channel(os.dup(1))
+    os.dup2(2, 1)  # stray writes to fd 1 (print, C libraries) now land in the captured stderr
+    channel.send(protocol.hello(python_info(), probe_packages()))
+    worker = Worker(channel)
+    worker.serve(sys.stdin)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # A job thread stuck in native code must not keep the process alive after shutdown.
+    os._exit(0)

@@ -1,0 +1,1 @@
+"""DeployLens GUI: PySide6 + pyqtgraph views over ``deploylens.core``."""

@@ -1,0 +1,56 @@
+"""``deploylens`` with no command: the main window (entry point ``deploylens.frontends:gui``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from PySide6.QtWidgets import QApplication
+
+from deploylens.core import __version__
+from deploylens.core.errors import UserError
+from deploylens.gui.main_window import MainWindow
+from deploylens.gui.notifications import install_excepthook
+
+
+def application() -> QApplication:
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication([sys.argv[0] if sys.argv else "deploylens"])
+    app.setApplicationName("DeployLens")
+    app.setOrganizationName("DeployLens")
+    app.setApplicationVersion(__version__)
+    return app  # type: ignore[return-value]
+
+
+def ensure_platform() -> None:
+    """Fall back to offscreen rendering when there is no display at all."""
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def require_display() -> None:
+    """Qt aborts the process when it cannot reach a display: say so in a sentence instead."""
+    if (
+        sys.platform.startswith("linux")
+        and not os.environ.get("QT_QPA_PLATFORM")
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    ):
+        raise UserError(
+            "No display found for the GUI (neither DISPLAY nor WAYLAND_DISPLAY is set).",
+            "Run it in a desktop session, use the CLI (deploylens inspect / deploylens demo), "
+            "or set QT_QPA_PLATFORM=offscreen.",
+        )
+
+
+def main(argv: list[str]) -> int:
+    require_display()
+    app = application()
+    window = MainWindow()
+    install_excepthook(window.notifier)
+    window.show()
+    if argv:
+        window.open_path(argv[0])
+    return app.exec()

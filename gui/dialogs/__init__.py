@@ -1,0 +1,1 @@
+"""Dialogs: preferences, environment, error details."""

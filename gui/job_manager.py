@@ -1,0 +1,47 @@
+"""Starts worker jobs for the panels and keeps the list the Jobs dock shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from deploylens.core.settings import AppSettings
+from deploylens.gui.worker_client import WorkerJob
+
+
+class JobManager(QObject):
+    sig_job_added = Signal(object)  # WorkerJob
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.jobs: list[WorkerJob] = []
+
+    def worker_python(self) -> str | None:
+        """The interpreter chosen in Preferences, or None for the app's own."""
+        return AppSettings.load().worker_python or None
+
+    def submit(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        title: str = "",
+        python: str | None = None,
+    ) -> WorkerJob:
+        job = WorkerJob(method, params, python or self.worker_python(), title, parent=self)
+        self.jobs.append(job)
+        self.sig_job_added.emit(job)
+        job.start()
+        return job
+
+    def active(self) -> list[WorkerJob]:
+        return [job for job in self.jobs if job.active]
+
+    def shutdown(self, timeout_ms: int = 3000) -> None:
+        """Cancel what still runs and make sure no worker outlives the window."""
+        for job in self.active():
+            job.cancel()
+        for job in self.jobs:
+            if not job.wait_done(timeout_ms):
+                job.process.kill()
+                job.wait_done(1000)

@@ -1,0 +1,219 @@
+"""The main window: wires docks, menus, drag and drop and persistence; panels do the work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QToolBar, QWidget
+
+from deploylens.core.errors import UserError
+from deploylens.core.model.summary import ModelSummary
+from deploylens.core.project import PROJECT_SUFFIX
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.dialogs.environment import EnvironmentDialog
+from deploylens.gui.dialogs.preferences import PreferencesDialog
+from deploylens.gui.job_manager import JobManager
+from deploylens.gui.model_document import ModelDocument
+from deploylens.gui.notifications import NotificationBar, Notifier
+from deploylens.gui.panels.empty_state import UPCOMING_PANELS, EmptyStatePanel
+from deploylens.gui.panels.jobs_panel import JobsPanel
+from deploylens.gui.panels.model_summary import ModelSummaryPanel
+from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
+
+LAYOUT_VERSION = 1
+OPEN_FILTER = f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, persist_layout: bool = True) -> None:
+        super().__init__()
+        self.setWindowTitle("DeployLens")
+        self.setObjectName("DeployLensMainWindow")
+        self.resize(1400, 860)
+        self.setAcceptDrops(True)
+        self.setDockNestingEnabled(True)
+        self.persist_layout = persist_layout
+        self.jobs = JobManager(self)
+        self.document = ModelDocument(self.jobs, self)
+        self.notification_bar = NotificationBar()
+        self.notifier = Notifier(self.notification_bar, self)
+        self.summary_panel = ModelSummaryPanel()
+        self.jobs_panel = JobsPanel(self.jobs)
+        self.docks: dict[str, QDockWidget] = {}
+        self.dialogs: list[QWidget] = []
+        self._build_docks()
+        self._build_menus()
+        self.document.sig_loading.connect(self._on_loading)
+        self.document.sig_opened.connect(self._on_opened)
+        self.document.sig_failed.connect(self._on_open_failed)
+        self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
+        if persist_layout:
+            self._restore_layout()
+
+    # -- construction ----------------------------------------------------------------------
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock-{title.lower().replace(' ', '-').replace('/', '-')}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        self.docks[title] = dock
+        return dock
+
+    def _build_docks(self) -> None:
+        self.notification_toolbar = QToolBar("Notifications")
+        self.notification_toolbar.setObjectName("notifications")
+        self.notification_toolbar.setMovable(False)
+        self.notification_toolbar.toggleViewAction().setVisible(False)
+        self.notification_toolbar.addWidget(self.notification_bar)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.notification_toolbar)
+        self.notification_toolbar.hide()
+        self.notification_bar.sig_visible.connect(self.notification_toolbar.setVisible)
+        left = Qt.DockWidgetArea.LeftDockWidgetArea
+        right = Qt.DockWidgetArea.RightDockWidgetArea
+        self._dock("Model summary", self.summary_panel, left)
+        first: QDockWidget | None = None
+        for title, text in UPCOMING_PANELS.items():
+            dock = self._dock(title, EmptyStatePanel(title, text), right)
+            if first is None:
+                first = dock
+            else:
+                self.tabifyDockWidget(first, dock)
+        assert first is not None
+        first.raise_()
+        self._dock("Jobs / Log", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.resizeDocks(
+            [self.docks["Model summary"], first], [560, 840], Qt.Orientation.Horizontal
+        )
+        self.resizeDocks(
+            [self.docks["Model summary"], self.docks["Jobs / Log"]],
+            [640, 170],
+            Qt.Orientation.Vertical,
+        )
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&Open…", self.choose_and_open, QKeySequence.StandardKey.Open)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self._fill_recent()
+        self._action(
+            file_menu, "&Save Project As…", self.save_project_as, QKeySequence.StandardKey.SaveAs
+        )
+        file_menu.addSeparator()
+        self._action(
+            file_menu, "&Preferences…", self.show_preferences, QKeySequence.StandardKey.Preferences
+        )
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        view_menu = self.menuBar().addMenu("&View")
+        for dock in self.docks.values():
+            view_menu.addAction(dock.toggleViewAction())
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Environment…", self.show_environment)
+
+    def _action(self, menu: QMenu, text: str, slot: object, shortcut: object = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)  # type: ignore[arg-type]
+        action.triggered.connect(slot)  # type: ignore[arg-type]
+        menu.addAction(action)
+        return action
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        items = recent_files()
+        for path in items:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(items))
+
+    # -- actions --------------------------------------------------------------------------------
+    def open_path(self, path: str | Path) -> None:
+        self.document.open(path)
+
+    def choose_and_open(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open model or project", "", OPEN_FILTER)
+        if path:
+            self.open_path(path)
+
+    def save_project_as(self) -> None:
+        if self.document.model_path is None:
+            self.notifier.user_message("Open a model first; a project remembers it.")
+            return
+        suggested = str(self.document.model_path.with_suffix(PROJECT_SUFFIX))
+        path, _ = QFileDialog.getSaveFileName(self, "Save project", suggested, f"*{PROJECT_SUFFIX}")
+        if path:
+            try:
+                saved = self.document.save_project(path)
+            except UserError as exc:
+                self.notifier.user_message(exc.message, exc.hint)
+                return
+            self.statusBar().showMessage(f"Saved {saved}", 5000)
+
+    def show_preferences(self) -> None:
+        self._keep(PreferencesDialog(self.jobs, self)).show()
+
+    def show_environment(self) -> None:
+        self._keep(EnvironmentDialog(self.jobs, self)).show()
+
+    def _keep(self, dialog: QWidget) -> QWidget:
+        self.dialogs = [d for d in self.dialogs if d.isVisible()] + [dialog]
+        return dialog
+
+    # -- document events ------------------------------------------------------------------------
+    def _on_loading(self, path: str) -> None:
+        self.summary_panel.show_loading(path)
+        self.docks["Model summary"].raise_()
+        self.statusBar().showMessage(f"Opening {path} …")
+
+    def _on_opened(self, summary: ModelSummary) -> None:
+        self.summary_panel.show_summary(summary)
+        name = Path(summary.path).name
+        self.setWindowTitle(f"{name} — DeployLens")
+        self.statusBar().showMessage(
+            f"{name}: {summary.node_count:,} nodes, {len(summary.inputs)} inputs, "
+            f"{len(summary.outputs)} outputs",
+        )
+        remember_recent(summary.path)
+        self._fill_recent()
+        self.notification_bar.hide()
+        if summary.problems:
+            self.notifier.user_message("; ".join(summary.problems))
+
+    def _on_open_failed(self, failure: JobFailure) -> None:
+        self.summary_panel.show_error(failure.message)
+        self.statusBar().showMessage("Could not open the model", 5000)
+        self.notifier.failure(failure, "Open")
+
+    # -- drag and drop, persistence -------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        local = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if local:
+            self.open_path(local[0])
+            event.acceptProposedAction()
+
+    def _restore_layout(self) -> None:
+        settings = gui_settings()
+        geometry = settings.value("window/geometry")
+        state = settings.value("window/state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        if isinstance(state, QByteArray):
+            self.restoreState(state, LAYOUT_VERSION)
+
+    def save_layout(self) -> None:
+        settings = gui_settings()
+        settings.setValue("window/geometry", self.saveGeometry())
+        settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
+        settings.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.persist_layout:
+            self.save_layout()
+        self.jobs.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,1 @@
+"""Dock panels: one module per panel."""

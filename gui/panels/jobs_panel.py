@@ -1,0 +1,109 @@
+"""Jobs/Log dock: one row per job with progress, elapsed time and cancel; the log below."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QHeaderView,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.job_manager import JobManager
+from deploylens.gui.worker_client import WorkerJob
+
+COLUMNS = ("Job", "Status", "Progress", "Elapsed", "")
+
+
+class JobsPanel(QWidget):
+    def __init__(self, manager: JobManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.manager = manager
+        self.rows: dict[str, int] = {}
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(5000)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.log)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(splitter)
+        self._clock = QTimer(self)
+        self._clock.setInterval(250)
+        self._clock.timeout.connect(self._tick)
+        manager.sig_job_added.connect(self.add_job)
+
+    def add_job(self, job: WorkerJob) -> None:
+        row = self.table.rowCount()
+        self.table.insertRow(row)
+        self.rows[job.id] = row
+        self.table.setItem(row, 0, QTableWidgetItem(job.title))
+        self.table.setItem(row, 1, QTableWidgetItem("starting"))
+        bar = QProgressBar()
+        bar.setRange(0, 0)  # busy until the first fraction arrives
+        self.table.setCellWidget(row, 2, bar)
+        self.table.setItem(row, 3, QTableWidgetItem("0.0 s"))
+        cancel = QPushButton("Cancel")
+        cancel.clicked.connect(job.cancel)
+        self.table.setCellWidget(row, 4, cancel)
+        job.sig_state.connect(lambda state, j=job: self._on_state(j, state))
+        job.sig_progress.connect(lambda fraction, text, j=job: self._on_progress(j, fraction, text))
+        job.sig_log.connect(
+            lambda level, text, j=job: self.append_log(f"[{j.title}] {level}: {text}")
+        )
+        job.sig_failed.connect(lambda failure, j=job: self._on_failed(j, failure))
+        self.append_log(f"[{job.title}] started ({job.method})")
+        self._clock.start()
+
+    def append_log(self, text: str) -> None:
+        self.log.appendPlainText(time.strftime("%H:%M:%S ") + text)
+
+    def bar(self, job: WorkerJob) -> QProgressBar:
+        return self.table.cellWidget(self.rows[job.id], 2)  # type: ignore[return-value]
+
+    def _on_progress(self, job: WorkerJob, fraction: float | None, text: str) -> None:
+        bar = self.bar(job)
+        if fraction is None:
+            bar.setRange(0, 0)
+        else:
+            bar.setRange(0, 1000)
+            bar.setValue(int(max(0.0, min(1.0, fraction)) * 1000))
+        if text:
+            self.table.item(self.rows[job.id], 1).setText(text)
+
+    def _on_state(self, job: WorkerJob, state: str) -> None:
+        row = self.rows[job.id]
+        self.table.item(row, 1).setText(state)
+        if not job.active:
+            bar = self.bar(job)
+            bar.setRange(0, 1000)
+            bar.setValue(1000 if state == "done" else bar.value())
+            self.table.cellWidget(row, 4).setEnabled(False)
+            self.table.item(row, 3).setText(f"{job.elapsed():.1f} s")
+            self.append_log(f"[{job.title}] {state} after {job.elapsed():.2f} s")
+
+    def _on_failed(self, job: WorkerJob, failure: JobFailure) -> None:
+        self.table.item(self.rows[job.id], 1).setText(f"{failure.kind}: {failure.message}")
+        self.append_log(f"[{job.title}] {failure.kind}: {failure}")
+
+    def _tick(self) -> None:
+        running = [job for job in self.manager.jobs if job.active]
+        for job in running:
+            self.table.item(self.rows[job.id], 3).setText(f"{job.elapsed():.1f} s")
+        if not running:
+            self._clock.stop()

@@ -1,0 +1,136 @@
+"""Model summary panel: what is inside the open model, from the worker's ``model.inspect``."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QLabel,
+    QStackedWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.model.summary import ModelSummary
+from deploylens.core.model.summary_text import human_bytes, shape_text
+
+_PROBLEM = QColor("#b3261e")
+_WARNING = QColor("#8a5a00")
+
+
+class ModelSummaryPanel(QWidget):
+    """Empty → loading → summary (or the reason the file did not open)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.summary: ModelSummary | None = None
+        self.message = QLabel("Open an ONNX model: File → Open, or drop a .onnx file here.")
+        self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.message.setWordWrap(True)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Property", "Value", "Detail"])
+        self.tree.setAlternatingRowColors(True)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.message)
+        self.stack.addWidget(self.tree)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+
+    def show_loading(self, path: str) -> None:
+        self.message.setText(f"Reading {path} …\n(weights stay on disk)")
+        self.stack.setCurrentWidget(self.message)
+
+    def show_error(self, text: str) -> None:
+        self.summary = None
+        self.message.setText(f"Could not open the model:\n{text}")
+        self.stack.setCurrentWidget(self.message)
+
+    def show_summary(self, summary: ModelSummary) -> None:
+        self.summary = summary
+        tree = self.tree
+        tree.clear()
+        self._fill(summary)
+        tree.expandToDepth(0)
+        for index in range(tree.topLevelItemCount()):  # long lists stay folded
+            item = tree.topLevelItem(index)
+            item.setExpanded(item.childCount() <= 12 or index < 1)
+        for column in range(3):
+            tree.resizeColumnToContents(column)
+        self.stack.setCurrentWidget(tree)
+
+    def visible_text(self) -> str:
+        """All text in the tree (tests and the screenshot check read it)."""
+        lines: list[str] = []
+
+        def walk(item: QTreeWidgetItem, depth: int) -> None:
+            lines.append("  " * depth + " | ".join(item.text(c) for c in range(3)).rstrip(" |"))
+            for index in range(item.childCount()):
+                walk(item.child(index), depth + 1)
+
+        for index in range(self.tree.topLevelItemCount()):
+            walk(self.tree.topLevelItem(index), 0)
+        return "\n".join(lines)
+
+    def _section(self, title: str, value: str = "") -> QTreeWidgetItem:
+        item = QTreeWidgetItem([title, value])
+        font = item.font(0)
+        font.setBold(True)
+        item.setFont(0, font)
+        self.tree.addTopLevelItem(item)
+        return item
+
+    def _fill(self, s: ModelSummary) -> None:
+        general = self._section("Model", s.path)
+        rows = [
+            ("Graph", s.graph_name or "(unnamed)", ""),
+            ("Producer", f"{s.producer_name} {s.producer_version}".strip() or "?", ""),
+            ("IR version", str(s.ir_version), ""),
+            ("File size", human_bytes(s.file_bytes), ""),
+            ("Model version", str(s.model_version), ""),
+        ]
+        rows += [(f"metadata: {k}", v, "") for k, v in s.metadata.items()]
+        for row in rows:
+            QTreeWidgetItem(general, list(row))
+        opsets = self._section("Opset imports", str(len(s.opset_imports)))
+        for domain, version in sorted(s.opset_imports.items()):
+            QTreeWidgetItem(opsets, [domain, str(version)])
+        for title, values in (("Inputs", s.inputs), ("Outputs", s.outputs)):
+            section = self._section(title, str(len(values)))
+            for value in values:
+                QTreeWidgetItem(section, [value.name, value.type, shape_text(value.shape)])
+        nodes = self._section("Nodes", f"{s.node_count:,}")
+        if s.subgraph_count:
+            nodes.setText(2, f"+{s.subgraph_node_count:,} in {s.subgraph_count} subgraph(s)")
+        for op in s.op_counts:
+            QTreeWidgetItem(nodes, [op.op_type, f"{op.count:,}", op.domain])
+        init = self._section("Initializers", f"{s.initializer_count:,}")
+        init.setText(2, human_bytes(s.initializer_bytes))
+        for item in s.external_data:
+            row = QTreeWidgetItem(
+                init,
+                [
+                    f"external: {item.location}",
+                    f"{item.tensors} tensors, {human_bytes(item.bytes_referenced)}",
+                    item.problem or "present",
+                ],
+            )
+            if item.problem:
+                row.setForeground(2, QBrush(_PROBLEM))
+        if s.functions:
+            functions = self._section("Local functions", str(len(s.functions)))
+            for function in s.functions:
+                QTreeWidgetItem(
+                    functions, [function.name, f"{function.nodes} nodes", function.domain]
+                )
+        if s.warnings or s.problems:
+            notes = self._section("Findings", str(len(s.warnings) + len(s.problems)))
+            for text, colour, label in [(p, _PROBLEM, "problem") for p in s.problems] + [
+                (w, _WARNING, "warning") for w in s.warnings
+            ]:
+                row = QTreeWidgetItem(notes, [label, text])
+                row.setForeground(1, QBrush(colour))
+                row.setToolTip(1, text)
+            notes.setExpanded(True)

@@ -1,0 +1,182 @@
+"""Run worker jobs with ``QProcess``: the GUI never blocks on a job and survives its crash.
+
+Protocol state and failure wording come from ``core/worker/client.py``, shared with the CLI.
+One process per job: a crash or a kill never takes another job with it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
+
+from deploylens.core.jobs import CANCEL_GRACE_S, TERMINATE_GRACE_S
+from deploylens.core.worker import protocol
+from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
+from deploylens.core.worker.launch import worker_command
+
+_ids = itertools.count(1)
+
+STARTING, RUNNING, DONE, FAILED, CANCELLING = "starting", "running", "done", "failed", "cancelling"
+
+
+class WorkerJob(QObject):
+    """One job in its own worker process, reporting through signals on the GUI thread."""
+
+    sig_progress = Signal(object, str)  # fraction (or None), text
+    sig_log = Signal(str, str)  # level, text
+    sig_hello = Signal(object)  # the handshake message
+    sig_finished = Signal(object)  # payload
+    sig_failed = Signal(object)  # JobFailure
+    sig_state = Signal(str)
+
+    def __init__(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        python: str | None = None,
+        title: str = "",
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.id = f"g{next(_ids)}"
+        self.method = method
+        self.params = params or {}
+        self.title = title or method
+        self.argv, env = worker_command(python)
+        self.session = WorkerSession(self.argv[0])
+        self.state = STARTING
+        self.started_at = time.monotonic()
+        self.ended_at: float | None = None
+        self.fraction: float | None = None
+        self.failure: JobFailure | None = None
+        self.payload: Any = None
+        self.process = QProcess(self)
+        environment = QProcessEnvironment()
+        for key, value in env.items():
+            environment.insert(key, value)
+        self.process.setProcessEnvironment(environment)
+        self.process.readyReadStandardOutput.connect(self._on_stdout)
+        self.process.readyReadStandardError.connect(self._on_stderr)
+        self.process.finished.connect(self._on_finished)
+        self.process.errorOccurred.connect(self._on_error)
+
+    # -- control -------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self.process.start(self.argv[0], self.argv[1:])
+
+    def cancel(self) -> None:
+        """Ask politely, then terminate, then kill (DESIGN.md §4)."""
+        if self.state in (DONE, FAILED, CANCELLING):
+            return
+        self._set_state(CANCELLING)
+        if self.process.state() == QProcess.ProcessState.Running:
+            self._send(protocol.cancel(self.id))
+        QTimer.singleShot(int(CANCEL_GRACE_S * 1000), self._terminate_if_alive)
+        QTimer.singleShot(int((CANCEL_GRACE_S + TERMINATE_GRACE_S) * 1000), self._kill_if_alive)
+
+    def elapsed(self) -> float:
+        return (self.ended_at or time.monotonic()) - self.started_at
+
+    @property
+    def active(self) -> bool:
+        return self.state in (STARTING, RUNNING, CANCELLING)
+
+    def wait_done(self, timeout_ms: int = 30000) -> bool:
+        """Block until the process ended (tests and shutdown only, never on a user action)."""
+        if self.process.state() == QProcess.ProcessState.NotRunning:
+            return True
+        return self.process.waitForFinished(timeout_ms)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _terminate_if_alive(self) -> None:
+        if self.process.state() != QProcess.ProcessState.NotRunning:
+            self.process.terminate()
+
+    def _kill_if_alive(self) -> None:
+        if self.process.state() != QProcess.ProcessState.NotRunning:
+            self.process.kill()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.process.write(protocol.encode(message))
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.sig_state.emit(state)
+
+    def _end(self, failure: JobFailure | None, payload: Any = None) -> None:
+        if self.state in (DONE, FAILED):
+            return
+        self.ended_at = time.monotonic()
+        if failure is None:
+            self.payload = payload
+            self._set_state(DONE)
+            self.sig_finished.emit(payload)
+        else:
+            self.failure = failure
+            self._set_state(FAILED)
+            self.sig_failed.emit(failure)
+        if self.process.state() == QProcess.ProcessState.Running:
+            self._send(protocol.shutdown())
+            self.process.closeWriteChannel()
+            QTimer.singleShot(3000, self._kill_if_alive)
+
+    def _on_stderr(self) -> None:
+        self.session.feed_stderr(bytes(self.process.readAllStandardError().data()))
+
+    def _on_stdout(self) -> None:
+        for message in self.session.feed_stdout(bytes(self.process.readAllStandardOutput().data())):
+            self._handle(message)
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "hello":
+            try:
+                self.session.accept_hello(message)
+            except JobFailure as failure:
+                self._end(failure)
+                self.process.kill()
+                return
+            self.sig_hello.emit(message)
+            if self.state == CANCELLING:
+                self._end(JobFailure(protocol.CANCELLED, "cancelled"))
+                return
+            self._set_state(RUNNING)
+            self._send(protocol.run(self.id, self.method, self.params))
+        elif message.get("job") not in (self.id, None):
+            return
+        elif kind == "progress":
+            self.fraction = message.get("fraction")
+            self.sig_progress.emit(self.fraction, str(message.get("text", "")))
+        elif kind == "log":
+            self.sig_log.emit(str(message.get("level")), str(message.get("text")))
+        elif kind == "result":
+            self._end(None, message.get("payload"))
+        elif kind == "error" and message.get("job") == self.id:
+            self._end(self.session.failure_from_error(message))
+
+    def _on_finished(self, exit_code: int, exit_status: QProcess.ExitStatus) -> None:
+        self._on_stderr()
+        self._on_stdout()
+        if self.state in (DONE, FAILED):
+            return
+        if self.state == CANCELLING:
+            self._end(JobFailure(protocol.CANCELLED, "cancelled"))
+            return
+        # On Unix, Qt reports the terminating signal as the exit code of a crashed process.
+        returncode = -exit_code if exit_status == QProcess.ExitStatus.CrashExit else exit_code
+        self._end(self.session.failure_from_exit(returncode, self.method))
+
+    def _on_error(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart:
+            self._end(
+                JobFailure(
+                    START_FAILED,
+                    f"Could not start the worker interpreter {self.argv[0]}: "
+                    f"{self.process.errorString()}.",
+                    "Pick an existing Python interpreter in Preferences → Worker interpreter.",
+                )
+            )

@@ -1,0 +1,1 @@
+"""Bundled resources: samples, data tables (with attribution), icons."""
