@@ -177,7 +177,7 @@ class MainWindow(QMainWindow):
         )
         remember_recent(summary.path)
         self._fill_recent()
-        self.notification_bar.hide()
+        self.notification_bar.dismiss()
         if summary.problems:
             self.notifier.user_message("; ".join(summary.problems))
 

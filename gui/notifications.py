@@ -28,21 +28,20 @@ class NotificationBar(QWidget):
         self.label.setWordWrap(True)
         close = QToolButton()
         close.setText("✕")
-        close.clicked.connect(self.hide)
+        close.clicked.connect(self.dismiss)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.setStyleSheet("NotificationBar { background: #fdecea; } QLabel { color: #5f2120; }")
-        self.hide()
 
     def show_message(self, text: str) -> None:
+        """Show ``text``; the window shows or hides the bar's container on ``sig_visible``."""
         self.label.setText(text)
-        self.setVisible(True)
+        self.sig_visible.emit(True)
 
-    def setVisible(self, visible: bool) -> None:
-        super().setVisible(visible)
-        self.sig_visible.emit(visible)
+    def dismiss(self) -> None:
+        self.sig_visible.emit(False)
 
 
 class Notifier(QObject):

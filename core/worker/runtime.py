@@ -103,6 +103,7 @@ class Worker:
         self.channel = channel
         self.current: JobContext | None = None
         self.thread: threading.Thread | None = None
+        self.busy = False  # cleared before the answer is sent, so the next run never races it
         self.workdir = tempfile.mkdtemp(prefix="deploylens-worker-")
 
     def _run_job(self, ctx: JobContext, method: str, params: dict[str, Any]) -> None:
@@ -120,6 +121,7 @@ class Worker:
             message = _classify(ctx.job, exc, sys.executable)
         finally:
             sys.stdout.flush()
+        self.busy = False
         self.channel.send(message)
 
     def handle(self, command: dict[str, Any]) -> bool:
@@ -127,11 +129,12 @@ class Worker:
         kind = command.get("type")
         if kind == "run":
             job = str(command.get("job"))
-            if self.thread is not None and self.thread.is_alive():
+            if self.busy:
                 self.channel.send(
                     protocol.error(job, protocol.INTERNAL, "the worker is busy with another job")
                 )
                 return True
+            self.busy = True
             self.current = JobContext(job, self.channel, self.workdir)
             self.thread = threading.Thread(
                 target=self._run_job,

@@ -1,0 +1,1 @@
+"""Bundled samples: the seeds export scenarios (models.py), their ONNX files and inputs."""

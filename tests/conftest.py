@@ -1,0 +1,59 @@
+"""Shared test setup: isolated config, the shared artifacts, and the Qt blocker for core runs.
+
+``DEPLOYLENS_BLOCK_QT=1`` makes PySide6/shiboken6/pyqtgraph unimportable (run with
+``-p no:pytestqt``): the core must pass its tests without Qt (DESIGN.md §3).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+QT_MODULES = ("PySide6", "shiboken6", "pyqtgraph", "PyQt5", "PyQt6")
+
+
+class _QtBlocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name.split(".")[0] in QT_MODULES:
+            raise ImportError(f"{name} is blocked: core tests must run without Qt")
+        return None
+
+
+QT_BLOCKED = os.environ.get("DEPLOYLENS_BLOCK_QT") == "1"
+if QT_BLOCKED:
+    sys.meta_path.insert(0, _QtBlocker())
+    collect_ignore = ["gui"]
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def artifacts_dir() -> Path | None:
+    override = os.environ.get("DEPLOYLENS_ARTIFACTS")
+    candidate = Path(override) if override else REPO.parent / "shared" / "artifacts"
+    return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    found = artifacts_dir()
+    if found is None:
+        pytest.skip("../shared/artifacts is not beside the checkout (set DEPLOYLENS_ARTIFACTS)")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """No test reads or writes the user's real settings, recent files or window layout."""
+    folder = tmp_path_factory.mktemp("config")
+    monkeypatch.setenv("DEPLOYLENS_CONFIG_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def samples() -> Path:
+    return REPO / "resources" / "samples"

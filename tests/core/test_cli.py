@@ -1,0 +1,113 @@
+"""The real ``deploylens`` console script, as users and CI call it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.onnx_models import save_with_external_data, weighty_model
+
+DEPLOYLENS = shutil.which("deploylens", path=os.path.dirname(sys.executable)) or "deploylens"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [DEPLOYLENS, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_inspect_text(samples: Path) -> None:
+    result = run_cli("inspect", str(samples / "small_cnn.dynamo.onnx"))
+    assert result.returncode == 0, result.stderr
+    assert "image: tensor(float32) [1, 3, 32, 32]" in result.stdout
+    assert "Opsets      ai.onnx 18" in result.stdout
+
+
+def test_inspect_json(samples: Path) -> None:
+    result = run_cli("inspect", "--json", str(samples / "roll_dims.torchscript.onnx"))
+    assert result.returncode == 0
+    data = json.loads(result.stdout)
+    assert data["opset_imports"] == {"ai.onnx": 17}
+    assert data["inputs"][0]["name"] == "x"
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("setup", "fragment"),
+    [
+        (lambda d: d / "missing.onnx", "does not exist"),
+        (lambda d: _write(d / "e.onnx", b""), "is empty"),
+        (lambda d: _write(d / "r.onnx", os.urandom(3000)), "r.onnx"),
+        (lambda d: _write(d / "ckpt.onnx", b"PK\x03\x04" + bytes(100)), "PyTorch"),
+        (lambda d: d, "is a folder"),
+    ],
+    ids=["missing", "empty", "random", "zip", "folder"],
+)
+def test_inspect_bad_input_is_one_sentence(tmp_path: Path, setup, fragment: str) -> None:
+    path = setup(tmp_path)
+    result = run_cli("inspect", str(path))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("deploylens: error: ") and fragment in result.stderr
+    assert result.stderr.count("\n") <= 2
+
+
+def test_inspect_missing_external_data_exits_non_zero(tmp_path: Path) -> None:
+    path = save_with_external_data(weighty_model(2, 10), tmp_path / "m.onnx")
+    (tmp_path / "weights.bin").unlink()
+    result = run_cli("inspect", str(path))
+    assert result.returncode == 1
+    assert "external data file 'weights.bin' is missing" in result.stderr
+    assert "Inputs (1)" in result.stdout  # the summary is still shown
+
+
+def test_env_reports_the_worker(tmp_path: Path) -> None:
+    result = run_cli("env", "--json")
+    assert result.returncode == 0, result.stderr
+    hello = json.loads(result.stdout)
+    assert os.path.samefile(hello["python"]["executable"], sys.executable)
+    text = run_cli("env").stdout
+    assert "missing tensorrt" in text and "-m pip install tensorrt" in text
+
+
+def test_env_with_a_bad_interpreter_is_one_sentence() -> None:
+    result = run_cli("env", "--python", "/nonexistent/python")
+    assert result.returncode == 1
+    assert "Could not start the worker interpreter /nonexistent/python" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_gui_without_display_says_so(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    result = subprocess.run(
+        [DEPLOYLENS, str(tmp_path / "m.onnx")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "No display found" in result.stderr
+
+
+def test_demo_without_screenshot(tmp_path: Path) -> None:
+    result = run_cli("demo", "--out", str(tmp_path / "demo"), "--no-screenshot")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "demo" / "report.json").read_text())
+    assert len(report["models"]) == 11 and all("summary" in m for m in report["models"])
+    assert "small_cnn.dynamo.onnx" in (tmp_path / "demo" / "report.md").read_text()

@@ -1,0 +1,103 @@
+"""Model summaries: the bundled samples, subgraphs, functions, symbolic shapes, external data."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import onnx
+import pytest
+
+from deploylens.core.model.summary import ModelSummary, inspect_model
+from deploylens.core.model.summary_text import summary_text
+from tests.helpers.onnx_models import (
+    chain_model,
+    function_model,
+    if_model,
+    save_with_external_data,
+    weighty_model,
+)
+
+
+def _save(model: onnx.ModelProto, path: Path) -> Path:
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_every_bundled_sample_matches_its_manifest(samples: Path) -> None:
+    manifest = json.loads((samples / "manifest.json").read_text())
+    files = 0
+    for entry in manifest["samples"].values():
+        for export in entry["exports"].values():
+            if "file" not in export:
+                continue
+            files += 1
+            summary = inspect_model(samples / export["file"])
+            assert [v.name for v in summary.inputs] == [i["name"] for i in entry["inputs"]]
+            assert summary.inputs[0].shape == entry["inputs"][0]["shape"]
+            assert summary.opset_imports == export["opset"]
+            assert summary.node_count == export["nodes"]
+            assert not summary.problems
+    assert files == len(list(samples.glob("*.onnx")))
+
+
+def test_custom_domain_sample_lists_its_domain(samples: Path) -> None:
+    summary = inspect_model(samples / "custom_fn_symbolic.torchscript.onnx")
+    assert summary.opset_imports["custom_domain"] == 1
+    assert ("custom_domain", "customOp2") in {(o.domain, o.op_type) for o in summary.op_counts}
+
+
+def test_symbolic_dims_and_counts(tmp_path: Path) -> None:
+    summary = inspect_model(_save(chain_model(10, dims=("batch", 8)), tmp_path / "c.onnx"))
+    assert summary.inputs[0].shape == ["batch", 8]
+    assert summary.inputs[0].dtype == "float32"
+    assert {(o.op_type, o.count) for o in summary.op_counts} == {("Relu", 5), ("Add", 5)}
+    assert summary.initializer_count == 1 and summary.initializer_bytes == 32
+    assert summary.warnings == []
+
+
+def test_subgraphs_are_counted_recursively(tmp_path: Path) -> None:
+    summary = inspect_model(_save(if_model(), tmp_path / "if.onnx"))
+    # then (1 Constant), else (1 If) whose branches are two more subgraphs (1 Constant each)
+    assert summary.node_count == 1
+    assert summary.subgraph_count == 4
+    assert summary.subgraph_node_count == 4
+    assert {(o.op_type, o.count) for o in summary.op_counts} == {("If", 2), ("Constant", 3)}
+
+
+def test_local_functions(tmp_path: Path) -> None:
+    summary = inspect_model(_save(function_model(), tmp_path / "f.onnx"))
+    assert [(f.domain, f.name, f.nodes) for f in summary.functions] == [("custom", "DoubleRelu", 2)]
+    assert "custom::DoubleRelu (2 nodes)" in summary_text(summary)
+
+
+def test_external_data_is_listed_and_never_read(tmp_path: Path) -> None:
+    path = save_with_external_data(weighty_model(8, 250_000), tmp_path / "big.onnx")
+    tracemalloc.start()
+    summary = inspect_model(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    (external,) = summary.external_data
+    assert (external.location, external.tensors, external.present) == ("weights.bin", 8, True)
+    assert external.bytes_referenced == summary.initializer_bytes == 8 * 250_000 * 4
+    assert external.size_on_disk == 8_000_000
+    assert peak < 1_000_000  # 8 MB of weights on disk, well under 1 MB traced while inspecting
+
+
+def test_summary_roundtrips_through_json(samples: Path) -> None:
+    summary = inspect_model(samples / "small_cnn.torchscript.onnx")
+    again = ModelSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
+    assert again == summary
+
+
+def test_checker_findings_are_warnings_not_failures(artifacts: Path) -> None:
+    bad = artifacts / "nvidia-tensorrt-onnx-test-models/tools/Polygraphy/tests/models"
+    summary = inspect_model(bad / "bad_graph_with_no_import_domains.onnx")
+    assert any("opset" in w for w in summary.warnings)
+
+
+@pytest.mark.parametrize("name", ["logreg_iris.onnx", "sigmoid.onnx", "mul_1.onnx"])
+def test_onnxruntime_dataset_models(artifacts: Path, name: str) -> None:
+    summary = inspect_model(artifacts / "onnxruntime-pip-1.31.1-datasets" / name)
+    assert summary.inputs and summary.outputs

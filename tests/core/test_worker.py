@@ -1,0 +1,182 @@
+"""The real worker subprocess, driven by core/jobs.py (no Qt)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.jobs import Worker, run_job
+from deploylens.core.worker import protocol
+from deploylens.core.worker.client import CRASHED, PROTOCOL_MISMATCH, START_FAILED, JobFailure
+
+
+@pytest.fixture
+def worker():
+    with Worker() as running:
+        yield running
+
+
+def test_handshake_reports_interpreter_and_packages(worker: Worker) -> None:
+    hello = worker.session.hello
+    assert hello["protocol"] == protocol.PROTOCOL_VERSION
+    assert hello["python"]["executable"] == sys.executable
+    packages = hello["packages"]
+    assert packages["onnx"]["version"]
+    assert "CPUExecutionProvider" in packages["onnxruntime"]["providers"]
+    assert packages["tensorrt"]["version"] is None  # cannot be installed here
+    assert packages["cuda_driver"]["available"] in (True, False)
+
+
+def test_progress_then_result(worker: Worker) -> None:
+    seen: list[tuple[float | None, str]] = []
+    logs: list[tuple[str, str]] = []
+    payload = worker.run(
+        "selftest.progress",
+        {"steps": 4},
+        on_progress=lambda f, t: seen.append((f, t)),
+        on_log=lambda level, text: logs.append((level, text)),
+    )
+    assert payload == {"steps": 4}
+    assert [f for f, _ in seen] == [0.25, 0.5, 0.75, 1.0]
+    assert seen[-1][1] == "step 4 of 4"
+    assert logs == [("info", "done counting")]
+
+
+def test_stdout_noise_from_python_and_c_does_not_corrupt_the_channel(worker: Worker) -> None:
+    assert worker.run("selftest.noisy") == {"ok": True}
+    # The worker is still in sync: the next job answers normally.
+    assert worker.run("selftest.echo", {"n": 1})["params"] == {"n": 1}
+    tail = worker.session.stderr_tail()
+    assert "raw bytes on fd 1 from native code" in tail
+    assert "stray print from a job" in tail
+    assert "puts() from libc" in tail
+
+
+def test_worker_keeps_imports_warm_across_jobs(worker: Worker) -> None:
+    first = worker.run("selftest.echo")["pid"]
+    second = worker.run("selftest.echo")["pid"]
+    assert first == second == worker.pid
+
+
+def test_segfault_is_reported_as_native_crash_with_stderr_tail() -> None:
+    with pytest.raises(JobFailure) as caught:
+        run_job("selftest.segfault")
+    failure = caught.value
+    assert failure.kind == CRASHED
+    assert "SIGSEGV" in failure.message and "selftest.segfault" in failure.message
+    assert "Segmentation fault" in failure.stderr_tail
+    assert "segfault_job" in failure.stderr_tail  # faulthandler's Python stack
+
+
+def test_missing_module_gives_the_exact_pip_line(worker: Worker) -> None:
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.import", {"module": "tensorrt"})
+    assert caught.value.kind == protocol.MISSING_DEPENDENCY
+    assert caught.value.hint == f"{sys.executable} -m pip install tensorrt"
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.import", {"module": "deploylens_no_such_module.sub"})
+    assert caught.value.hint.endswith("-m pip install deploylens-no-such-module")
+
+
+def test_user_error_has_message_and_no_traceback(worker: Worker) -> None:
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.user_error", {"message": "the shape is wrong", "hint": "use 3"})
+    failure = caught.value
+    assert (failure.kind, failure.message, failure.hint) == ("user", "the shape is wrong", "use 3")
+    assert failure.traceback == ""
+    assert failure.is_user_facing
+
+
+def test_bug_keeps_its_traceback(worker: Worker) -> None:
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.bug")
+    assert caught.value.kind == protocol.INTERNAL
+    assert "ZeroDivisionError" in caught.value.message
+    assert "bug_job" in caught.value.traceback
+    assert not caught.value.is_user_facing
+
+
+def test_unknown_method_is_an_internal_error_naming_the_method(worker: Worker) -> None:
+    with pytest.raises(JobFailure, match="no job called 'nope'"):
+        worker.run("nope")
+
+
+def test_cancel_of_a_sleeping_job_is_gone_within_two_seconds() -> None:
+    worker = Worker()
+    worker.start()
+    pid = worker.pid
+    started: list[float] = []
+
+    def cancel_soon() -> None:
+        time.sleep(0.3)
+        started.append(time.monotonic())
+        worker.cancel()
+
+    threading.Thread(target=cancel_soon).start()
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.sleep", {"seconds": 60})
+    elapsed = time.monotonic() - started[0]
+    assert caught.value.kind == protocol.CANCELLED
+    assert elapsed < 2.0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # really gone, not orphaned
+
+
+def test_cooperative_cancel_stops_at_the_next_progress() -> None:
+    worker = Worker()
+    worker.start()
+    threading.Timer(0.3, worker.cancel).start()
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.progress", {"steps": 100, "delay": 0.05})
+    assert caught.value.kind == protocol.CANCELLED
+    worker.kill()
+
+
+def test_big_arrays_travel_as_npz_files(worker: Worker) -> None:
+    payload = worker.run("selftest.array", {"n": 100_000})
+    with np.load(payload["npz"], allow_pickle=False) as data:
+        assert data["values"].shape == (100_000,)
+        assert data["values"][-1] == 99_999
+
+
+def test_interpreter_that_does_not_exist() -> None:
+    with pytest.raises(JobFailure) as caught:
+        Worker("/nonexistent/bin/python3").start()
+    assert caught.value.kind == START_FAILED
+    assert "/nonexistent/bin/python3" in caught.value.message
+
+
+def test_stale_protocol_version_gets_a_precise_message(tmp_path: Path) -> None:
+    # A FAKE worker, named as such: it speaks protocol 0, as an old DeployLens would.
+    fake = tmp_path / "fake_stale_worker.py"
+    fake.write_text(
+        "import json, sys\n"
+        "print(json.dumps({'type': 'hello', 'protocol': 0, 'python': "
+        "{'version': '3.11.0', 'version_info': [3, 11, 0]}, 'packages': {}}), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    worker = Worker()
+    worker.argv = [sys.executable, str(fake)]
+    with pytest.raises(JobFailure) as caught:
+        worker.start()
+    assert caught.value.kind == PROTOCOL_MISMATCH
+    assert "speaks protocol version 0" in caught.value.message
+    assert f"speaks version {protocol.PROTOCOL_VERSION}" in caught.value.message
+
+
+def test_interpreter_that_exits_before_hello(tmp_path: Path) -> None:
+    broken = tmp_path / "broken_worker.py"
+    broken.write_text("import sys; sys.stderr.write('boom: no site-packages\\n'); sys.exit(7)\n")
+    worker = Worker()
+    worker.argv = [sys.executable, str(broken)]
+    with pytest.raises(JobFailure) as caught:
+        worker.start()
+    assert caught.value.kind == START_FAILED
+    assert "exit code 7" in caught.value.message
+    assert "boom: no site-packages" in caught.value.stderr_tail

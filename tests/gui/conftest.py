@@ -1,0 +1,38 @@
+"""GUI fixtures: windows that are closed after each test, with no worker left running."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtCore import QProcess
+
+from deploylens.gui.main_window import MainWindow
+
+JOB_TIMEOUT_MS = 30_000
+
+
+@pytest.fixture
+def make_window(qtbot) -> Iterator:  # type: ignore[no-untyped-def]
+    windows: list[MainWindow] = []
+
+    def factory(persist_layout: bool = True) -> MainWindow:
+        window = MainWindow(persist_layout=persist_layout)
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield factory
+    for window in windows:
+        jobs = list(window.jobs.jobs)
+        window.close()
+        for job in jobs:
+            assert job.process.state() == QProcess.ProcessState.NotRunning, (
+                f"worker of {job.title} outlived its window"
+            )
+
+
+def wait_opened(qtbot, window: MainWindow, path) -> None:  # type: ignore[no-untyped-def]
+    with qtbot.waitSignal(window.document.sig_opened, timeout=JOB_TIMEOUT_MS):
+        window.open_path(path)

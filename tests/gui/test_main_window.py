@@ -1,0 +1,177 @@
+"""The main window with real widgets, real worker jobs and the bundled samples."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent, QGuiApplication
+
+from deploylens.core.settings import AppSettings
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.dialogs.environment import EnvironmentDialog
+from deploylens.gui.dialogs.error_details import ErrorDetailsDialog
+from deploylens.gui.dialogs.preferences import PreferencesDialog
+from deploylens.gui.notifications import install_excepthook
+from deploylens.gui.panels.empty_state import UPCOMING_PANELS, EmptyStatePanel
+from deploylens.gui.qsettings import recent_files
+from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+
+EXPECTED_DOCKS = {
+    "Graph",
+    "Op support",
+    "Export",
+    "Validate",
+    "Build",
+    "Timeline",
+    "Model summary",
+    "Jobs / Log",
+}
+
+
+def test_docks_and_honest_empty_states(make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    assert set(window.docks) == EXPECTED_DOCKS
+    for title in UPCOMING_PANELS:
+        panel = window.docks[title].widget()
+        assert isinstance(panel, EmptyStatePanel)
+        assert re.search(r"arrives? with issue #\d", panel.text)
+
+
+def test_open_a_sample_fills_the_summary(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    model = samples / "small_cnn.dynamo.onnx"
+    wait_opened(qtbot, window, model)
+    text = window.summary_panel.visible_text()
+    assert "image | tensor(float32) | [1, 3, 32, 32]" in text
+    assert "ai.onnx | 18" in text
+    assert "Conv | 3 | ai.onnx" in text
+    assert window.windowTitle() == "small_cnn.dynamo.onnx — DeployLens"
+    assert recent_files()[0] == str(model)
+    assert window.recent_menu.actions()[0].text() == str(model)
+    row = window.jobs_panel.rows[window.document.job.id]
+    assert window.jobs_panel.table.item(row, 1).text() == "done"
+    assert window.jobs_panel.bar(window.document.job).value() == 1000
+    assert not window.jobs_panel.table.cellWidget(row, 4).isEnabled()
+
+
+def test_bad_file_shows_one_sentence_and_the_app_lives(qtbot, make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage" * 50)
+    with qtbot.waitSignal(window.document.sig_failed, timeout=JOB_TIMEOUT_MS):
+        window.open_path(bad)
+    assert window.notification_bar.isVisible()
+    assert "bad.onnx" in window.notification_bar.label.text()
+    assert "Traceback" not in window.notification_bar.label.text()
+    assert "Could not open the model" in window.summary_panel.message.text()
+    assert not window.notifier.dialogs  # a user error is no bug: no traceback dialog
+
+
+def test_missing_external_data_opens_with_a_visible_problem(
+    qtbot, make_window, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.helpers.onnx_models import save_with_external_data, weighty_model
+
+    path = save_with_external_data(weighty_model(2, 10), tmp_path / "m.onnx")
+    (tmp_path / "weights.bin").unlink()
+    window = make_window()
+    wait_opened(qtbot, window, path)
+    assert "weights.bin' is missing" in window.notification_bar.label.text()
+    assert "problem | external data file 'weights.bin' is missing" in (
+        window.summary_panel.visible_text()
+    )
+
+
+def test_drop_a_file(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(samples / "roll_dims.dynamo.onnx"))])
+    event = QDropEvent(
+        QPointF(QPoint(50, 50)),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    with qtbot.waitSignal(window.document.sig_opened, timeout=JOB_TIMEOUT_MS):
+        window.dropEvent(event)
+    assert window.document.summary.inputs[0].name == "x"
+
+
+def test_project_save_and_reopen(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    wait_opened(qtbot, window, samples / "asinh.dynamo.onnx")
+    project = window.document.save_project(tmp_path / "work.deploylens.toml")
+    other = make_window()
+    wait_opened(qtbot, other, project)
+    assert other.document.summary.path == str(samples / "asinh.dynamo.onnx")
+
+
+def test_window_layout_is_persisted(make_window) -> None:  # type: ignore[no-untyped-def]
+    first = make_window()
+    first.docks["Timeline"].hide()
+    first.docks["Jobs / Log"].setFloating(True)
+    first.close()
+    second = make_window()
+    assert not second.docks["Timeline"].isVisible()
+    assert second.docks["Jobs / Log"].isFloating()
+    assert second.docks["Graph"].isVisible()
+
+
+def test_crash_opens_details_with_copyable_diagnostics(make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    failure = JobFailure(
+        "crashed",
+        "The worker crashed in native code (SIGSEGV).",
+        "The app is fine",
+        stderr_tail="Fatal Python error: Segmentation fault",
+    )
+    window.notifier.failure(failure, "Open")
+    (dialog,) = window.notifier.dialogs
+    assert isinstance(dialog, ErrorDetailsDialog) and dialog.isVisible()
+    dialog.copy_diagnostics()
+    copied = QGuiApplication.clipboard().text()
+    assert "SIGSEGV" in copied and "Segmentation fault" in copied and "DeployLens" in copied
+
+
+def test_excepthook_turns_bugs_into_a_dialog(make_window, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    install_excepthook(window.notifier)
+    try:
+        raise KeyError("boom")
+    except KeyError:
+        sys.excepthook(*sys.exc_info())
+    (dialog,) = window.notifier.dialogs
+    assert "KeyError" in dialog.diagnostics and "test_excepthook" in dialog.diagnostics
+
+
+def test_preferences_checks_the_interpreter_by_handshake(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    dialog = PreferencesDialog(window.jobs, window)
+    qtbot.addWidget(dialog)
+    dialog.python_edit.setText("/nonexistent/python")
+    dialog.check()
+    qtbot.waitUntil(lambda: dialog.status.text().startswith("Not usable"), timeout=JOB_TIMEOUT_MS)
+    assert "Could not start the worker interpreter /nonexistent/python" in dialog.status.text()
+    dialog.python_edit.setText(sys.executable)
+    dialog.check()
+    qtbot.waitUntil(lambda: dialog.status.text().startswith("OK"), timeout=JOB_TIMEOUT_MS)
+    assert dialog.table.rowCount() > 5
+    dialog.save()
+    assert AppSettings.load().worker_python == sys.executable
+    assert window.jobs.worker_python() == sys.executable
+
+
+def test_environment_dialog_lists_versions_and_pip_lines(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    dialog = EnvironmentDialog(window.jobs, window)
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: dialog.worker_table.rowCount() > 0, timeout=JOB_TIMEOUT_MS)
+    text = dialog.text()
+    assert "PySide6" in text and "onnxruntime\t1." in text
+    assert "tensorrt\tmissing" in text and "-m pip install tensorrt" in text
+    assert "torch (imported)" in text

@@ -1,0 +1,96 @@
+"""The QProcess worker client with the real worker: the GUI survives everything a job does."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QProcess, QTimer
+
+from deploylens.core.worker import protocol
+from deploylens.gui.worker_client import WorkerJob
+
+TIMEOUT = 30_000
+
+
+def _run(qtbot, job: WorkerJob, signal: str = "sig_finished"):  # type: ignore[no-untyped-def]
+    with qtbot.waitSignal(getattr(job, signal), timeout=TIMEOUT) as blocker:
+        job.start()
+    assert job.wait_done(5000)
+    return blocker.args[0]
+
+
+def test_progress_and_result(qtbot) -> None:  # type: ignore[no-untyped-def]
+    job = WorkerJob("selftest.progress", {"steps": 3})
+    seen: list[float | None] = []
+    job.sig_progress.connect(lambda fraction, text: seen.append(fraction))
+    hello: list[dict] = []
+    job.sig_hello.connect(hello.append)
+    assert _run(qtbot, job) == {"steps": 3}
+    assert seen == [1 / 3, 2 / 3, 1.0]
+    assert hello[0]["protocol"] == protocol.PROTOCOL_VERSION
+    assert job.state == "done"
+
+
+def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:  # type: ignore[no-untyped-def]
+    failure = _run(qtbot, WorkerJob("selftest.segfault"), "sig_failed")
+    assert failure.kind == "crashed"
+    assert "SIGSEGV" in failure.message
+    assert "Segmentation fault" in failure.stderr_tail
+    # The GUI process is fine: another job runs normally right after.
+    assert _run(qtbot, WorkerJob("selftest.echo", {"a": 1}))["params"] == {"a": 1}
+
+
+def test_cancel_of_a_sleeping_job(qtbot) -> None:  # type: ignore[no-untyped-def]
+    job = WorkerJob("selftest.sleep", {"seconds": 60})
+    with qtbot.waitSignal(job.sig_progress, timeout=TIMEOUT):
+        job.start()
+    started = time.monotonic()
+    with qtbot.waitSignal(job.sig_failed, timeout=5000) as blocker:
+        job.cancel()
+    assert blocker.args[0].kind == protocol.CANCELLED
+    assert job.wait_done(2000)
+    assert time.monotonic() - started < 2.0
+    assert job.process.state() == QProcess.ProcessState.NotRunning
+
+
+def test_missing_dependency_and_user_error(qtbot) -> None:  # type: ignore[no-untyped-def]
+    failure = _run(qtbot, WorkerJob("selftest.import", {"module": "tensorrt"}), "sig_failed")
+    assert failure.kind == "missing_dependency"
+    assert failure.hint == f"{sys.executable} -m pip install tensorrt"
+    failure = _run(qtbot, WorkerJob("selftest.user_error", {"message": "no"}), "sig_failed")
+    assert (failure.kind, failure.message, failure.traceback) == ("user", "no", "")
+
+
+def test_interpreter_that_cannot_start(qtbot) -> None:  # type: ignore[no-untyped-def]
+    failure = _run(qtbot, WorkerJob("selftest.echo", python="/nonexistent/python"), "sig_failed")
+    assert failure.kind == "start_failed"
+    assert "/nonexistent/python" in failure.message
+
+
+def test_stale_protocol(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fake = tmp_path / "fake_stale_worker.py"  # a FAKE old worker, named as such
+    fake.write_text(
+        "import json, sys\nprint(json.dumps({'type': 'hello', 'protocol': 0, 'python': "
+        "{'version_info': [3, 11, 0]}, 'packages': {}}), flush=True)\nsys.stdin.read()\n"
+    )
+    job = WorkerJob("selftest.echo")
+    job.argv = [sys.executable, str(fake)]
+    failure = _run(qtbot, job, "sig_failed")
+    assert failure.kind == "protocol_mismatch"
+    assert "speaks protocol version 0" in failure.message
+
+
+def test_event_loop_keeps_running_while_a_job_works(qtbot) -> None:  # type: ignore[no-untyped-def]
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start()
+    _run(qtbot, WorkerJob("selftest.progress", {"steps": 10, "delay": 0.15}))
+    timer.stop()
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert len(ticks) > 20
+    assert max(gaps) < 0.75  # a blocked loop would freeze for the whole 1.5 s job
