@@ -1,7 +1,7 @@
 """Shared test setup: isolated config, the shared artifacts, and the Qt blocker for core runs.
 
 ``DEPLOYLENS_BLOCK_QT=1`` makes PySide6/shiboken6/pyqtgraph unimportable (run with
-``-p no:pytestqt``): the core must pass its tests without Qt (DESIGN.md §3).
+``-p no:pytest-qt``): the core must pass its tests without Qt (DESIGN.md §3).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyqtgraph
+from importlib.metadata import version
+
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import qVersion
 from PySide6.QtGui import QGuiApplication
@@ -28,7 +29,8 @@ class EnvironmentDialog(QDialog):
         for name, version, purpose in (
             ("DeployLens", __version__, "this app"),
             ("PySide6", pyside_version, f"the GUI (Qt {qVersion()})"),
-            ("pyqtgraph", pyqtgraph.__version__, "plots and timelines"),
+            # Version from metadata: importing pyqtgraph here would cost ~200 ms.
+            ("pyqtgraph", version("pyqtgraph"), "plots and timelines"),
         ):
             self.gui_table.add_row(name, version, purpose)
         self.gui_table.resizeColumnsToContents()

@@ -1,0 +1,46 @@
+# Two commands for a fresh Debian/Ubuntu machine (README): `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+OUT    ?= out/demo
+
+# Qt needs these system libraries (offscreen and real X11 windows); xvfb for the window test.
+SYSTEM_PACKAGES := libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0 \
+	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
+	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core
+
+.PHONY: system install demo test lint bench clean
+
+system:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if ! command -v apt-get >/dev/null; then echo "install these system packages: $$missing"; exit 1; fi; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		echo "installing system packages: $$missing"; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BIN)/deploylens: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[full,dev]"
+	touch $@
+
+install: system $(BIN)/deploylens
+
+demo: install
+	$(BIN)/deploylens demo --out $(OUT)
+
+test: install
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+bench: install
+	$(BIN)/python bench/startup.py --json bench/results/startup.json
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

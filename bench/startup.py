@@ -1,0 +1,145 @@
+"""Startup benchmark: process start → main window shown (offscreen), and `deploylens inspect`
+on a 10k-node model and on a ~200 MB external-data model, side by side with plain onnx.load.
+
+    python bench/startup.py [--quick] [--json PATH]
+
+Targets (issue #2): window ≤ 1.5 s; inspect of the external-data model ≤ 1 s and peak RSS
+≤ 200 MB (it must not read the weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generate_models  # noqa: E402
+
+DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
+CACHE = Path(tempfile.gettempdir()) / "deploylens-bench"
+
+WINDOW_SCRIPT = """
+import os, sys
+from deploylens.gui.app import application
+from deploylens.gui.main_window import MainWindow
+app = application()
+window = MainWindow()
+window.show()
+app.processEvents()
+sys.stdout.write("shown\\n"); sys.stdout.flush()
+os._exit(0)
+"""
+
+
+# A small launcher (python -S, ~10 MB) forks the measured command, so the peak RSS we read is the
+# command's own: Linux carries the parent's high-water mark into a forked child's ru_maxrss.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(json.dumps({"s": time.perf_counter() - started, "rss_kb": usage.ru_maxrss,
+                  "code": os.waitstatus_to_exitcode(status)}))
+"""
+
+
+def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one run of ``argv``, from fork to exit."""
+    result = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, *argv], env=env,
+                            capture_output=True, text=True, check=True)
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    if data["code"] != 0:
+        raise SystemExit(f"{argv} failed with exit code {data['code']}")
+    return data["s"], data["rss_kb"] / 1024
+
+
+def measure(argv: list[str], repeats: int, env: dict[str, str] | None = None) -> dict[str, float]:
+    runs = [timed_child(argv, env) for _ in range(repeats)]
+    times = [t for t, _ in runs]
+    return {"median_s": statistics.median(times), "min_s": min(times),
+            "peak_rss_mb": max(r for _, r in runs), "runs": repeats}
+
+
+def import_breakdown(top: int = 12) -> list[tuple[str, float]]:
+    """Import time spent in each top-level package's own modules when the GUI loads."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import deploylens.gui.main_window"],
+        capture_output=True, text=True, check=True,
+    )
+    per_package: dict[str, float] = {}
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        self_us, _, name = line.split(":", 1)[1].split("|")
+        package = name.strip().split(".")[0]
+        per_package[package] = per_package.get(package, 0.0) + int(self_us) / 1e6
+    return sorted(per_package.items(), key=lambda kv: -kv[1])[:top]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (under 60 s)")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 10
+    CACHE.mkdir(parents=True, exist_ok=True)
+    (CACHE / "ext").mkdir(exist_ok=True)
+    many = generate_models.many_nodes(CACHE / "many_nodes_10k.onnx")
+    external = generate_models.external_data(CACHE / "ext" / "external_200mb.onnx")
+    weights_mb = (CACHE / "ext" / "weights.bin").stat().st_size / 1e6
+
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
+           "DEPLOYLENS_CONFIG_DIR": tempfile.mkdtemp(prefix="deploylens-bench-config-")}
+    naive = "import onnx, sys; onnx.load(sys.argv[1])"
+    floor = "import onnx, sys; onnx.load(sys.argv[1], load_external_data=False)"
+    rows = {
+        # The script exits the moment the window is shown, so fork → exit is start → shown.
+        "window shown (offscreen)": measure([sys.executable, "-c", WINDOW_SCRIPT], repeats, env),
+        "python -c pass": measure([sys.executable, "-c", "pass"], repeats),
+        "inspect 10k nodes": measure([DEPLOYLENS, "inspect", str(many)], repeats),
+        "inspect 200 MB external": measure([DEPLOYLENS, "inspect", str(external)], repeats),
+        "onnx.load, no external data": measure([sys.executable, "-c", floor, str(external)],
+                                               repeats),
+        "onnx.load with weights (naive)": measure([sys.executable, "-c", naive, str(external)],
+                                                  repeats),
+    }
+    targets = {
+        "window shown (offscreen)": ("median_s", 1.5),
+        "inspect 200 MB external": ("median_s", 1.0),
+    }
+    print(f"\nstartup benchmark ({repeats} runs each; external weights {weights_mb:.0f} MB)\n")
+    print(f"{'case':34s} {'median s':>9s} {'min s':>7s} {'peak RSS MB':>12s}  target")
+    for name, row in rows.items():
+        target = ""
+        if name in targets:
+            key, limit = targets[name]
+            target = f"≤ {limit} s: {'PASS' if row[key] <= limit else 'FAIL'}"
+        if name == "inspect 200 MB external":
+            target += f"; ≤ 200 MB: {'PASS' if row['peak_rss_mb'] <= 200 else 'FAIL'}"
+        print(f"{name:34s} {row['median_s']:9.3f} {row['min_s']:7.3f} "
+              f"{row['peak_rss_mb']:12.1f}  {target}")
+    ratio = rows["onnx.load with weights (naive)"]["median_s"] / rows[
+        "inspect 200 MB external"]["median_s"]
+    print(f"\nnaive onnx.load / deploylens inspect on the external-data model: {ratio:.1f}x "
+          "(same run, side by side)")
+    breakdown = import_breakdown()
+    print("\nimport time of the GUI by package (python -X importtime, self time summed):")
+    for package, seconds in breakdown:
+        print(f"  {package:28s} {seconds * 1000:8.1f} ms")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"rows": rows, "weights_mb": weights_mb,
+                                         "naive_over_inspect": ratio,
+                                         "import_breakdown_s": dict(breakdown)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
