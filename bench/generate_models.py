@@ -22,7 +22,9 @@ def many_nodes(path: Path, nodes: int = 10_000) -> Path:
     for index in range(nodes):
         out = "y" if index == nodes - 1 else f"t{index}"
         op, inputs = ("Add", [current, "bias"]) if index % 2 else ("Relu", [current])
-        graph_nodes.append(helper.make_node(op, inputs, [out], f"/layer{index // 100}/{op}_{index}"))
+        graph_nodes.append(
+            helper.make_node(op, inputs, [out], f"/layer{index // 100}/{op}_{index}")
+        )
         current = out
     graph = helper.make_graph(graph_nodes, "many_nodes", [x], [y], [bias])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
@@ -46,6 +48,12 @@ def external_data(path: Path, megabytes: int = 200, tensors: int = 50) -> Path:
         current = out
     graph = helper.make_graph(nodes, "external", [x], [y], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
-    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="weights.bin", size_threshold=0)
+    onnx.save_model(
+        model,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="weights.bin",
+        size_threshold=0,
+    )
     return path

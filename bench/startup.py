@@ -16,11 +16,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import generate_models  # noqa: E402
+import generate_models
 
 DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
 CACHE = Path(tempfile.gettempdir()) / "deploylens-bench"
@@ -52,8 +51,13 @@ print(json.dumps({"s": time.perf_counter() - started, "rss_kb": usage.ru_maxrss,
 
 def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of one run of ``argv``, from fork to exit."""
-    result = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, *argv], env=env,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", LAUNCHER, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     data = json.loads(result.stdout.strip().splitlines()[-1])
     if data["code"] != 0:
         raise SystemExit(f"{argv} failed with exit code {data['code']}")
@@ -63,15 +67,21 @@ def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[flo
 def measure(argv: list[str], repeats: int, env: dict[str, str] | None = None) -> dict[str, float]:
     runs = [timed_child(argv, env) for _ in range(repeats)]
     times = [t for t, _ in runs]
-    return {"median_s": statistics.median(times), "min_s": min(times),
-            "peak_rss_mb": max(r for _, r in runs), "runs": repeats}
+    return {
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "peak_rss_mb": max(r for _, r in runs),
+        "runs": repeats,
+    }
 
 
 def import_breakdown(top: int = 12) -> list[tuple[str, float]]:
     """Import time spent in each top-level package's own modules when the GUI loads."""
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import deploylens.gui.main_window"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     per_package: dict[str, float] = {}
     for line in result.stderr.splitlines():
@@ -95,8 +105,11 @@ def main() -> int:
     external = generate_models.external_data(CACHE / "ext" / "external_200mb.onnx")
     weights_mb = (CACHE / "ext" / "weights.bin").stat().st_size / 1e6
 
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen",
-           "DEPLOYLENS_CONFIG_DIR": tempfile.mkdtemp(prefix="deploylens-bench-config-")}
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "DEPLOYLENS_CONFIG_DIR": tempfile.mkdtemp(prefix="deploylens-bench-config-"),
+    }
     naive = "import onnx, sys; onnx.load(sys.argv[1])"
     floor = "import onnx, sys; onnx.load(sys.argv[1], load_external_data=False)"
     rows = {
@@ -105,10 +118,12 @@ def main() -> int:
         "python -c pass": measure([sys.executable, "-c", "pass"], repeats),
         "inspect 10k nodes": measure([DEPLOYLENS, "inspect", str(many)], repeats),
         "inspect 200 MB external": measure([DEPLOYLENS, "inspect", str(external)], repeats),
-        "onnx.load, no external data": measure([sys.executable, "-c", floor, str(external)],
-                                               repeats),
-        "onnx.load with weights (naive)": measure([sys.executable, "-c", naive, str(external)],
-                                                  repeats),
+        "onnx.load, no external data": measure(
+            [sys.executable, "-c", floor, str(external)], repeats
+        ),
+        "onnx.load with weights (naive)": measure(
+            [sys.executable, "-c", naive, str(external)], repeats
+        ),
     }
     targets = {
         "window shown (offscreen)": ("median_s", 1.5),
@@ -123,21 +138,35 @@ def main() -> int:
             target = f"≤ {limit} s: {'PASS' if row[key] <= limit else 'FAIL'}"
         if name == "inspect 200 MB external":
             target += f"; ≤ 200 MB: {'PASS' if row['peak_rss_mb'] <= 200 else 'FAIL'}"
-        print(f"{name:34s} {row['median_s']:9.3f} {row['min_s']:7.3f} "
-              f"{row['peak_rss_mb']:12.1f}  {target}")
-    ratio = rows["onnx.load with weights (naive)"]["median_s"] / rows[
-        "inspect 200 MB external"]["median_s"]
-    print(f"\nnaive onnx.load / deploylens inspect on the external-data model: {ratio:.1f}x "
-          "(same run, side by side)")
+        print(
+            f"{name:34s} {row['median_s']:9.3f} {row['min_s']:7.3f} "
+            f"{row['peak_rss_mb']:12.1f}  {target}"
+        )
+    ratio = (
+        rows["onnx.load with weights (naive)"]["median_s"]
+        / rows["inspect 200 MB external"]["median_s"]
+    )
+    print(
+        f"\nnaive onnx.load / deploylens inspect on the external-data model: {ratio:.1f}x "
+        "(same run, side by side)"
+    )
     breakdown = import_breakdown()
     print("\nimport time of the GUI by package (python -X importtime, self time summed):")
     for package, seconds in breakdown:
         print(f"  {package:28s} {seconds * 1000:8.1f} ms")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"rows": rows, "weights_mb": weights_mb,
-                                         "naive_over_inspect": ratio,
-                                         "import_breakdown_s": dict(breakdown)}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "weights_mb": weights_mb,
+                    "naive_over_inspect": ratio,
+                    "import_breakdown_s": dict(breakdown),
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

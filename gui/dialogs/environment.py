@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.metadata import version as dist_version
 from typing import Any
-
-from importlib.metadata import version
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import qVersion
@@ -30,7 +29,7 @@ class EnvironmentDialog(QDialog):
             ("DeployLens", __version__, "this app"),
             ("PySide6", pyside_version, f"the GUI (Qt {qVersion()})"),
             # Version from metadata: importing pyqtgraph here would cost ~200 ms.
-            ("pyqtgraph", version("pyqtgraph"), "plots and timelines"),
+            ("pyqtgraph", dist_version("pyqtgraph"), "plots and timelines"),
         ):
             self.gui_table.add_row(name, version, purpose)
         self.gui_table.resizeColumnsToContents()
