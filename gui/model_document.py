@@ -55,11 +55,15 @@ class ModelDocument(QObject):
             self.job.cancel()
         self.model_path = path
         self.sig_loading.emit(str(path))
-        self.job = self.manager.submit("model.inspect", {"path": str(path)}, f"Open {path.name}")
-        self.job.sig_finished.connect(self._on_summary)
-        self.job.sig_failed.connect(self.sig_failed.emit)
+        job = self.manager.submit("model.inspect", {"path": str(path)}, f"Open {path.name}")
+        self.job = job
+        # Answers of a job that a newer open replaced are dropped, not shown.
+        job.sig_finished.connect(lambda payload: self._on_summary(job, payload))
+        job.sig_failed.connect(lambda failure: job is self.job and self.sig_failed.emit(failure))
 
-    def _on_summary(self, payload: dict) -> None:
+    def _on_summary(self, job: WorkerJob, payload: dict) -> None:
+        if job is not self.job:
+            return
         self.summary = ModelSummary.from_dict(payload)
         self.sig_opened.emit(self.summary)
 

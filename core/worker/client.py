@@ -119,6 +119,14 @@ class WorkerSession:
                 name = signal.Signals(-returncode).name
             except ValueError:
                 name = f"signal {-returncode}"
+            if -returncode == signal.SIGKILL:
+                return JobFailure(
+                    CRASHED,
+                    f"The worker was killed (SIGKILL){what}.",
+                    "Nothing in DeployLens sent it: most often the system ran out of memory "
+                    "and its out-of-memory killer stopped the biggest process. The app is fine.",
+                    stderr_tail=tail,
+                )
             return JobFailure(
                 CRASHED,
                 f"The worker crashed in native code ({name}){what}.",

@@ -180,3 +180,16 @@ def test_interpreter_that_exits_before_hello(tmp_path: Path) -> None:
     assert caught.value.kind == START_FAILED
     assert "exit code 7" in caught.value.message
     assert "boom: no site-packages" in caught.value.stderr_tail
+
+
+def test_killed_worker_is_explained_as_probably_out_of_memory() -> None:
+    import signal
+
+    worker = Worker()
+    worker.start()
+    threading.Timer(0.5, lambda: os.kill(worker.pid, signal.SIGKILL)).start()
+    with pytest.raises(JobFailure) as caught:
+        worker.run("selftest.sleep", {"seconds": 30})
+    assert caught.value.kind == CRASHED
+    assert "killed (SIGKILL)" in caught.value.message
+    assert "out of memory" in caught.value.hint

@@ -175,3 +175,39 @@ def test_environment_dialog_lists_versions_and_pip_lines(qtbot, make_window) -> 
     assert "PySide6" in text and "onnxruntime\t1." in text
     assert "tensorrt\tmissing" in text and "-m pip install tensorrt" in text
     assert "torch (imported)" in text
+
+
+def test_cancel_button_in_the_jobs_dock(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    job = window.jobs.submit("selftest.sleep", {"seconds": 60}, "Long sleep")
+    with qtbot.waitSignal(job.sig_progress, timeout=JOB_TIMEOUT_MS):
+        pass
+    row = window.jobs_panel.rows[job.id]
+    button = window.jobs_panel.table.cellWidget(row, 4)
+    with qtbot.waitSignal(job.sig_failed, timeout=5000) as blocker:
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert blocker.args[0].kind == "cancelled"
+    assert window.jobs_panel.table.item(row, 1).text().startswith("cancelled")
+    assert not button.isEnabled()
+    assert "[Long sleep] cancelled" in window.jobs_panel.log.toPlainText()
+
+
+def test_a_newer_open_replaces_the_older(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    failures: list[object] = []
+    window.document.sig_failed.connect(failures.append)
+    window.open_path(samples / "asinh.dynamo.onnx")
+    wait_opened(qtbot, window, samples / "roll_dims.dynamo.onnx")
+    qtbot.wait(300)
+    assert window.document.summary.path.endswith("roll_dims.dynamo.onnx")
+    assert failures == []  # the replaced job's end is not reported as a failure
+    assert "roll_dims" in window.windowTitle()
+
+
+def test_notification_banner_can_be_dismissed(make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.notifier.user_message("The file is empty.", "Pick another one.")
+    assert window.notification_toolbar.isVisible()
+    assert "Pick another one." in window.notification_bar.label.text()
+    window.notification_bar.dismiss()
+    assert not window.notification_toolbar.isVisible()
