@@ -152,34 +152,38 @@ def test_interpreter_that_does_not_exist() -> None:
     assert "/nonexistent/bin/python3" in caught.value.message
 
 
+def _start_script(path: Path, source: str) -> JobFailure:
+    """Start a script in place of the worker; return the failure the client reports."""
+    path.write_text(source)
+    worker = Worker()
+    worker.argv = [sys.executable, str(path)]
+    with pytest.raises(JobFailure) as caught:
+        worker.start()
+    return caught.value
+
+
 def test_stale_protocol_version_gets_a_precise_message(tmp_path: Path) -> None:
     # A FAKE worker, named as such: it speaks protocol 0, as an old DeployLens would.
-    fake = tmp_path / "fake_stale_worker.py"
-    fake.write_text(
+    failure = _start_script(
+        tmp_path / "fake_stale_worker.py",
         "import json, sys\n"
         "print(json.dumps({'type': 'hello', 'protocol': 0, 'python': "
         "{'version': '3.11.0', 'version_info': [3, 11, 0]}, 'packages': {}}), flush=True)\n"
-        "sys.stdin.read()\n"
+        "sys.stdin.read()\n",
     )
-    worker = Worker()
-    worker.argv = [sys.executable, str(fake)]
-    with pytest.raises(JobFailure) as caught:
-        worker.start()
-    assert caught.value.kind == PROTOCOL_MISMATCH
-    assert "speaks protocol version 0" in caught.value.message
-    assert f"speaks version {protocol.PROTOCOL_VERSION}" in caught.value.message
+    assert failure.kind == PROTOCOL_MISMATCH
+    assert "speaks protocol version 0" in failure.message
+    assert f"speaks version {protocol.PROTOCOL_VERSION}" in failure.message
 
 
 def test_interpreter_that_exits_before_hello(tmp_path: Path) -> None:
-    broken = tmp_path / "broken_worker.py"
-    broken.write_text("import sys; sys.stderr.write('boom: no site-packages\\n'); sys.exit(7)\n")
-    worker = Worker()
-    worker.argv = [sys.executable, str(broken)]
-    with pytest.raises(JobFailure) as caught:
-        worker.start()
-    assert caught.value.kind == START_FAILED
-    assert "exit code 7" in caught.value.message
-    assert "boom: no site-packages" in caught.value.stderr_tail
+    failure = _start_script(
+        tmp_path / "broken_worker.py",
+        "import sys; sys.stderr.write('boom: no site-packages\\n'); sys.exit(7)\n",
+    )
+    assert failure.kind == START_FAILED
+    assert "exit code 7" in failure.message
+    assert "boom: no site-packages" in failure.stderr_tail
 
 
 def test_killed_worker_is_explained_as_probably_out_of_memory() -> None:
