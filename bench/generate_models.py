@@ -57,3 +57,60 @@ def external_data(path: Path, megabytes: int = 200, tensors: int = 50) -> Path:
         size_threshold=0,
     )
     return path
+
+
+def transformer_like(path: Path, nodes: int, hidden: int = 8, flat: bool = False) -> Path:
+    """A transformer-like DAG of about ``nodes`` nodes: blocks of attention (q/k/v projections,
+    scores, softmax, context) and MLP with residual adds, named like a TorchScript export
+    (``/layers.3/attn/q_proj/MatMul``) unless ``flat``. Weights are tiny: the graph is big.
+    """
+    if path.exists():
+        return path
+    per_block = 22
+    blocks = max(1, nodes // per_block)
+    w = numpy_helper.from_array(np.eye(hidden, dtype=np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", hidden])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", hidden])
+    made: list[onnx.NodeProto] = []
+
+    def node(op: str, inputs: list[str], out: str, scope: str) -> str:
+        name = "" if flat else f"/{scope}/{op}"
+        made.append(helper.make_node(op, inputs, [out], name or f"{op}_{len(made)}"))
+        return out
+
+    h = "x"
+    for b in range(blocks):
+        p = f"layers.{b}"
+        t = f"b{b}_"
+        n1 = node("LayerNormalization", [h, "scale", "bias"], t + "ln1", f"{p}/ln1")
+        q = node("MatMul", [n1, "w"], t + "q", f"{p}/attn/q_proj")
+        k = node("MatMul", [n1, "w"], t + "k", f"{p}/attn/k_proj")
+        v = node("MatMul", [n1, "w"], t + "v", f"{p}/attn/v_proj")
+        kt = node("Transpose", [k], t + "kt", f"{p}/attn")
+        s = node("MatMul", [q, kt], t + "s", f"{p}/attn")
+        sc = node("Mul", [s, "scale"], t + "sc", f"{p}/attn")
+        sm = node("Softmax", [sc], t + "sm", f"{p}/attn")
+        c = node("MatMul", [sm, v], t + "c", f"{p}/attn")
+        o = node("MatMul", [c, "w"], t + "o", f"{p}/attn/o_proj")
+        r1 = node("Add", [h, o], t + "r1", p)
+        n2 = node("LayerNormalization", [r1, "scale", "bias"], t + "ln2", f"{p}/ln2")
+        u = node("MatMul", [n2, "w"], t + "u", f"{p}/mlp/up_proj")
+        ub = node("Add", [u, "bias"], t + "ub", f"{p}/mlp/up_proj")
+        g = node("Sigmoid", [ub], t + "g", f"{p}/mlp/act")
+        a = node("Mul", [ub, g], t + "a", f"{p}/mlp/act")
+        dn = node("MatMul", [a, "w"], t + "d", f"{p}/mlp/down_proj")
+        db = node("Add", [dn, "bias"], t + "db", f"{p}/mlp/down_proj")
+        r2 = node("Add", [r1, db], t + "r2", p)
+        sq = node("Mul", [r2, "scale"], t + "sq", f"{p}/out")
+        rs = node("Relu", [sq], t + "rs", f"{p}/out")
+        h = node("Add", [rs, r2], t + "h", f"{p}/out")
+    made.append(helper.make_node("Identity", [h], ["y"], "/head/Identity"))
+    inits = [
+        w,
+        numpy_helper.from_array(np.ones(hidden, np.float32), "scale"),
+        numpy_helper.from_array(np.zeros(hidden, np.float32), "bias"),
+    ]
+    graph = helper.make_graph(made, "transformer_like", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
+    onnx.save(model, str(path))
+    return path

@@ -1,0 +1,166 @@
+"""Module hierarchy of a graph: from the dynamo exporter's name scopes, from TorchScript-style
+``/a/b/Op`` node names, or flat; oversized levels are split into chunks so that no level asks the
+layout for more than ``MAX_CHILDREN`` items (Model Explorer's default cap is 1,000)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+MAX_CHILDREN = 1000
+ROOT = 0
+
+
+def parse_name_scopes(value: str) -> tuple[str, ...]:
+    """``"['', 'layer1', 'layer1.0', 'conv2d']"`` → ``('layer1', 'layer1.0')``.
+
+    The first entry is the root module (empty) and the last the op's own name; both are dropped.
+    """
+    if value.startswith("['") and value.endswith("']") and not ('"' in value or "\\" in value):
+        parts = value[2:-2].split("', '")
+    else:
+        try:
+            parts = [str(p) for p in ast.literal_eval(value)]
+        except (ValueError, SyntaxError):
+            return ()
+    return tuple(p for p in parts[1:-1] if p)
+
+
+def path_from_node_name(name: str) -> tuple[str, ...]:
+    """``/layer1/layer1.0/conv1/Conv`` → ``('layer1', 'layer1.0', 'conv1')``."""
+    if not name.startswith("/"):
+        return ()
+    return tuple(p for p in name.split("/")[1:-1] if p)
+
+
+@dataclass
+class GroupTree:
+    """Groups as arrays: group 0 is the root; ``node_group[n]`` is a node's innermost group."""
+
+    parent: np.ndarray  # int32 [G], -1 for the root
+    name: list[str]  # last path component (or "#a–b" for a chunk)
+    path: list[str]  # full path, "/"-joined
+    depth: np.ndarray  # int32 [G]
+    synthetic: np.ndarray  # bool [G]: chunk groups made to cap a level's size
+    node_group: np.ndarray  # int32 [N]
+
+    @property
+    def count(self) -> int:
+        return len(self.name)
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max()) if self.count else 0
+
+    def ancestors_by_depth(self) -> np.ndarray:
+        """``[D+1, N]``: the group containing each node at every depth, -1 below its own."""
+        depth = self.max_depth
+        table = np.full((depth + 1, len(self.node_group)), -1, dtype=np.int32)
+        current = self.node_group.copy()
+        for level in range(depth, -1, -1):
+            here = self.depth[current] == level
+            table[level, here] = current[here]
+            move = here & (self.parent[current] >= 0)
+            current[move] = self.parent[current[move]]
+        return table
+
+
+def build_group_tree(
+    paths: Sequence[tuple[str, ...]], max_children: int = MAX_CHILDREN
+) -> GroupTree:
+    parent = [-1]
+    names = [""]
+    full = [""]
+    depth = [0]
+    synthetic = [False]
+    index: dict[tuple[str, ...], int] = {(): ROOT}
+    node_group = np.zeros(len(paths), dtype=np.int32)
+    for node, path in enumerate(paths):
+        group = index.get(path)
+        if group is None:
+            for cut in range(1, len(path) + 1):
+                prefix = path[:cut]
+                if prefix not in index:
+                    index[prefix] = len(names)
+                    parent.append(index[prefix[:-1]])
+                    names.append(prefix[-1])
+                    full.append("/".join(prefix))
+                    depth.append(cut)
+                    synthetic.append(False)
+            group = index[path]
+        node_group[node] = group
+    tree = GroupTree(
+        np.array(parent, dtype=np.int32),
+        names,
+        full,
+        np.array(depth, dtype=np.int32),
+        np.array(synthetic, dtype=bool),
+        node_group,
+    )
+    return _cap_levels(tree, max_children)
+
+
+def _cap_levels(tree: GroupTree, max_children: int) -> GroupTree:
+    """Split any group with more than ``max_children`` items into chunk groups, in node order."""
+    changed = True
+    while changed:
+        changed = False
+        counts = np.bincount(tree.node_group, minlength=tree.count)
+        child_groups = np.bincount(tree.parent[1:], minlength=tree.count)
+        for group in np.flatnonzero(counts + child_groups > max_children):
+            _chunk(tree, int(group), max_children)
+            changed = True
+            break  # arrays changed: recount
+    return tree
+
+
+def _chunk(tree: GroupTree, group: int, max_children: int) -> None:
+    members = np.flatnonzero(tree.node_group == group)
+    subgroups = np.flatnonzero(tree.parent == group)
+    # items in topological (file) order: nodes by index, subgroups by their first node
+    first = np.full(tree.count, np.iinfo(np.int32).max, dtype=np.int64)
+    np.minimum.at(first, tree.node_group, np.arange(len(tree.node_group)))
+    for g in range(tree.count - 1, 0, -1):  # propagate first node up the tree
+        first[tree.parent[g]] = min(first[tree.parent[g]], first[g])
+    keys = np.concatenate([members, first[subgroups]])
+    is_group = np.concatenate([np.zeros(len(members), bool), np.ones(len(subgroups), bool)])
+    ids = np.concatenate([members, subgroups])
+    order = np.argsort(keys, kind="stable")
+    parent, names, paths = list(tree.parent), tree.name, tree.path
+    depth, synthetic = list(tree.depth), list(tree.synthetic)
+    size = max_children
+    chunks = (len(order) + size - 1) // size
+    while chunks > max_children:  # very wide levels: bigger chunks, re-capped recursively
+        size *= max_children
+        chunks = (len(order) + size - 1) // size
+    for start in range(0, len(order), size):
+        chunk_id = len(names)
+        picked = order[start : start + size]
+        parent.append(group)
+        names.append(f"#{start}–{start + len(picked) - 1}")
+        paths.append(f"{tree.path[group]}/{names[-1]}".lstrip("/"))
+        depth.append(tree.depth[group] + 1)
+        synthetic.append(True)
+        tree.node_group[ids[picked[~is_group[picked]]]] = chunk_id
+        for sub in ids[picked[is_group[picked]]]:
+            parent[sub] = chunk_id
+    tree.parent = np.array(parent, dtype=np.int32)
+    tree.depth = np.array(depth, dtype=np.int32)
+    tree.synthetic = np.array(synthetic, dtype=bool)
+    _refresh_depths(tree)
+
+
+def _refresh_depths(tree: GroupTree) -> None:
+    """Moving subgroups under a chunk deepens them and everything below."""
+    depth = np.zeros(tree.count, dtype=np.int32)
+    for g in range(1, tree.count):  # parents are not always created before children: iterate
+        steps, cursor = 0, g
+        while tree.parent[cursor] >= 0:
+            cursor = int(tree.parent[cursor])
+            steps += 1
+        depth[g] = steps
+    tree.depth = depth

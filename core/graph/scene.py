@@ -1,0 +1,291 @@
+"""The visible scene of a graph: which groups are expanded, laid out level by level.
+
+A group's content is laid out only when the group is expanded, and each level's layout is cached
+until something inside it changes, so a 100k-node model opens with its top level only and an
+expansion re-lays out one group plus its ancestors. Output is flat NumPy arrays ready to paint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deploylens.core.graph.hierarchy import ROOT
+from deploylens.core.graph.ir import OP, GraphIR
+from deploylens.core.graph.layout import LayeredLayout, layered_layout
+
+NODE_HEIGHT = 30.0
+GROUP_HEIGHT = 44.0
+GROUP_HEADER = 24.0
+GROUP_PAD = 14.0
+CHAR_WIDTH = 7.0
+
+BOX_NODE, BOX_GROUP, BOX_FRAME = 0, 1, 2  # op/pseudo node, collapsed group, expanded group
+
+
+@dataclass
+class Scene:
+    """Absolute geometry of everything visible, as arrays (one row per box / edge)."""
+
+    box_kind: np.ndarray  # int8 [B]
+    box_ref: np.ndarray  # int32 [B]: node index (BOX_NODE) or group id
+    box_rect: np.ndarray  # float [B, 4]: x0, y0, x1, y1
+    box_depth: np.ndarray  # int32 [B]: nesting depth (frames behind their content)
+    edge_offsets: np.ndarray  # int64 [E+1]
+    edge_points: np.ndarray  # float [K, 2]
+    edge_rect: np.ndarray  # float [E, 4] bounding boxes for culling
+    edge_src_box: np.ndarray  # int32 [E]
+    edge_dst_box: np.ndarray  # int32 [E]
+    node_box: np.ndarray  # int32 [N]: the box that shows each node (itself or a collapsed group)
+    width: float
+    height: float
+    group_box: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Level:
+    items_node: np.ndarray  # int32 [n]: node index or -1
+    items_group: np.ndarray  # int32 [n]: group id or -1
+    width: np.ndarray
+    height: np.ndarray
+    layout: LayeredLayout
+    edge_items: tuple[np.ndarray, np.ndarray]
+    children: dict[int, _Level]  # item index -> expanded subgroup level
+
+
+class GraphScene:
+    """Expansion state plus cached per-group layouts for one ``GraphIR``."""
+
+    def __init__(self, ir: GraphIR) -> None:
+        self.ir = ir
+        tree = ir.groups
+        self.anc = tree.ancestors_by_depth()
+        self.node_depth = tree.depth[tree.node_group]
+        self.expanded: set[int] = {ROOT}
+        self._cache: dict[int, _Level] = {}
+        self._scene: Scene | None = None
+        counts = np.zeros(tree.count, dtype=np.int64)
+        for level in range(self.anc.shape[0]):
+            row = self.anc[level]
+            counts += np.bincount(row[row >= 0], minlength=tree.count)
+        self.group_size = counts  # nodes inside each group, recursively
+        first = np.full(tree.count, np.iinfo(np.int64).max, dtype=np.int64)
+        indices = np.arange(ir.node_count)
+        for level in range(self.anc.shape[0]):
+            row = self.anc[level]
+            inside = row >= 0
+            np.minimum.at(first, row[inside], indices[inside])
+        self.group_first = first
+        self.child_groups: dict[int, list[int]] = {}
+        for g in range(1, tree.count):
+            self.child_groups.setdefault(int(tree.parent[g]), []).append(g)
+
+    # -- expansion --------------------------------------------------------------------------
+    def _invalidate(self, group: int) -> None:
+        self._scene = None
+        cursor = group
+        while cursor >= 0:
+            self._cache.pop(cursor, None)
+            cursor = int(self.ir.groups.parent[cursor])
+
+    def expand(self, group: int) -> None:
+        if group not in self.expanded:
+            self.expanded.add(group)
+            self._invalidate(group)
+
+    def collapse(self, group: int) -> None:
+        if group != ROOT and group in self.expanded:
+            self.expanded.discard(group)
+            self._invalidate(group)
+
+    def toggle(self, group: int) -> None:
+        (self.collapse if group in self.expanded else self.expand)(group)
+
+    def expand_to_depth(self, depth: int) -> None:
+        """Expand every group shallower than ``depth`` (0 = only the top level shown)."""
+        tree = self.ir.groups
+        wanted = {ROOT} | {g for g in range(1, tree.count) if tree.depth[g] < depth + 1}
+        wanted = {g for g in wanted if tree.depth[g] <= depth}
+        self.expanded = wanted
+        self._cache.clear()
+        self._scene = None
+
+    def reveal(self, node: int) -> None:
+        """Expand every group around ``node`` so the node itself is visible."""
+        for level in range(1, self.anc.shape[0]):
+            group = int(self.anc[level, node])
+            if group >= 0:
+                self.expand(group)
+
+    # -- layout -------------------------------------------------------------------------------
+    def _node_size(self, node: int) -> tuple[float, float]:
+        text = self.ir.op_type(node) if self.ir.kind[node] == OP else self.ir.label(node)
+        return max(56.0, CHAR_WIDTH * min(len(text), 28) + 20.0), NODE_HEIGHT
+
+    def _group_size(self, group: int) -> tuple[float, float]:
+        name = self.ir.groups.name[group]
+        return max(96.0, CHAR_WIDTH * min(len(name), 32) + 56.0), GROUP_HEIGHT
+
+    def level(self, group: int) -> _Level:
+        cached = self._cache.get(group)
+        if cached is not None:
+            return cached
+        ir = self.ir
+        depth = int(ir.groups.depth[group])
+        nodes = np.flatnonzero(ir.groups.node_group == group)
+        groups = np.array(self.child_groups.get(group, []), dtype=np.int64)
+        # a group holding a single node (``/stem/stem.0/Conv``) shows the node itself
+        single = self.group_size[groups] == 1
+        solo_nodes = self.group_first[groups[single]]
+        solo_groups = groups[single]
+        groups = groups[~single]
+        keys = np.concatenate([nodes, solo_nodes, self.group_first[groups]]).astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        items_node = np.concatenate([nodes, solo_nodes, np.full(len(groups), -1)])[order]
+        items_node = items_node.astype(np.int32)
+        items_group = np.concatenate([np.full(len(nodes), -1), solo_groups, groups])[order]
+        items_group = np.where(items_node >= 0, -1, items_group).astype(np.int32)
+        via_group = np.concatenate(
+            [np.full(len(nodes), -1), solo_groups, np.full(len(groups), -1)]
+        )[order]
+        n = len(order)
+        width = np.empty(n)
+        height = np.empty(n)
+        children: dict[int, _Level] = {}
+        for i in range(n):
+            if items_node[i] >= 0:
+                width[i], height[i] = self._node_size(int(items_node[i]))
+            elif int(items_group[i]) in self.expanded:
+                child = self.level(int(items_group[i]))
+                children[i] = child
+                width[i] = max(
+                    child.layout.width + 2 * GROUP_PAD, self._group_size(int(items_group[i]))[0]
+                )
+                height[i] = child.layout.height + GROUP_HEADER + 2 * GROUP_PAD
+            else:
+                width[i], height[i] = self._group_size(int(items_group[i]))
+        # edges whose two ends lie inside this group, mapped to this level's items
+        src, dst = ir.edge_src, ir.edge_dst
+        row = self.anc[depth]
+        inside = (row[src] == group) & (row[dst] == group)
+        s, d = src[inside], dst[inside]
+        item_of_node = np.full(ir.node_count, -1, dtype=np.int64)
+        item_of_node[items_node[items_node >= 0]] = np.flatnonzero(items_node >= 0)
+        item_of_group = {int(g): i for i, g in enumerate(items_group.tolist()) if g >= 0}
+        item_of_group.update({int(g): i for i, g in enumerate(via_group.tolist()) if g >= 0})
+        if depth + 1 < self.anc.shape[0]:
+            deeper = self.anc[depth + 1]
+            group_item = np.full(ir.groups.count, -1, dtype=np.int64)
+            for g, i in item_of_group.items():
+                group_item[g] = i
+            rep_s = np.where(self.node_depth[s] > depth, group_item[deeper[s]], item_of_node[s])
+            rep_d = np.where(self.node_depth[d] > depth, group_item[deeper[d]], item_of_node[d])
+        else:
+            rep_s, rep_d = item_of_node[s], item_of_node[d]
+        pairs = (
+            np.unique(np.stack([rep_s, rep_d], axis=1), axis=0)
+            if len(s)
+            else np.zeros((0, 2), dtype=np.int64)
+        )
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        layout = layered_layout(n, pairs[:, 0], pairs[:, 1], width, height)
+        level = _Level(
+            items_node, items_group, width, height, layout, (pairs[:, 0], pairs[:, 1]), children
+        )
+        self._cache[group] = level
+        return level
+
+    def scene(self) -> Scene:
+        if self._scene is None:
+            self._scene = self._compose()
+        return self._scene
+
+    def _compose(self) -> Scene:
+        kinds: list[int] = []
+        refs: list[int] = []
+        rects: list[tuple[float, float, float, float]] = []
+        depths: list[int] = []
+        e_src: list[int] = []
+        e_dst: list[int] = []
+        polylines: list[np.ndarray] = []
+        group_box: dict[int, int] = {}
+
+        def place(level: _Level, ox: float, oy: float, depth: int) -> None:
+            layout = level.layout
+            first_box = len(kinds)
+            for i in range(len(level.items_node)):
+                x0 = ox + layout.x[i] - level.width[i] / 2
+                y0 = oy + layout.y[i] - level.height[i] / 2
+                rect = (x0, y0, x0 + level.width[i], y0 + level.height[i])
+                if level.items_node[i] >= 0:
+                    kinds.append(BOX_NODE)
+                    refs.append(int(level.items_node[i]))
+                else:
+                    group = int(level.items_group[i])
+                    kinds.append(BOX_FRAME if i in level.children else BOX_GROUP)
+                    refs.append(group)
+                    group_box[group] = len(kinds) - 1
+                rects.append(rect)
+                depths.append(depth)
+            for k, (a, b) in enumerate(zip(*level.edge_items, strict=True)):
+                e_src.append(first_box + int(a))
+                e_dst.append(first_box + int(b))
+                polylines.append(layout.edge_polyline(k) + np.array([ox, oy]))
+            for i, child in level.children.items():
+                x0, y0 = rects[first_box + i][0], rects[first_box + i][1]
+                inner_width = level.width[i] - 2 * GROUP_PAD
+                dx = (inner_width - child.layout.width) / 2
+                place(child, x0 + GROUP_PAD + dx, y0 + GROUP_HEADER + GROUP_PAD, depth + 1)
+
+        root = self.level(ROOT)
+        place(root, 0.0, 0.0, 0)
+        rect_array = np.array(rects, dtype=float).reshape(-1, 4)
+        counts = np.array([len(p) for p in polylines], dtype=np.int64)
+        offsets = np.zeros(len(polylines) + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        points = np.concatenate(polylines) if polylines else np.zeros((0, 2))
+        edge_rect = np.array(
+            [(p[:, 0].min(), p[:, 1].min(), p[:, 0].max(), p[:, 1].max()) for p in polylines],
+            dtype=float,
+        ).reshape(-1, 4)
+        kind_array = np.array(kinds, dtype=np.int8)
+        ref_array = np.array(refs, dtype=np.int32)
+        return Scene(
+            box_kind=kind_array,
+            box_ref=ref_array,
+            box_rect=rect_array,
+            box_depth=np.array(depths, dtype=np.int32),
+            edge_offsets=offsets,
+            edge_points=points,
+            edge_rect=edge_rect,
+            edge_src_box=np.array(e_src, dtype=np.int32),
+            edge_dst_box=np.array(e_dst, dtype=np.int32),
+            node_box=self._node_boxes(kind_array, ref_array, group_box),
+            width=float(root.layout.width),
+            height=float(root.layout.height),
+            group_box=group_box,
+        )
+
+    def _node_boxes(
+        self, kinds: np.ndarray, refs: np.ndarray, group_box: dict[int, int]
+    ) -> np.ndarray:
+        node_box = np.full(self.ir.node_count, -1, dtype=np.int32)
+        direct = np.flatnonzero(kinds == BOX_NODE)
+        node_box[refs[direct]] = direct
+        unassigned = node_box < 0
+        for level in range(1, self.anc.shape[0]):
+            groups = self.anc[level]
+            for group in np.unique(groups[unassigned & (groups >= 0)]):
+                if int(group) not in self.expanded and int(group) in group_box:
+                    hit = unassigned & (groups == group)
+                    node_box[hit] = group_box[int(group)]
+                    unassigned &= ~hit
+        return node_box
+
+    def visible_group_of(self, node: int) -> int:
+        """The collapsed group that hides ``node``, or -1 when the node is itself visible."""
+        box = int(self.scene().node_box[node])
+        if box >= 0 and self.scene().box_kind[box] == BOX_GROUP:
+            return int(self.scene().box_ref[box])
+        return -1

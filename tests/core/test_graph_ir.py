@@ -1,0 +1,117 @@
+"""Graph IR and hierarchy on real exports (dynamo name scopes, TorchScript names) and on
+subgraphs, functions and flat graphs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from deploylens.core.graph.hierarchy import build_group_tree, parse_name_scopes
+from deploylens.core.graph.ir import (
+    GRAPH_INPUT,
+    GRAPH_OUTPUT,
+    OP,
+    OUTER_VALUE,
+    build_ir,
+    build_model_ir,
+)
+from tests.helpers.onnx_models import chain_model, function_model, if_model
+
+
+def test_dynamo_export_hierarchy_from_name_scopes(samples: Path) -> None:
+    ir = build_model_ir(onnx.load(samples / "small_cnn.dynamo.onnx"))
+    assert ir.hierarchy == "name_scopes"
+    top = {ir.groups.name[g] for g in np.flatnonzero(ir.groups.parent == 0)}
+    assert top == {"stem", "stage1", "stage2", "head"}
+    conv = next(i for i in range(ir.node_count) if ir.op_type(i) == "Conv")
+    assert ir.groups.path[ir.groups.node_group[conv]] == "stem/stem.1"  # BN folded into conv
+
+
+def test_torchscript_export_hierarchy_from_node_names(samples: Path) -> None:
+    ir = build_model_ir(onnx.load(samples / "small_cnn.torchscript.onnx"))
+    assert ir.hierarchy == "node_names"
+    conv = next(i for i in range(ir.node_count) if ir.label(i) == "/stem/stem.0/Conv")
+    assert ir.groups.path[ir.groups.node_group[conv]] == "stem/stem.0"
+
+
+def test_pseudo_nodes_and_edges(samples: Path) -> None:
+    ir = build_model_ir(onnx.load(samples / "small_cnn.dynamo.onnx"))
+    assert ir.label(np.flatnonzero(ir.kind == GRAPH_INPUT)[0]) == "image"
+    assert ir.label(np.flatnonzero(ir.kind == GRAPH_OUTPUT)[0]) == "output"
+    assert ir.op_count == 11
+    # a chain: every op has a predecessor, weights are not edges
+    assert len(ir.edge_src) == 12
+    assert np.all(ir.edge_src < ir.edge_dst)
+
+
+def test_flat_graph_and_level_cap() -> None:
+    ir = build_ir(chain_model(2500, dims=(1, 8)).graph)
+    assert ir.hierarchy == "node_names"  # "/b0/Relu" style names
+    flat = chain_model(2500, dims=(1, 8))
+    for node in flat.graph.node:
+        node.name = ""
+    ir = build_ir(flat.graph)
+    assert ir.hierarchy == "flat"
+    chunks = np.flatnonzero(ir.groups.parent == 0)
+    assert len(chunks) == 3 and ir.groups.synthetic[chunks].all()
+    assert np.bincount(ir.groups.node_group, minlength=ir.groups.count)[chunks].max() <= 1000
+
+
+def test_level_cap_with_subgroups() -> None:
+    paths = [(f"m{i}",) for i in range(2600)] + [()] * 10
+    tree = build_group_tree(paths, max_children=1000)
+    children = np.bincount(tree.parent[1:], minlength=tree.count) + np.bincount(
+        tree.node_group, minlength=tree.count
+    )
+    assert children.max() <= 1000
+    assert tree.depth.max() == 2  # module groups now sit under chunks
+
+
+def test_subgraphs_are_enterable_with_outer_values() -> None:
+    model = if_model()
+    ir = build_model_ir(model)
+    (if_node,) = [i for i in range(ir.node_count) if ir.op_type(i) == "If"]
+    branches = dict(ir.subgraphs[if_node])
+    assert set(branches) == {"then_branch", "else_branch"}
+    inner = build_ir(branches["else_branch"], title="else_branch")
+    assert inner.op_count == 1 and inner.subgraphs  # the nested If
+    nested = build_ir(inner.subgraphs[0][0][1])
+    assert nested.op_count == 1
+
+
+def test_outer_scope_values_become_outer_nodes() -> None:
+    body = onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["outer_x", "outer_x"], ["y"])],
+        "body",
+        [],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+    )
+    ir = build_ir(body)
+    assert list(ir.kind) == [OP, OUTER_VALUE, GRAPH_OUTPUT]
+    assert len(ir.edge_src) == 3  # outer → Add twice, Add → output
+
+
+def test_local_function_can_be_entered() -> None:
+    ir = build_model_ir(function_model())
+    (node,) = np.flatnonzero(ir.kind == OP)
+    function = ir.function_for(int(node))
+    assert function is not None
+    body = build_ir(function, title="custom::DoubleRelu")
+    assert body.op_count == 2 and body.kind[0] == GRAPH_INPUT
+
+
+def test_reachability(samples: Path) -> None:
+    ir = build_model_ir(onnx.load(samples / "small_cnn.dynamo.onnx"))
+    first_relu = next(i for i in range(ir.node_count) if ir.op_type(i) == "Relu")
+    down = ir.reachable(first_relu, downstream=True)
+    up = ir.reachable(first_relu, downstream=False)
+    assert set(down) & set(up) == {first_relu}
+    assert len(down) + len(up) - 1 == ir.node_count
+
+
+def test_name_scope_parsing() -> None:
+    assert parse_name_scopes("['', 'layer1', 'layer1.0', 'conv2d']") == ("layer1", "layer1.0")
+    assert parse_name_scopes("['', \"it's\", 'x']") == ("it's",)
+    assert parse_name_scopes("not a list") == ()

@@ -1,0 +1,99 @@
+"""Layout invariants: ranks follow edges (but declared back edges), no overlaps, deterministic."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+from deploylens.core.graph.ir import build_model_ir
+from deploylens.core.graph.layout import NODE_GAP, layered_layout
+from deploylens.core.graph.scene import BOX_FRAME, GraphScene
+
+
+def random_dag(n: int, extra: int, seed: int, back: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    src = list(range(n - 1))
+    dst = list(range(1, n))  # a chain keeps it connected
+    a = rng.integers(0, n, extra)
+    b = rng.integers(0, n, extra)
+    keep = a < b
+    src += a[keep].tolist()
+    dst += b[keep].tolist()
+    if back:
+        src += rng.integers(n // 2, n, back).tolist()
+        dst += rng.integers(0, n // 2, back).tolist()
+    return np.array(src), np.array(dst)
+
+
+@pytest.mark.parametrize(("n", "extra", "back"), [(10, 5, 0), (300, 400, 0), (500, 600, 20)])
+def test_layout_invariants(n: int, extra: int, back: int) -> None:
+    src, dst = random_dag(n, extra, seed=n, back=back)
+    width = np.random.default_rng(1).uniform(40, 120, n)
+    height = np.full(n, 30.0)
+    layout = layered_layout(n, src, dst, width, height)
+    forward = ~layout.back_edge
+    assert np.all(layout.rank[src[forward]] < layout.rank[dst[forward]])
+    assert np.all(layout.rank[src[layout.back_edge]] > layout.rank[dst[layout.back_edge]])
+    assert layout.back_edge.sum() == back
+    # no two boxes of a rank overlap: sorted by x, each gap >= NODE_GAP
+    for r in np.unique(layout.rank):
+        members = np.flatnonzero(layout.rank == r)
+        members = members[np.argsort(layout.x[members])]
+        left = layout.x[members] - width[members] / 2
+        right = layout.x[members] + width[members] / 2
+        assert np.all(left[1:] - right[:-1] >= NODE_GAP - 1e-6)
+    # same rank ⇒ same y; deeper rank ⇒ lower on screen
+    assert np.all(np.diff(layout.y[np.argsort(layout.rank)]) >= 0)
+    # polylines start at the source and end at the target
+    for e in range(len(src)):
+        points = layout.edge_polyline(e)
+        assert np.isclose(points[0, 0], layout.x[src[e]])
+        assert np.isclose(points[-1, 0], layout.x[dst[e]])
+
+
+def test_layout_is_deterministic() -> None:
+    src, dst = random_dag(400, 500, seed=7, back=5)
+    size = np.full(400, 60.0)
+    one = layered_layout(400, src, dst, size, size / 2)
+    two = layered_layout(400, src, dst, size, size / 2)
+    assert np.array_equal(one.x, two.x) and np.array_equal(one.edge_points, two.edge_points)
+
+
+def test_scene_nests_expanded_groups_without_overlap(samples) -> None:  # type: ignore[no-untyped-def]
+    ir = build_model_ir(onnx.load(samples / "small_cnn.torchscript.onnx"))
+    scene_model = GraphScene(ir)
+    collapsed = scene_model.scene()
+    assert len(collapsed.box_kind) == 6  # input, 4 modules, output
+    scene_model.expand_to_depth(5)
+    scene = scene_model.scene()
+    rect = scene.box_rect
+    # every op node is visible and every frame contains what it holds
+    assert np.all(scene.node_box >= 0)
+    for box in np.flatnonzero(scene.box_kind == BOX_FRAME):
+        group = int(scene.box_ref[box])
+        inside = np.flatnonzero(scene_model.anc[ir.groups.depth[group]] == group)
+        for node in inside:
+            child = rect[scene.node_box[node]]
+            assert rect[box, 0] <= child[0] and child[2] <= rect[box, 2]
+            assert rect[box, 1] <= child[1] and child[3] <= rect[box, 3]
+    # siblings never overlap
+    for depth in np.unique(scene.box_depth):
+        same = rect[scene.box_depth == depth]
+        for i in range(len(same)):
+            for j in range(i + 1, len(same)):
+                a, b = same[i], same[j]
+                overlap = (a[0] < b[2]) and (b[0] < a[2]) and (a[1] < b[3]) and (b[1] < a[3])
+                nested = (a[0] <= b[0] and b[2] <= a[2]) or (b[0] <= a[0] and a[2] <= b[2])
+                assert not overlap or nested
+
+
+def test_collapse_and_reveal(samples) -> None:  # type: ignore[no-untyped-def]
+    ir = build_model_ir(onnx.load(samples / "small_cnn.dynamo.onnx"))
+    scene_model = GraphScene(ir)
+    gemm = next(i for i in range(ir.node_count) if ir.op_type(i) == "Gemm")
+    assert scene_model.visible_group_of(gemm) >= 0
+    scene_model.reveal(gemm)
+    assert scene_model.visible_group_of(gemm) == -1
+    box = scene_model.scene().node_box[gemm]
+    assert scene_model.scene().box_ref[box] == gemm
