@@ -14,6 +14,7 @@ from deploylens.core.project import PROJECT_SUFFIX
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
+from deploylens.gui.graph.panel import GraphPanel
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.model_document import ModelDocument
 from deploylens.gui.notifications import NotificationBar, Notifier
@@ -41,6 +42,9 @@ class MainWindow(QMainWindow):
         self.notifier = Notifier(self.notification_bar, self)
         self.summary_panel = ModelSummaryPanel()
         self.jobs_panel = JobsPanel(self.jobs)
+        self.graph_panel = GraphPanel(self.jobs)
+        self.graph_panel.sig_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
+        self.graph_panel.sig_failed.connect(self.notifier.user_message)
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -73,14 +77,9 @@ class MainWindow(QMainWindow):
         left = Qt.DockWidgetArea.LeftDockWidgetArea
         right = Qt.DockWidgetArea.RightDockWidgetArea
         self._dock("Model summary", self.summary_panel, left)
-        first: QDockWidget | None = None
+        first = self._dock("Graph", self.graph_panel, right)
         for title, text in UPCOMING_PANELS.items():
-            dock = self._dock(title, EmptyStatePanel(title, text), right)
-            if first is None:
-                first = dock
-            else:
-                self.tabifyDockWidget(first, dock)
-        assert first is not None
+            self.tabifyDockWidget(first, self._dock(title, EmptyStatePanel(title, text), right))
         first.raise_()
         self._dock("Jobs / Log", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.resizeDocks(
@@ -176,6 +175,7 @@ class MainWindow(QMainWindow):
             f"{len(summary.outputs)} outputs",
         )
         remember_recent(summary.path)
+        self.graph_panel.load(summary.path)
         self._fill_recent()
         self.notification_bar.dismiss()
         if summary.problems:

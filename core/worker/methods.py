@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 METHODS: dict[str, str] = {
     "model.inspect": "deploylens.core.model.jobs:inspect_job",
+    "graph.shapes": "deploylens.core.graph.jobs:shapes_job",
+    "graph.tensor_stats": "deploylens.core.graph.jobs:tensor_stats_job",
     "env.probe": "deploylens.core.worker.selftest:probe_job",
     # Self-tests: Preferences uses them to check an interpreter; the tests use them too.
     "selftest.echo": "deploylens.core.worker.selftest:echo_job",

@@ -26,9 +26,6 @@ class EmptyStatePanel(QWidget):
 
 # Panel title -> what it will hold and which issue brings it.
 UPCOMING_PANELS: dict[str, str] = {
-    "Graph": "The graph view arrives with issue #3: layered layout that stays fast at 100k "
-    "nodes, module hierarchy, search and overlays. The Model summary already shows what is "
-    "inside the model.",
     "Op support": "The op-support matrix arrives with issue #4: every op by opset, live from "
     "the PyTorch exporters, ONNX Runtime and the TensorRT parser, intersected with this model.",
     "Export": "The PyTorch → ONNX export panel arrives with issue #5: diagnosis of "

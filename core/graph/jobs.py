@@ -1,0 +1,51 @@
+"""Worker jobs for the graph view: shape inference and initializer statistics, run in the worker
+so a huge model or a huge tensor never blocks or crashes the GUI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx import numpy_helper
+
+from deploylens.core.errors import UserError
+from deploylens.core.graph.details import initializer_stats
+from deploylens.core.model.loading import read_model
+from deploylens.core.model.summary import describe_type
+
+
+def shapes_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Types and shapes of every tensor ONNX shape inference can work out."""
+    model = read_model(params["path"])
+    ctx.progress(0.3, "inferring shapes")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception as exc:  # models that confuse inference still open, without shapes
+        return {"shapes": {}, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    graph = inferred.graph
+    shapes: dict[str, Any] = {}
+    for value in (*graph.value_info, *graph.input, *graph.output):
+        _, dtype, shape = describe_type(value.type)
+        shapes[value.name] = [dtype or "?", shape]
+    return {"shapes": shapes}
+
+
+def tensor_stats_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """min/max/mean/std of named initializers, reading external data only for those."""
+    path = Path(params["path"])
+    model = read_model(path)
+    wanted = set(params["names"])
+    found = {t.name: t for t in model.graph.initializer if t.name in wanted}
+    missing = wanted - set(found)
+    if missing:
+        raise UserError(f"No initializer named {sorted(missing)[0]!r} in {path.name}.")
+    result: dict[str, Any] = {}
+    for index, (name, tensor) in enumerate(sorted(found.items())):
+        ctx.progress(index / max(len(found), 1), f"reading {name}")
+        try:
+            array = numpy_helper.to_array(tensor, base_dir=str(path.parent))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"Cannot read the weights of {name!r}: {exc}.") from None
+        result[name] = initializer_stats(array)
+    return result

@@ -1,0 +1,221 @@
+"""Overlays: a value or a category per node, painted on the graph with a legend.
+
+Later panels attach their results here (support status, numeric error, TensorRT layer, kernel
+latency). Collapsed groups show an aggregate of their nodes (mean, sum, max, or the most common
+category).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from deploylens.core.errors import UserError
+from deploylens.core.graph.ir import OP, GraphIR
+
+# Viridis at 9 anchors (matplotlib's data, sampled), interpolated in between.
+_VIRIDIS = np.array(
+    [
+        [68, 1, 84],
+        [71, 44, 122],
+        [59, 81, 139],
+        [44, 113, 142],
+        [33, 144, 141],
+        [39, 173, 129],
+        [92, 200, 99],
+        [170, 220, 50],
+        [253, 231, 37],
+    ],
+    dtype=float,
+)
+CATEGORY_COLORS = np.array(
+    [
+        [78, 121, 167],
+        [242, 142, 43],
+        [225, 87, 89],
+        [118, 183, 178],
+        [89, 161, 79],
+        [237, 201, 72],
+        [176, 122, 161],
+        [255, 157, 167],
+        [156, 117, 95],
+        [186, 176, 172],
+        [31, 119, 180],
+        [148, 103, 189],
+        [140, 86, 75],
+        [23, 190, 207],
+        [188, 189, 34],
+        [127, 127, 127],
+    ],
+    dtype=np.uint8,
+)
+NO_VALUE = np.array([236, 236, 236], dtype=np.uint8)
+AGGREGATES = ("mean", "sum", "max", "min", "mode")
+
+
+def viridis(t: np.ndarray) -> np.ndarray:
+    t = np.clip(np.nan_to_num(t, nan=0.0), 0.0, 1.0) * (len(_VIRIDIS) - 1)
+    low = np.floor(t).astype(int)
+    high = np.minimum(low + 1, len(_VIRIDIS) - 1)
+    frac = (t - low)[:, None]
+    return (_VIRIDIS[low] * (1 - frac) + _VIRIDIS[high] * frac).astype(np.uint8)
+
+
+@dataclass
+class Overlay:
+    """Per-node values (float, NaN = none) or categories (int, -1 = none) for one ``GraphIR``."""
+
+    name: str
+    values: np.ndarray
+    categories: list[str] = field(default_factory=list)  # non-empty ⇒ categorical
+    legend: str = ""
+    aggregate: str = "mean"
+    log_scale: bool = False
+
+    @property
+    def categorical(self) -> bool:
+        return bool(self.categories)
+
+    def value_range(self) -> tuple[float, float]:
+        finite = self.values[np.isfinite(self.values)] if not self.categorical else np.array([])
+        if not finite.size:
+            return 0.0, 1.0
+        return float(finite.min()), float(finite.max())
+
+    def colors_for(
+        self, values: np.ndarray, value_range: tuple[float, float] | None = None
+    ) -> np.ndarray:
+        """RGB for values on this overlay's scale (or on ``value_range``, for group sums)."""
+        out = np.tile(NO_VALUE, (len(values), 1))
+        if self.categorical:
+            known = values >= 0
+            out[known] = CATEGORY_COLORS[values[known].astype(int) % len(CATEGORY_COLORS)]
+            return out
+        low, high = value_range or self.value_range()
+        finite = np.isfinite(values)
+        scaled = values[finite]
+        if self.log_scale:
+            scaled, low, high = (
+                np.log10(np.maximum(scaled, 1e-30)),
+                math.log10(max(low, 1e-30)),
+                math.log10(max(high, 1e-30)),
+            )
+        span = (high - low) or 1.0
+        out[finite] = viridis((scaled - low) / span)
+        return out
+
+    def node_colors(self) -> np.ndarray:
+        return self.colors_for(self.values)
+
+    def aggregate_values(self, members: np.ndarray) -> float:
+        """One value for a collapsed group from its member nodes."""
+        picked = self.values[members]
+        if self.categorical:
+            picked = picked[picked >= 0].astype(int)
+            return float(np.bincount(picked).argmax()) if picked.size else -1.0
+        picked = picked[np.isfinite(picked)]
+        if not picked.size:
+            return math.nan
+        return float(getattr(np, self.aggregate)(picked))
+
+    def legend_entries(self, limit: int = 12) -> list[tuple[str, tuple[int, int, int]]]:
+        if self.categorical:
+            counts = np.bincount(
+                self.values[self.values >= 0].astype(int), minlength=len(self.categories)
+            )
+            top = np.argsort(-counts, kind="stable")[:limit]
+            return [
+                (
+                    f"{self.categories[i]} ({counts[i]})",
+                    tuple(int(c) for c in CATEGORY_COLORS[i % len(CATEGORY_COLORS)]),
+                )
+                for i in top
+                if counts[i]
+            ]
+        low, high = self.value_range()
+        steps = np.linspace(low, high, 5)
+        colors = self.colors_for(steps)
+        return [
+            (f"{v:.4g}", tuple(int(c) for c in rgb)) for v, rgb in zip(steps, colors, strict=True)
+        ]
+
+
+def op_type_overlay(ir: GraphIR) -> Overlay:
+    ops = np.flatnonzero(ir.kind == OP)
+    categories = sorted({ir.op_type(int(i)) for i in ops})
+    index = {name: i for i, name in enumerate(categories)}
+    values = np.full(ir.node_count, -1.0)  # graph inputs/outputs carry no op type
+    values[ops] = [index[ir.op_type(int(i))] for i in ops]
+    return Overlay("op type", values, categories, legend="operator type", aggregate="mode")
+
+
+def group_size_overlay(ir: GraphIR) -> Overlay:
+    values = np.where(ir.kind == OP, 1.0, np.nan)
+    return Overlay(
+        "node count per group", values, legend="nodes (collapsed groups: total)", aggregate="sum"
+    )
+
+
+def overlay_from_mapping(
+    ir: GraphIR,
+    name: str,
+    mapping: Mapping[str, object],
+    legend: str = "",
+    aggregate: str = "mean",
+) -> tuple[Overlay, list[str]]:
+    """Overlay from ``{node_name: value}``; numbers give a colormap, strings categories.
+
+    Returns the overlay and the names that matched no node (reported, not fatal).
+    """
+    if aggregate not in AGGREGATES:
+        raise UserError(f"Unknown aggregate '{aggregate}'; use one of {', '.join(AGGREGATES)}.")
+    by_name: dict[str, list[int]] = {}
+    for node in range(ir.node_count):
+        by_name.setdefault(ir.label(node), []).append(node)
+    unmatched = [key for key in mapping if key not in by_name]
+    items = [(by_name[k], v) for k, v in mapping.items() if k in by_name]
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for _, v in items)
+    if numeric:
+        values = np.full(ir.node_count, np.nan)
+        for nodes, value in items:
+            values[nodes] = float(value)  # type: ignore[arg-type]
+        return Overlay(name, values, legend=legend or name, aggregate=aggregate), unmatched
+    categories = sorted({str(v) for _, v in items})
+    index = {c: i for i, c in enumerate(categories)}
+    values = np.full(ir.node_count, -1.0)
+    for nodes, value in items:
+        values[nodes] = index[str(value)]
+    return Overlay(name, values, categories, legend=legend or name, aggregate="mode"), unmatched
+
+
+def load_overlay_json(path: str | Path, ir: GraphIR) -> tuple[Overlay, list[str]]:
+    """Read ``{node_name: value}`` from a JSON file, with clear errors for bad files."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path.name} is not a readable JSON file: {exc}.") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise UserError(f"{path.name} must hold one JSON object: {{node_name: value}}.")
+    bad = [
+        k for k, v in data.items() if not isinstance(v, int | float | str) or isinstance(v, bool)
+    ]
+    if bad:
+        raise UserError(
+            f"{path.name}: values must be numbers or strings; '{bad[0]}' has "
+            f"{type(data[bad[0]]).__name__}."
+        )
+    overlay, unmatched = overlay_from_mapping(ir, path.stem, data)
+    if len(unmatched) == len(data) and data:
+        raise UserError(
+            f"None of the {len(data)} names in {path.name} is a node of this graph "
+            f"(e.g. '{unmatched[0]}')."
+        )
+    return overlay, unmatched

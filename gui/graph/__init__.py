@@ -1,0 +1,1 @@
+"""Graph view: canvas, properties, search, overlays and breadcrumbs over ``core/graph``."""

@@ -1,0 +1,34 @@
+"""Run a function on a Python thread and hand its result back on the GUI thread."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+
+class BackgroundTask(QObject):
+    """One computation off the UI thread; signals arrive queued on the GUI thread."""
+
+    sig_done = Signal(object)
+    sig_failed = Signal(object, str)  # exception, traceback text
+
+    def __init__(self, function: Callable[[], Any], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._function = function
+        self.thread = threading.Thread(target=self._run, name="deploylens-graph", daemon=True)
+
+    def start(self) -> BackgroundTask:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            result = self._function()
+        except Exception as exc:  # reported to the GUI, never lost
+            self.sig_failed.emit(exc, traceback.format_exc())
+            return
+        self.sig_done.emit(result)

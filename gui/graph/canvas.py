@@ -1,0 +1,413 @@
+"""The graph canvas: one widget paints every box and edge from NumPy arrays, culled to the view,
+with level of detail — never one QGraphicsItem per node."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetrics,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QPolygonF,
+    QTransform,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QWidget
+
+from deploylens.core.graph.ir import OP
+from deploylens.core.graph.overlay import Overlay
+from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphScene, Scene
+from deploylens.core.model.summary_text import shape_text
+from deploylens.gui.graph import palette
+
+MIN_SCALE, MAX_SCALE = 0.002, 8.0
+LABEL_MIN_PX = 34.0  # boxes narrower than this on screen get no text
+DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
+STRAIGHT_EDGES_BELOW = 0.35  # scale under which edges are drawn as straight segments
+
+
+class GraphCanvas(QWidget):
+    sig_selected = Signal(int, int)  # box kind (BOX_*), ref (node index or group id); -1 clears
+    sig_activated = Signal(int, int)  # double click on a box
+    sig_context = Signal(int, int, QPointF)  # right click: kind, ref, global position
+    sig_view_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setMouseTracking(False)
+        self.setMinimumSize(200, 150)
+        self.model: GraphScene | None = None
+        self.scene: Scene | None = None
+        self.overlay: Overlay | None = None
+        self.fills = np.zeros((0, 3), dtype=np.uint8)
+        self.scale = 1.0
+        self.center = QPointF(0, 0)
+        self.selected: tuple[int, int] | None = None
+        self.highlight = np.zeros(0, dtype=bool)  # per node
+        self._press: QPointF | None = None
+        self._dragged = False
+        self.font_small = QFont(self.font())
+        self.font_small.setPointSizeF(8.5)
+        self.last_paint_stats: dict[str, int] = {}
+
+    # -- content ----------------------------------------------------------------------------
+    def set_model(self, model: GraphScene, fit: bool = True) -> None:
+        self.model = model
+        self.highlight = np.zeros(model.ir.node_count, dtype=bool)
+        self.selected = None
+        self.refresh_scene()
+        if fit:
+            self.fit()
+
+    def refresh_scene(self) -> None:
+        """Pick up the model's current scene (after expand/collapse) and recolour."""
+        if self.model is None:
+            return
+        self.scene = self.model.scene()
+        self.fills = palette.box_fills(self.model, self.scene, self.overlay)
+        self.update()
+        self.sig_view_changed.emit()
+
+    def set_overlay(self, overlay: Overlay | None) -> None:
+        self.overlay = overlay
+        if self.model is not None and self.scene is not None:
+            self.fills = palette.box_fills(self.model, self.scene, overlay)
+        self.update()
+
+    def set_highlight(self, nodes: np.ndarray | None) -> None:
+        if self.model is None:
+            return
+        self.highlight = np.zeros(self.model.ir.node_count, dtype=bool)
+        if nodes is not None:
+            self.highlight[nodes] = True
+        self.update()
+
+    # -- view transform -------------------------------------------------------------------------
+    def transform(self) -> QTransform:
+        s = self.scale
+        return QTransform(
+            s,
+            0,
+            0,
+            s,
+            self.width() / 2 - self.center.x() * s,
+            self.height() / 2 - self.center.y() * s,
+        )
+
+    def to_scene(self, point: QPointF) -> QPointF:
+        return QPointF(
+            (point.x() - self.width() / 2) / self.scale + self.center.x(),
+            (point.y() - self.height() / 2) / self.scale + self.center.y(),
+        )
+
+    def visible_rect(self) -> QRectF:
+        top_left = self.to_scene(QPointF(0, 0))
+        return QRectF(
+            top_left.x(), top_left.y(), self.width() / self.scale, self.height() / self.scale
+        )
+
+    def fit(self) -> None:
+        if self.scene is None:
+            return
+        margin = 40.0
+        w = max(self.scene.width, 1.0) + margin
+        h = max(self.scene.height, 1.0) + margin
+        self.scale = float(np.clip(min(self.width() / w, self.height() / h), MIN_SCALE, 1.5))
+        self.center = QPointF(self.scene.width / 2, self.scene.height / 2)
+        self.update()
+        self.sig_view_changed.emit()
+
+    def zoom(self, factor: float, anchor: QPointF | None = None) -> None:
+        anchor = anchor if anchor is not None else QPointF(self.width() / 2, self.height() / 2)
+        before = self.to_scene(anchor)
+        self.scale = float(np.clip(self.scale * factor, MIN_SCALE, MAX_SCALE))
+        after = self.to_scene(anchor)
+        self.center = QPointF(
+            self.center.x() + before.x() - after.x(), self.center.y() + before.y() - after.y()
+        )
+        self.update()
+        self.sig_view_changed.emit()
+
+    def pan_pixels(self, dx: float, dy: float) -> None:
+        self.center = QPointF(self.center.x() - dx / self.scale, self.center.y() - dy / self.scale)
+        self.update()
+        self.sig_view_changed.emit()
+
+    def center_on_box(self, box: int, zoom_to: float | None = None) -> None:
+        if self.scene is None or box < 0:
+            return
+        x0, y0, x1, y1 = self.scene.box_rect[box]
+        self.center = QPointF((x0 + x1) / 2, (y0 + y1) / 2)
+        if zoom_to is not None:
+            self.scale = zoom_to
+        self.update()
+        self.sig_view_changed.emit()
+
+    # -- hit testing ------------------------------------------------------------------------------
+    def box_at(self, point: QPointF) -> int:
+        """Innermost box under a widget position, or -1."""
+        if self.scene is None or not len(self.scene.box_kind):
+            return -1
+        p = self.to_scene(point)
+        r = self.scene.box_rect
+        inside = (r[:, 0] <= p.x()) & (p.x() <= r[:, 2]) & (r[:, 1] <= p.y()) & (p.y() <= r[:, 3])
+        hits = np.flatnonzero(inside)
+        if not hits.size:
+            return -1
+        solid = hits[self.scene.box_kind[hits] != BOX_FRAME]
+        if solid.size:
+            return int(solid[-1])
+        return int(hits[np.argmax(self.scene.box_depth[hits])])
+
+    def box_of(self, kind: int, ref: int) -> int:
+        if self.scene is None:
+            return -1
+        if kind == BOX_NODE:
+            return int(self.scene.node_box[ref]) if 0 <= ref < len(self.scene.node_box) else -1
+        return self.scene.group_box.get(ref, -1)
+
+    # -- painting ---------------------------------------------------------------------------------
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        try:
+            self.paint_scene(painter, self.visible_rect(), self.transform(), self.scale)
+        finally:
+            painter.end()
+
+    def paint_scene(
+        self,
+        painter: QPainter,
+        view: QRectF,
+        transform: QTransform,
+        scale: float,
+        background: bool = True,
+    ) -> None:
+        """Paint what intersects ``view`` (scene coordinates); also used for PNG/SVG export."""
+        if background:
+            painter.fillRect(painter.viewport(), QColor(palette.BACKGROUND))
+        scene = self.scene
+        if scene is None or self.model is None or not len(scene.box_kind):
+            return
+        r = scene.box_rect
+        visible = (
+            (r[:, 2] >= view.left())
+            & (r[:, 0] <= view.right())
+            & (r[:, 3] >= view.top())
+            & (r[:, 1] <= view.bottom())
+        )
+        near = scale >= 0.6
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, near)
+        painter.setTransform(transform)
+        frames = np.flatnonzero(visible & (scene.box_kind == BOX_FRAME))
+        frames = frames[np.argsort(scene.box_depth[frames], kind="stable")]
+        border = QPen(QColor(palette.FRAME_BORDER), 0)
+        painter.setPen(border)
+        painter.setBrush(QBrush(QColor(*palette.FRAME_FILL)))
+        if frames.size:
+            painter.drawRects([QRectF(*self._xywh(b)) for b in frames.tolist()])
+        edges = self._paint_edges(painter, view, scale)
+        solid = np.flatnonzero(visible & (scene.box_kind != BOX_FRAME))
+        self._paint_boxes(painter, solid, scale)
+        self._paint_marks(painter, scale)
+        painter.resetTransform()
+        labelled = self._paint_labels(painter, np.flatnonzero(visible), transform, scale)
+        self.last_paint_stats = {"boxes": int(visible.sum()), "edges": edges, "labels": labelled}
+
+    def _xywh(self, box: int) -> tuple[float, float, float, float]:
+        x0, y0, x1, y1 = self.scene.box_rect[box]  # type: ignore[union-attr]
+        return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
+
+    def _paint_edges(self, painter: QPainter, view: QRectF, scale: float) -> int:
+        scene = self.scene
+        assert scene is not None
+        if not len(scene.edge_src_box):
+            return 0
+        e = scene.edge_rect
+        shown = np.flatnonzero(
+            (e[:, 2] >= view.left())
+            & (e[:, 0] <= view.right())
+            & (e[:, 3] >= view.top())
+            & (e[:, 1] <= view.bottom())
+        )
+        painter.setPen(QPen(QColor(palette.EDGE), 0 if scale < 1 else 1.2 / scale))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        offsets, points = scene.edge_offsets, scene.edge_points
+        if scale < STRAIGHT_EDGES_BELOW:
+            first = points[offsets[shown]]
+            last = points[offsets[shown + 1] - 1]
+            painter.drawLines(
+                [
+                    QLineF(a[0], a[1], b[0], b[1])
+                    for a, b in zip(first.tolist(), last.tolist(), strict=True)
+                ]
+            )
+        else:
+            for edge in shown.tolist():
+                run = points[offsets[edge] : offsets[edge + 1]]
+                painter.drawPolyline(QPolygonF([QPointF(x, y) for x, y in run.tolist()]))
+            if scale >= 0.6:  # arrow heads near
+                ends = points[offsets[shown + 1] - 1]
+                painter.setBrush(QColor(palette.EDGE))
+                for x, y in ends.tolist():
+                    painter.drawPolygon(
+                        QPolygonF([QPointF(x, y), QPointF(x - 3.5, y - 7), QPointF(x + 3.5, y - 7)])
+                    )
+        return int(shown.size)
+
+    def _paint_boxes(self, painter: QPainter, boxes: np.ndarray, scale: float) -> None:
+        if not boxes.size:
+            return
+        fills = self.fills[boxes]
+        keys = (
+            (fills[:, 0].astype(np.int64) << 16) | (fills[:, 1].astype(np.int64) << 8) | fills[:, 2]
+        )
+        pen = QPen(QColor("#52606d"), 0) if scale >= 0.15 else Qt.PenStyle.NoPen
+        painter.setPen(pen)
+        rects = self.scene.box_rect  # type: ignore[union-attr]
+        for key in np.unique(keys).tolist():
+            members = boxes[keys == key]
+            painter.setBrush(QColor((key >> 16) & 255, (key >> 8) & 255, key & 255))
+            painter.drawRects(
+                [QRectF(x0, y0, x1 - x0, y1 - y0) for x0, y0, x1, y1 in rects[members].tolist()]
+            )
+
+    def _paint_marks(self, painter: QPainter, scale: float) -> None:
+        scene = self.scene
+        assert scene is not None
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        if self.highlight.any():
+            boxes = np.unique(scene.node_box[self.highlight])
+            boxes = boxes[boxes >= 0]
+            painter.setPen(QPen(QColor(palette.HIGHLIGHT), max(2.0, 2.5 / scale)))
+            painter.drawRects([QRectF(*self._xywh(b)) for b in boxes.tolist()])
+        if self.selected is not None:
+            box = self.box_of(*self.selected)
+            if box >= 0:
+                painter.setPen(QPen(QColor(palette.SELECTED), max(2.5, 3.0 / scale)))
+                painter.drawRect(QRectF(*self._xywh(box)))
+
+    def _paint_labels(
+        self, painter: QPainter, boxes: np.ndarray, transform: QTransform, scale: float
+    ) -> int:
+        scene, model = self.scene, self.model
+        assert scene is not None and model is not None
+        rects = scene.box_rect[boxes]
+        screen_w = (rects[:, 2] - rects[:, 0]) * scale
+        boxes = boxes[screen_w >= LABEL_MIN_PX]
+        if not boxes.size or boxes.size > 4000:
+            return 0
+        ir = model.ir
+        painter.setFont(self.font_small)
+        metrics = QFontMetrics(self.font_small)
+        painter.setPen(QColor(palette.TEXT))
+        for box in boxes.tolist():
+            x0, y0, x1, y1 = scene.box_rect[box].tolist()
+            top_left = transform.map(QPointF(x0, y0))
+            bottom_right = transform.map(QPointF(x1, y1))
+            rect = QRectF(top_left, bottom_right).adjusted(4, 2, -4, -2)
+            kind, ref = int(scene.box_kind[box]), int(scene.box_ref[box])
+            if kind == BOX_NODE:
+                lines = self._node_lines(ref, rect.height())
+                flags = Qt.AlignmentFlag.AlignCenter
+            else:
+                name = ir.groups.name[ref] or ir.title
+                count = int(model.group_size[ref])
+                lines = [f"{name}  ({count:,})"]
+                vertical = (
+                    Qt.AlignmentFlag.AlignTop
+                    if kind == BOX_FRAME
+                    else Qt.AlignmentFlag.AlignVCenter
+                )
+                flags = Qt.AlignmentFlag.AlignHCenter | vertical
+            text = "\n".join(
+                metrics.elidedText(line, Qt.TextElideMode.ElideMiddle, int(rect.width()))
+                for line in lines
+            )
+            painter.drawText(rect, int(flags), text)
+        return int(boxes.size)
+
+    def _node_lines(self, node: int, height_px: float) -> list[str]:
+        ir = self.model.ir  # type: ignore[union-attr]
+        first = ir.op_type(node) if ir.kind[node] == OP else ir.label(node)
+        if height_px < DETAIL_MIN_PX:
+            return [first]
+        lines = [first, ir.label(node)] if ir.kind[node] == OP else [first]
+        proto = ir.node_proto(node)
+        output = proto.output[0] if proto is not None and proto.output else ir.label(node)
+        typed = ir.value_types.get(output)
+        if typed and height_px >= DETAIL_MIN_PX * 1.4:
+            lines.append(f"{typed[0]} {shape_text(typed[1])}")
+        return lines
+
+    # -- input ------------------------------------------------------------------------------------
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        steps = event.angleDelta().y() / 120.0
+        if steps:
+            self.zoom(1.2**steps, event.position())
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._press = event.position()
+            self._dragged = False
+        elif event.button() == Qt.MouseButton.RightButton:
+            box = self.box_at(event.position())
+            kind, ref = self._box_key(box)
+            self.sig_context.emit(kind, ref, event.globalPosition())
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._press is None:
+            return
+        delta = event.position() - self._press
+        if self._dragged or abs(delta.x()) + abs(delta.y()) > 3:
+            self._dragged = True
+            self.pan_pixels(delta.x(), delta.y())
+            self._press = event.position()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton and not self._dragged:
+            self.select_box(self.box_at(event.position()))
+        self._press = None
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        box = self.box_at(event.position())
+        if box >= 0:
+            self.sig_activated.emit(*self._box_key(box))
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        key = event.key()
+        step = 60.0
+        actions = {
+            Qt.Key.Key_Plus: lambda: self.zoom(1.25),
+            Qt.Key.Key_Equal: lambda: self.zoom(1.25),
+            Qt.Key.Key_Minus: lambda: self.zoom(0.8),
+            Qt.Key.Key_F: self.fit,
+            Qt.Key.Key_Home: self.fit,
+            Qt.Key.Key_Left: lambda: self.pan_pixels(step, 0),
+            Qt.Key.Key_Right: lambda: self.pan_pixels(-step, 0),
+            Qt.Key.Key_Up: lambda: self.pan_pixels(0, step),
+            Qt.Key.Key_Down: lambda: self.pan_pixels(0, -step),
+        }
+        action = actions.get(Qt.Key(key))
+        if action is None:
+            super().keyPressEvent(event)
+        else:
+            action()
+
+    def _box_key(self, box: int) -> tuple[int, int]:
+        if box < 0 or self.scene is None:
+            return -1, -1
+        return int(self.scene.box_kind[box]), int(self.scene.box_ref[box])
+
+    def select_box(self, box: int) -> None:
+        kind, ref = self._box_key(box)
+        self.selected = None if box < 0 else (BOX_NODE if kind == BOX_NODE else BOX_GROUP, ref)
+        self.update()
+        self.sig_selected.emit(kind, ref)

@@ -1,0 +1,85 @@
+"""Properties of the selected node or group; initializer statistics on request."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from deploylens.core.graph.details import Section, group_sections, node_sections
+from deploylens.core.graph.ir import GraphIR
+from deploylens.core.graph.scene import GraphScene
+
+
+class PropertiesView(QWidget):
+    sig_stats_requested = Signal(list)  # initializer names
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Property", "Value", "Detail"])
+        self.tree.setAlternatingRowColors(True)
+        self.stats_button = QPushButton("Compute initializer statistics")
+        self.stats_button.setEnabled(False)
+        self.stats_button.clicked.connect(self._request_stats)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.tree)
+        layout.addWidget(self.stats_button)
+        self.initializers: list[str] = []
+        self._rows: dict[str, QTreeWidgetItem] = {}
+
+    def clear(self) -> None:
+        self.tree.clear()
+        self.initializers = []
+        self._rows = {}
+        self.stats_button.setEnabled(False)
+
+    def show_sections(self, sections: list[Section]) -> None:
+        self.clear()
+        for section in sections:
+            top = QTreeWidgetItem([section.title, str(len(section.rows))])
+            self.tree.addTopLevelItem(top)
+            for name, value, detail in section.rows:
+                row = QTreeWidgetItem(top, [name, value, detail])
+                row.setToolTip(1, value)
+                if detail == "initializer":
+                    self.initializers.append(name)
+                    self._rows[name] = row
+            top.setExpanded(True)
+        for column in range(3):
+            self.tree.resizeColumnToContents(column)
+        self.stats_button.setEnabled(bool(self.initializers))
+
+    def show_node(self, ir: GraphIR, node: int) -> None:
+        self.show_sections(node_sections(ir, node))
+
+    def show_group(self, model: GraphScene, group: int) -> None:
+        self.show_sections(group_sections(model.ir, group, model.anc))
+
+    def _request_stats(self) -> None:
+        self.stats_button.setEnabled(False)
+        self.stats_button.setText("Computing statistics in the worker …")
+        self.sig_stats_requested.emit(list(self.initializers))
+
+    def show_stats(self, stats: dict[str, dict[str, float]]) -> None:
+        self.stats_button.setText("Compute initializer statistics")
+        for name, values in stats.items():
+            row = self._rows.get(name)
+            if row is None:
+                continue
+            text = ", ".join(
+                f"{k} {v:.4g}" for k, v in values.items() if k in ("min", "max", "mean", "std")
+            )
+            bad = int(values.get("nan", 0) + values.get("inf", 0))
+            row.setText(2, text + (f", {bad} NaN/Inf" if bad else ""))
+        self.tree.resizeColumnToContents(2)
+
+    def text(self) -> str:
+        lines = []
+        for index in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(index)
+            lines.append(top.text(0))
+            for child in range(top.childCount()):
+                item = top.child(child)
+                lines.append("  " + " | ".join(item.text(c) for c in range(3)).rstrip(" |"))
+        return "\n".join(lines)
