@@ -15,7 +15,7 @@ from deploylens.core import __version__
 from deploylens.core.errors import UserError
 from deploylens.core.worker.client import JobFailure
 
-COMMANDS = ("inspect", "demo", "env", "gui")
+COMMANDS = ("inspect", "graph", "demo", "env", "gui")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +31,20 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("model", type=Path)
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
     inspect.add_argument("--no-check", action="store_true", help="skip the onnx checker")
+
+    graph = commands.add_parser("graph", help="graph statistics, or render the graph to PNG")
+    graph.add_argument("model", type=Path)
+    graph.add_argument("--stats", action="store_true", help="nodes, groups, depth, layout time")
+    graph.add_argument("--png", type=Path, help="render the graph view to this PNG (headless)")
+    graph.add_argument(
+        "--expand",
+        type=int,
+        default=0,
+        metavar="DEPTH",
+        help="expand module groups to this depth (0: top level only)",
+    )
+    graph.add_argument("--overlay", type=Path, help="JSON {node_name: value} to colour nodes by")
+    graph.add_argument("--json", action="store_true", help="print statistics as JSON")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -55,6 +69,26 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for problem in summary.problems:
         print(f"deploylens: error: {problem}", file=sys.stderr)
     return 1 if summary.problems else 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from deploylens.core.graph.stats import graph_stats, stats_text
+
+    if not (args.stats or args.png or args.json):
+        args.stats = True
+    if args.stats or args.json:
+        stats = graph_stats(args.model, args.expand)
+        print(json.dumps(stats, indent=2) if args.json else stats_text(stats))
+    if args.png:
+        from deploylens.core.frontends import load_frontend
+
+        rendered = load_frontend("graph_png")(
+            args.model, args.png, args.expand, str(args.overlay) if args.overlay else None
+        )
+        print(f"Graph: {rendered['png']} ({rendered['boxes']:,} boxes)")
+        if rendered["unmatched"]:
+            print(f"  {len(rendered['unmatched'])} overlay names match no node", file=sys.stderr)
+    return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -106,7 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["gui", *argv]  # `deploylens model.onnx` opens it in the GUI
     args = _parser().parse_args(argv)
-    handlers: dict[str, Any] = {"inspect": cmd_inspect, "demo": cmd_demo, "env": cmd_env}
+    handlers: dict[str, Any] = {
+        "inspect": cmd_inspect,
+        "graph": cmd_graph,
+        "demo": cmd_demo,
+        "env": cmd_env,
+    }
     try:
         if args.command in handlers:
             return handlers[args.command](args)

@@ -61,6 +61,7 @@ class GraphCanvas(QWidget):
     # -- content ----------------------------------------------------------------------------
     def set_model(self, model: GraphScene, fit: bool = True) -> None:
         self.model = model
+        self.overlay = None  # overlays belong to one graph; the caller sets the new one
         self.highlight = np.zeros(model.ir.node_count, dtype=bool)
         self.selected = None
         self.refresh_scene()
@@ -327,6 +328,9 @@ class GraphCanvas(QWidget):
                     else Qt.AlignmentFlag.AlignVCenter
                 )
                 flags = Qt.AlignmentFlag.AlignHCenter | vertical
+            r, g, b = self.fills[box].tolist() if kind != BOX_FRAME else (255, 255, 255)
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 120
+            painter.setPen(QColor("white" if dark else palette.TEXT))
             text = "\n".join(
                 metrics.elidedText(line, Qt.TextElideMode.ElideMiddle, int(rect.width()))
                 for line in lines

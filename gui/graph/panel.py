@@ -189,14 +189,12 @@ class GraphPanel(QWidget):
         return self.stack[-1][1] if self.stack else None
 
     def _show_level(self, model: GraphScene) -> None:
+        self.canvas.set_model(model)
         self.overlays = {
             "op type": op_type_overlay(model.ir),
             "node count per group": group_size_overlay(model.ir),
         }
         self._refresh_overlay_box("op type")
-        self.canvas.set_model(model)
-        self.canvas.set_overlay(self.overlays["op type"])
-        self.legend.show_overlay(self.overlays["op type"])
         self.properties.clear()
         self.results.clear()
         self._refresh_breadcrumbs()

@@ -111,3 +111,48 @@ def test_demo_without_screenshot(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "demo" / "report.json").read_text())
     assert len(report["models"]) == 11 and all("summary" in m for m in report["models"])
     assert "small_cnn.dynamo.onnx" in (tmp_path / "demo" / "report.md").read_text()
+
+
+def test_graph_stats(samples: Path) -> None:
+    result = run_cli("graph", str(samples / "small_cnn.dynamo.onnx"), "--stats", "--json")
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["nodes"] == 11 and stats["hierarchy"] == "name_scopes"
+    assert stats["groups"] > 4 and stats["depth"] >= 2
+    assert stats["visible_boxes"] == 6 and stats["layout_s"] >= 0
+    text = run_cli("graph", str(samples / "small_cnn.torchscript.onnx"), "--expand", "3").stdout
+    assert "Hierarchy    node_names" in text and "expanded to depth 3" in text
+
+
+def test_graph_png_headless(samples: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    overlay = tmp_path / "o.json"
+    overlay.write_text('{"/stem/stem.0/Conv": 1.5, "ghost": 2}')
+    result = subprocess.run(
+        [
+            DEPLOYLENS,
+            "graph",
+            str(samples / "small_cnn.torchscript.onnx"),
+            "--png",
+            str(tmp_path / "g.png"),
+            "--expand",
+            "2",
+            "--overlay",
+            str(overlay),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "g.png").stat().st_size > 5000
+    assert "1 overlay names match no node" in result.stderr
+
+
+def test_graph_bad_model_is_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "x.onnx").write_bytes(b"")
+    result = run_cli("graph", str(tmp_path / "x.onnx"), "--png", str(tmp_path / "g.png"))
+    assert result.returncode == 1 and "is empty" in result.stderr
+    assert "Traceback" not in result.stderr

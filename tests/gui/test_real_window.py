@@ -37,3 +37,26 @@ def test_real_window_screenshot(qtbot, make_window, samples: Path, tmp_path: Pat
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         screen.save(str(Path(keep) / "real_window.png"))
+
+
+def test_real_window_graph_screenshot(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window(persist_layout=False)
+    window.resize(1500, 950)
+    qtbot.waitExposed(window)
+    panel = window.graph_panel
+    with qtbot.waitSignal(panel.sig_loaded, timeout=60_000):
+        window.open_path(samples / "small_cnn.torchscript.onnx")
+    window.docks["Graph"].raise_()
+    panel.expand_to_depth(4)
+    panel.canvas.fit()
+    panel.canvas.zoom(1.0 / panel.canvas.scale)  # 1:1, where every op is labelled
+    qtbot.wait(300)
+    shot = window.screen().grabWindow(0)
+    graph = panel.canvas.grab()
+    assert distinct_colours(graph.toImage(), step=3) > 10
+    assert panel.canvas.last_paint_stats["labels"] >= 10  # op labels drawn, not just boxes
+    assert panel.canvas.last_paint_stats["edges"] >= 5
+    keep = os.environ.get("DEPLOYLENS_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shot.save(str(Path(keep) / "real_window_graph.png"))

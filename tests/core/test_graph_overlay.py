@@ -1,0 +1,95 @@
+"""Overlays: categories, colormaps, aggregation for groups, JSON files with clear errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from deploylens.core.errors import UserError
+from deploylens.core.graph.ir import build_model_ir
+from deploylens.core.graph.overlay import (
+    group_size_overlay,
+    load_overlay_json,
+    op_type_overlay,
+    overlay_from_mapping,
+)
+from deploylens.core.graph.search import search
+
+
+@pytest.fixture
+def ir(samples: Path):  # type: ignore[no-untyped-def]
+    return build_model_ir(onnx.load(samples / "small_cnn.torchscript.onnx"))
+
+
+def test_op_type_overlay_is_categorical(ir) -> None:  # type: ignore[no-untyped-def]
+    overlay = op_type_overlay(ir)
+    assert overlay.categorical and "Conv" in overlay.categories
+    legend = dict(overlay.legend_entries())
+    assert "Conv (3)" in legend and "Relu (3)" in legend
+    convs = [i for i in range(ir.node_count) if ir.op_type(i) == "Conv"]
+    assert overlay.aggregate_values(np.array(convs)) == overlay.categories.index("Conv")
+
+
+def test_group_size_overlay_sums(ir) -> None:  # type: ignore[no-untyped-def]
+    overlay = group_size_overlay(ir)
+    assert overlay.aggregate_values(np.arange(ir.node_count)) == ir.op_count
+
+
+def test_numeric_mapping_with_unmatched_names(ir) -> None:  # type: ignore[no-untyped-def]
+    overlay, unmatched = overlay_from_mapping(
+        ir,
+        "error",
+        {"/stem/stem.0/Conv": 0.5, "/head/head.2/Gemm": 2.0, "ghost": 1.0},
+        aggregate="max",
+    )
+    assert unmatched == ["ghost"]
+    assert overlay.value_range() == (0.5, 2.0)
+    colors = overlay.node_colors()
+    conv = next(i for i in range(ir.node_count) if ir.label(i) == "/stem/stem.0/Conv")
+    relu = next(i for i in range(ir.node_count) if ir.op_type(i) == "Relu")
+    assert tuple(colors[conv]) != tuple(colors[relu])  # valued vs. no value
+    assert overlay.aggregate_values(np.arange(ir.node_count)) == 2.0
+    assert math.isnan(overlay.aggregate_values(np.array([relu])))
+
+
+def test_string_mapping_becomes_categories(ir) -> None:  # type: ignore[no-untyped-def]
+    overlay, _ = overlay_from_mapping(
+        ir, "layer", {"/stem/stem.0/Conv": "fused", "/stem/stem.2/Relu": "fused"}
+    )
+    assert overlay.categories == ["fused"]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("{not json", "not a readable JSON"),
+        ("[1, 2]", "one JSON object"),
+        ('{"a": [1]}', "values must be numbers or strings"),
+        ('{"nobody": 1}', "is a node of this graph"),
+    ],
+)
+def test_bad_overlay_files(ir, tmp_path: Path, content: str, fragment: str) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "o.json"
+    path.write_text(content)
+    with pytest.raises(UserError, match=fragment):
+        load_overlay_json(path, ir)
+
+
+def test_overlay_file(ir, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "latency.json"
+    path.write_text(json.dumps({ir.label(i): float(i) for i in range(ir.node_count)}))
+    overlay, unmatched = load_overlay_json(path, ir)
+    assert overlay.name == "latency" and unmatched == []
+
+
+def test_search_by_name_op_and_tensor(ir) -> None:  # type: ignore[no-untyped-def]
+    hits = search(ir, "gemm")
+    assert {h.field for h in hits} >= {"name", "op"}
+    tensor_hits = search(ir, ir.strings[int(ir.edge_tensor[3])])
+    assert any(h.field == "tensor" for h in tensor_hits)
+    assert search(ir, "   ") == []

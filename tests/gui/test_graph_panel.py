@@ -1,0 +1,201 @@
+"""The Graph panel with real widgets: open, expand, select, search, highlight, overlays,
+subgraphs, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QImage
+
+from deploylens.core.graph.ir import build_model_ir
+from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphScene
+from deploylens.gui.graph.canvas import GraphCanvas
+from deploylens.gui.graph.export import export_png, export_svg
+from tests.gui.conftest import JOB_TIMEOUT_MS
+from tests.gui.test_demo import distinct_colours
+from tests.helpers.onnx_models import if_model
+
+
+def open_graph(qtbot, make_window, path: Path):  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.resize(1500, 950)
+    panel = window.graph_panel
+    with qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        window.open_path(path)
+    window.docks["Graph"].raise_()
+    qtbot.wait(50)
+    return window, panel
+
+
+def box_center(canvas: GraphCanvas, box: int) -> QPoint:
+    x0, y0, x1, y1 = canvas.scene.box_rect[box]
+    point = canvas.transform().map(QPointF((x0 + x1) / 2, (y0 + y1) / 2))
+    return QPoint(int(point.x()), int(point.y()))
+
+
+def test_open_expand_select_properties(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    canvas = panel.canvas
+    assert len(canvas.scene.box_kind) == 6  # image, stem, stage1, stage2, head, output
+    stage1 = next(
+        b
+        for b in range(6)
+        if canvas.scene.box_kind[b] == BOX_GROUP
+        and panel.model.ir.groups.name[canvas.scene.box_ref[b]] == "stage1"
+    )
+    qtbot.mouseDClick(canvas, Qt.MouseButton.LeftButton, pos=box_center(canvas, stage1))
+    assert len(canvas.scene.box_kind) > 6
+    assert BOX_FRAME in canvas.scene.box_kind.tolist()
+    conv = next(
+        b
+        for b in range(len(canvas.scene.box_kind))
+        if canvas.scene.box_kind[b] == BOX_NODE
+        and panel.model.ir.op_type(int(canvas.scene.box_ref[b])) == "MaxPool"
+    )
+    canvas.fit()
+    qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=box_center(canvas, conv))
+    text = panel.properties.text()
+    assert "op | MaxPool" in text and "hierarchy | stage1" in text
+    assert "kernel_shape | [2, 2]" in text
+    assert "Inputs" in text and "Outputs" in text
+
+
+def test_search_reveals_and_shows_shapes(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window, panel = open_graph(qtbot, make_window, samples / "small_cnn.dynamo.onnx")
+    qtbot.waitUntil(
+        lambda: any(j.method == "graph.shapes" and j.state == "done" for j in window.jobs.jobs),
+        timeout=JOB_TIMEOUT_MS,
+    )
+    panel.search_box.setText("gemm")
+    panel.run_search()
+    assert panel.results.count() >= 1
+    item = panel.results.item(0)
+    panel.results.itemClicked.emit(item)
+    node = int(item.data(Qt.ItemDataRole.UserRole))
+    scene = panel.canvas.scene
+    assert scene.box_kind[scene.node_box[node]] == BOX_NODE  # its groups were expanded
+    assert panel.canvas.selected == (BOX_NODE, node)
+    text = panel.properties.text()
+    assert "op | Gemm" in text
+    assert "float32 [1, 10]" in text  # output shape from the worker's shape inference
+    assert "initializer" in text
+
+
+def test_initializer_statistics_from_the_worker(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.dynamo.onnx")
+    node = next(i for i in range(panel.model.ir.node_count) if panel.model.ir.op_type(i) == "Gemm")
+    panel.reveal(node)
+    assert panel.properties.stats_button.isEnabled()
+    panel.properties.stats_button.click()
+    qtbot.waitUntil(lambda: "mean" in panel.properties.text(), timeout=JOB_TIMEOUT_MS)
+    assert "std" in panel.properties.text()
+
+
+def test_highlight_and_context_menu(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    ir = panel.model.ir
+    relu = next(i for i in range(ir.node_count) if ir.op_type(i) == "Relu")
+    panel.highlight(relu, downstream=True)
+    assert panel.canvas.highlight.sum() == len(ir.reachable(relu, True))
+    menu = panel.context_menu(BOX_NODE, relu)
+    labels = [a.text() for a in menu.actions()]
+    assert "Highlight upstream" in labels and "Export SVG…" in labels
+    group_menu = panel.context_menu(BOX_GROUP, 1)
+    assert group_menu.actions()[0].text() == "Expand"
+
+
+def test_overlays_from_api_and_file(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    assert panel.overlay_box.currentText() == "op type"
+    assert any("Conv (3)" in label for label, _ in panel.legend.entries)
+    unmatched = panel.overlay("error", {"/stem/stem.0/Conv": 1e-3, "nobody": 1.0})
+    assert unmatched == ["nobody"] and panel.overlay_box.currentText() == "error"
+    path = tmp_path / "latency.json"
+    path.write_text(json.dumps({"/head/head.2/Gemm": 0.7, "/stem/stem.0/Conv": 0.1}))
+    panel.load_overlay_file(str(path))
+    assert panel.overlay_box.currentText() == "latency"
+    panel.overlay_box.setCurrentText("node count per group")
+    fills = panel.canvas.fills[panel.canvas.scene.box_kind == BOX_GROUP]
+    assert len({tuple(f) for f in fills.tolist()}) > 1  # groups of 2 and 3 nodes differ
+
+
+def test_enter_subgraph_and_breadcrumbs(qtbot, make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "if.onnx"
+    onnx.save(if_model(), str(path))
+    _window, panel = open_graph(qtbot, make_window, path)
+    ir = panel.model.ir
+    node = next(i for i in range(ir.node_count) if ir.op_type(i) == "If")
+    assert sorted(panel.enterable(node)) == ["else_branch", "then_branch"]
+    panel.enter(node, "else_branch")
+    assert panel.breadcrumb_titles()[-1].endswith("else_branch")
+    inner_if = next(
+        i for i in range(panel.model.ir.node_count) if panel.model.ir.op_type(i) == "If"
+    )
+    panel._on_activated(BOX_NODE, inner_if)  # double-click enters the first subgraph
+    assert len(panel.breadcrumb_titles()) == 3
+    panel.go_to_level(0)
+    assert len(panel.breadcrumb_titles()) == 1 and panel.model.ir is ir
+
+
+def test_export_png_and_svg(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    panel.expand_to_depth(4)
+    png = export_png(panel.canvas, tmp_path / "g.png")
+    image = QImage(str(png))
+    assert image.height() > image.width() > 100
+    assert distinct_colours(image, step=3) > 10
+    svg = export_svg(panel.canvas, tmp_path / "g.svg").read_text()
+    assert svg.startswith("<?xml") and "Conv" in svg and "MaxPool" in svg
+
+
+def test_pan_zoom_keys_and_lod(qtbot, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    canvas = GraphCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(800, 600)
+    model = GraphScene(build_model_ir(onnx.load(samples / "small_cnn.torchscript.onnx")))
+    model.expand_to_depth(5)
+    canvas.set_model(model)
+    canvas.show()
+    scale = canvas.scale
+    qtbot.keyClick(canvas, Qt.Key.Key_Plus)
+    assert canvas.scale > scale
+    center = canvas.center
+    qtbot.keyClick(canvas, Qt.Key.Key_Left)
+    assert canvas.center.x() < center.x()
+    canvas.scale = 0.05
+    canvas.grab()
+    assert canvas.last_paint_stats["labels"] == 0  # boxes only when far
+    canvas.scale = 2.0
+    canvas.center_on_box(int(canvas.scene.node_box[3]))
+    canvas.grab()
+    assert canvas.last_paint_stats["labels"] > 0
+    assert canvas.last_paint_stats["boxes"] < len(canvas.scene.box_kind)  # culled
+
+
+def test_every_artifact_model_paints(qtbot, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+    canvas = GraphCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(640, 480)
+    from deploylens.core.errors import ModelLoadError
+    from deploylens.core.graph.overlay import op_type_overlay
+    from deploylens.core.model.loading import read_model
+
+    painted = 0
+    for path in sorted(artifacts.rglob("*.onnx")):
+        try:
+            ir = build_model_ir(read_model(path))
+        except ModelLoadError:
+            continue
+        model = GraphScene(ir)
+        model.expand_to_depth(3)
+        canvas.set_model(model)
+        canvas.set_overlay(op_type_overlay(ir))
+        canvas.grab()
+        assert canvas.last_paint_stats["boxes"] >= 1
+        painted += 1
+    assert painted > 1800
+    assert np.isfinite(canvas.scale)
