@@ -10,6 +10,7 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetrics,
+    QImage,
     QKeyEvent,
     QMouseEvent,
     QPainter,
@@ -23,9 +24,16 @@ from PySide6.QtWidgets import QWidget
 
 from deploylens.core.graph.ir import OP
 from deploylens.core.graph.overlay import Overlay
-from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphScene, Scene
+from deploylens.core.graph.scene import (
+    BOX_FRAME,
+    BOX_GROUP,
+    BOX_NODE,
+    NODE_HEIGHT,
+    GraphScene,
+    Scene,
+)
 from deploylens.core.model.summary_text import shape_text
-from deploylens.gui.graph import palette
+from deploylens.gui.graph import palette, raster
 
 MIN_SCALE, MAX_SCALE = 0.002, 8.0
 LABEL_MIN_PX = 34.0  # boxes narrower than this on screen get no text
@@ -204,6 +212,19 @@ class GraphCanvas(QWidget):
             & (r[:, 3] >= view.top())
             & (r[:, 1] <= view.bottom())
         )
+        device = painter.device()
+        if NODE_HEIGHT * scale < raster.RASTER_BELOW_PX and isinstance(device, QImage | QWidget):
+            drawn = raster.paint_raster(painter, scene, self.fills, visible, transform)
+            painter.setTransform(transform)
+            self._paint_marks(painter, scale)
+            painter.resetTransform()
+            self.last_paint_stats = {
+                "boxes": int(visible.sum()),
+                "edges": 0,
+                "labels": 0,
+                "raster": drawn,
+            }
+            return
         near = scale >= 0.6
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, near)
         painter.setTransform(transform)
