@@ -15,6 +15,7 @@ from typing import Any
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.frontends import load_frontend
+from deploylens.core.graph.stats import graph_stats, stats_text
 from deploylens.core.jobs import Worker
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.model.summary_text import summary_text
@@ -58,13 +59,23 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
         hello = worker.session.hello or {}
         report["environment"] = hello
         markdown += ["## Worker environment", "", *_environment_lines(hello), ""]
-        markdown += ["## Bundled samples (`deploylens inspect`)", ""]
+        markdown += ["## Bundled samples (`deploylens inspect`, `deploylens graph --stats`)", ""]
         for model in bundled_models():
             entry: dict[str, Any] = {"file": model.name}
             try:
                 summary = ModelSummary.from_dict(worker.run("model.inspect", {"path": str(model)}))
                 entry["summary"] = summary.to_dict()
-                markdown += [f"### {model.name}", "", "```", summary_text(summary), "```", ""]
+                entry["graph"] = graph = graph_stats(model, expand=8)
+                markdown += [
+                    f"### {model.name}",
+                    "",
+                    "```",
+                    summary_text(summary),
+                    "",
+                    stats_text(graph),
+                    "```",
+                    "",
+                ]
             except JobFailure as failure:
                 entry["error"] = failure.message
                 markdown += [f"### {model.name}", "", f"Could not open: {failure.message}", ""]

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
 
 from deploylens.core.errors import UserError
 from deploylens.gui.app import application, ensure_platform
@@ -17,8 +19,15 @@ from deploylens.gui.app import application, ensure_platform
 TIMEOUT_MS = 60_000
 
 
+def _wait(done: Callable[[], bool], timeout_ms: int = TIMEOUT_MS) -> None:
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not done() and time.monotonic() < deadline:
+        QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
+
+
 def render_main_window(
-    model: str | Path, png: str | Path, size: tuple[int, int] = (1400, 860)
+    model: str | Path, png: str | Path, size: tuple[int, int] = (1400, 860), expand: int = 2
 ) -> Path:
     ensure_platform()
     with tempfile.TemporaryDirectory(prefix="deploylens-shot-") as scratch:
@@ -26,7 +35,7 @@ def render_main_window(
         previous = os.environ.get("DEPLOYLENS_CONFIG_DIR")
         os.environ["DEPLOYLENS_CONFIG_DIR"] = scratch
         try:
-            return _render(Path(model), Path(png), size)
+            return _render(Path(model), Path(png), size, expand)
         finally:
             if previous is None:
                 os.environ.pop("DEPLOYLENS_CONFIG_DIR", None)
@@ -34,20 +43,25 @@ def render_main_window(
                 os.environ["DEPLOYLENS_CONFIG_DIR"] = previous
 
 
-def _render(model: Path, png: Path, size: tuple[int, int]) -> Path:
+def _render(model: Path, png: Path, size: tuple[int, int], expand: int) -> Path:
     from deploylens.gui.main_window import MainWindow
 
     application()
     window = MainWindow(persist_layout=False)
     window.resize(*size)
     window.show()
-    loop = QEventLoop()
     outcome: dict[str, object] = {}
-    window.document.sig_opened.connect(lambda s: (outcome.setdefault("ok", s), loop.quit()))
-    window.document.sig_failed.connect(lambda f: (outcome.setdefault("failed", f), loop.quit()))
-    QTimer.singleShot(TIMEOUT_MS, loop.quit)
+    window.document.sig_opened.connect(lambda summary: outcome.setdefault("ok", summary))
+    window.graph_panel.sig_loaded.connect(lambda graph: outcome.setdefault("graph", graph))
+    window.graph_panel.sig_failed.connect(lambda message: outcome.setdefault("failed", message))
+    window.document.sig_failed.connect(lambda failure: outcome.setdefault("failed", failure))
     window.open_path(model)
-    loop.exec()
+    # done when the summary (worker) and the graph (background layout) are both there
+    _wait(lambda: "failed" in outcome or ("ok" in outcome and "graph" in outcome))
+    if "graph" in outcome:
+        window.graph_panel.expand_to_depth(expand)
+        window.graph_panel.canvas.fit()
+    loop = QEventLoop()
     try:
         if "ok" not in outcome:
             reason = outcome.get("failed") or f"no answer within {TIMEOUT_MS / 1000:.0f} s"

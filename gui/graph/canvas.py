@@ -36,7 +36,7 @@ from deploylens.core.model.summary_text import shape_text
 from deploylens.gui.graph import palette, raster
 
 MIN_SCALE, MAX_SCALE = 0.002, 8.0
-LABEL_MIN_PX = 34.0  # boxes narrower than this on screen get no text
+LABEL_MIN_PX = 26.0  # boxes narrower than this on screen get no text
 DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
 STRAIGHT_EDGES_BELOW = 0.35  # scale under which edges are drawn as straight segments
 
@@ -327,14 +327,16 @@ class GraphCanvas(QWidget):
         if not boxes.size or boxes.size > 4000:
             return 0
         ir = model.ir
-        painter.setFont(self.font_small)
-        metrics = QFontMetrics(self.font_small)
+        font = QFont(self.font_small)
+        font.setPointSizeF(float(np.clip(12.0 * scale, 5.5, 9.0)))  # text shrinks with the boxes
+        painter.setFont(font)
+        metrics = QFontMetrics(font)
         painter.setPen(QColor(palette.TEXT))
         for box in boxes.tolist():
             x0, y0, x1, y1 = scene.box_rect[box].tolist()
             top_left = transform.map(QPointF(x0, y0))
             bottom_right = transform.map(QPointF(x1, y1))
-            rect = QRectF(top_left, bottom_right).adjusted(4, 2, -4, -2)
+            rect = QRectF(top_left, bottom_right).adjusted(2, 1, -2, -1)
             kind, ref = int(scene.box_kind[box]), int(scene.box_ref[box])
             if kind == BOX_NODE:
                 lines = self._node_lines(ref, rect.height())
