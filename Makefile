@@ -41,6 +41,7 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/startup.py --json bench/results/startup.json
+	$(BIN)/python bench/graph_layout.py --json bench/results/graph_layout.json
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

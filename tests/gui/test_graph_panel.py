@@ -169,6 +169,7 @@ def test_pan_zoom_keys_and_lod(qtbot, samples: Path) -> None:  # type: ignore[no
     canvas.scale = 0.05
     canvas.grab()
     assert canvas.last_paint_stats["labels"] == 0  # boxes only when far
+    assert canvas.last_paint_stats["raster"] > 0  # sub-pixel boxes rasterized in one image
     canvas.scale = 2.0
     canvas.center_on_box(int(canvas.scene.node_box[3]))
     canvas.grab()
