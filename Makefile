@@ -4,10 +4,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 OUT    ?= out/demo
 
-# Qt needs these system libraries (offscreen and real X11 windows); xvfb for the window test.
+# Qt needs these system libraries (offscreen and real X11 windows); xvfb for the window test;
+# graphviz is the layout-quality reference in bench/graph_layout.py.
 SYSTEM_PACKAGES := libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0 \
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
-	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core
+	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core graphviz
 
 .PHONY: system install demo test lint bench clean
 
