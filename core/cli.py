@@ -15,7 +15,7 @@ from deploylens.core import __version__
 from deploylens.core.errors import UserError
 from deploylens.core.worker.client import JobFailure
 
-COMMANDS = ("inspect", "graph", "demo", "env", "gui")
+COMMANDS = ("inspect", "graph", "support", "demo", "env", "gui")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +45,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     graph.add_argument("--overlay", type=Path, help="JSON {node_name: value} to colour nodes by")
     graph.add_argument("--json", action="store_true", help="print statistics as JSON")
+
+    support = commands.add_parser(
+        "support", help="op support: which targets run the model, or one op / aten op everywhere"
+    )
+    support.add_argument("model", type=Path, nargs="?")
+    support.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version> (repeatable)",
+    )
+    support.add_argument("--op", help="an ONNX op: its opset history, ORT kernels, TensorRT rows")
+    support.add_argument("--domain", default="", help="the --op's domain (default ai.onnx)")
+    support.add_argument("--aten", help="a PyTorch op (aten::asinh): which exporter translates it")
+    support.add_argument("--refresh", action="store_true", help="rebuild the cached registries")
+    support.add_argument("--python", help="interpreter whose torch/onnxruntime to ask")
+    support.add_argument("--json", action="store_true")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -89,6 +106,35 @@ def cmd_graph(args: argparse.Namespace) -> int:
         if rendered["unmatched"]:
             print(f"  {len(rendered['unmatched'])} overlay names match no node", file=sys.stderr)
     return 0
+
+
+def cmd_support(args: argparse.Namespace) -> int:
+    from deploylens.core.support import queries
+    from deploylens.core.support.loader import load_matrix
+
+    if not (args.model or args.op or args.aten):
+        raise UserError("Give a MODEL, --op NAME or --aten aten::name.")
+    matrix = load_matrix(python=args.python, refresh=args.refresh)
+    output: dict[str, Any] = {}
+    texts: list[str] = []
+    status = 0
+    if args.op:
+        output["op"] = report = queries.op_report(matrix, args.op, args.domain)
+        texts.append(queries.op_text(report))
+    if args.aten:
+        output["aten"] = report = queries.aten_report(matrix, args.aten)
+        texts.append(queries.aten_text(report))
+    if args.model:
+        from deploylens.core.model.loading import read_model
+        from deploylens.core.support.analysis import analyze, parse_target, report_dict
+
+        targets = [parse_target(t) for t in (args.target or ["ort-cpu", "trt-10.1"])]
+        reports = analyze(read_model(args.model), matrix, targets)
+        output["targets"] = report_dict(reports)
+        texts.append(queries.reports_text(reports))
+        status = 0 if all(r.ok for r in reports) else 1
+    print(json.dumps(output, indent=2) if args.json else "\n\n".join(texts))
+    return status
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -143,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers: dict[str, Any] = {
         "inspect": cmd_inspect,
         "graph": cmd_graph,
+        "support": cmd_support,
         "demo": cmd_demo,
         "env": cmd_env,
     }

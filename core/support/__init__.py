@@ -1,0 +1,1 @@
+"""Op support: ONNX spec history, PyTorch exporters, ONNX Runtime kernels, TensorRT parser."""

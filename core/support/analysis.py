@@ -1,0 +1,248 @@
+"""Which nodes of a model block which deployment target, why, and what to do about it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import onnx
+
+from deploylens.core.errors import UserError
+from deploylens.core.model.dtypes import element_type_name
+from deploylens.core.model.summary import describe_type, iter_subgraphs
+from deploylens.core.support.fixes import Suggestion, ladder
+from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
+from deploylens.core.support.onnx_spec import domain_name
+
+MAX_NODE_NAMES = 20
+ORT_PROVIDERS = {
+    "cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    runtime: str  # "ort" | "trt"
+    detail: str  # provider name or TensorRT version
+    label: str
+
+
+def parse_target(text: str) -> Target:
+    """``ort-cpu``, ``ort-cuda``, ``ort-<Provider>``, ``trt-10.1``."""
+    runtime, _, rest = text.strip().partition("-")
+    if runtime == "ort":
+        provider = ORT_PROVIDERS.get(rest.lower(), rest or "CPUExecutionProvider")
+        return Target("ort", provider, text)
+    if runtime == "trt" and rest:
+        return Target("trt", rest, text)
+    raise UserError(
+        f"Unknown target '{text}': use ort-cpu, ort-cuda, ort-<Provider> or "
+        "trt-<version> (e.g. trt-10.1)."
+    )
+
+
+@dataclass
+class Blocker:
+    op: str
+    count: int
+    nodes: list[str]
+    reason: str
+    suggestions: list[Suggestion] = field(default_factory=list)
+
+
+@dataclass
+class TargetReport:
+    target: str
+    ok: bool
+    blockers: list[Blocker]
+    opset_range: tuple[int, int] | None
+    model_opset: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _OpUse:
+    domain: str
+    op: str
+    nodes: list[str]
+    types: dict[tuple[tuple[str, str | None], ...], list[str]]  # input types -> node names
+
+
+def _value_types(model: onnx.ModelProto) -> dict[str, str]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:  # analysis still works, only without types
+        inferred = model
+    types: dict[str, str] = {}
+    graphs = [inferred.graph, *iter_subgraphs(inferred.graph.node)]
+    for graph in graphs:
+        for value in (*graph.input, *graph.output, *graph.value_info):
+            dtype = describe_type(value.type)[1]
+            if dtype:
+                types[value.name] = dtype
+        for tensor in graph.initializer:
+            types[tensor.name] = element_type_name(tensor.data_type)
+    return types
+
+
+def collect_ops(model: onnx.ModelProto, matrix: SupportMatrix) -> dict[tuple[str, str], _OpUse]:
+    value_types = _value_types(model)
+    uses: dict[tuple[str, str], _OpUse] = {}
+    opsets = {domain_name(o.domain): o.version for o in model.opset_import}
+    nodes = [*model.graph.node]
+    for graph in iter_subgraphs(model.graph.node):
+        nodes.extend(graph.node)
+    for index, node in enumerate(nodes):
+        key = (domain_name(node.domain), node.op_type)
+        use = uses.setdefault(key, _OpUse(key[0], key[1], [], defaultdict(list)))
+        name = node.name or f"{node.op_type}_{index}"
+        use.nodes.append(name)
+        history = matrix.history(*key)
+        version = history.resolve(opsets.get(key[0], 1)) if history else None
+        bound = []
+        for names, formal in (
+            (node.input, version.inputs if version else []),
+            (node.output, version.outputs if version else []),
+        ):
+            for position, tensor in enumerate(names):
+                if position < len(formal) and tensor:
+                    bound.append((formal[position][0], tensor_type(value_types.get(tensor))))
+        use.types[tuple(bound)].append(name)
+    return uses
+
+
+def _verdict(
+    matrix: SupportMatrix,
+    target: Target,
+    domain: str,
+    op: str,
+    opset: int,
+    types: dict[str, str | None] | None,
+) -> Verdict:
+    if target.runtime == "ort":
+        return matrix.ort_verdict(domain, op, opset, target.detail, types)
+    dtypes = sorted(
+        {
+            t[7:-1].replace("float", "float32") if t == "tensor(float)" else t[7:-1]
+            for t in (types or {}).values()
+            if t
+        }
+    )
+    return matrix.trt_verdict(domain, op, opset, target.detail, dtypes or None)
+
+
+def analyze(
+    model: onnx.ModelProto,
+    matrix: SupportMatrix,
+    targets: list[Target],
+    uses: dict[tuple[str, str], _OpUse] | None = None,
+) -> list[TargetReport]:
+    uses = uses if uses is not None else collect_ops(model, matrix)
+    opsets = {domain_name(o.domain): o.version for o in model.opset_import}
+    model_opset = opsets.get("ai.onnx", 0)
+    reports = []
+    for target in targets:
+        blockers: list[Blocker] = []
+        for (domain, op), use in sorted(uses.items()):
+            opset = opsets.get(domain, 1)
+            for bound, names in use.types.items():
+                verdict = _verdict(matrix, target, domain, op, opset, dict(bound))
+                if not verdict.ok:
+                    blockers.append(
+                        Blocker(
+                            f"{domain}::{op}" if domain != "ai.onnx" else op,
+                            len(names),
+                            names[:MAX_NODE_NAMES],
+                            verdict.reason,
+                        )
+                    )
+        blockers.extend(_model_level_blockers(model, target))
+        workable = workable_opsets(matrix, target, uses)
+        span = (workable[0], workable[-1]) if workable else None
+        for blocker in blockers:
+            if blocker.suggestions or blocker.op.startswith("("):
+                continue
+            domain, _, op = blocker.op.rpartition("::")
+            own = workable_opsets(
+                matrix, target, {(domain or "ai.onnx", op): uses[(domain or "ai.onnx", op)]}
+            )
+            blocker.suggestions = ladder(op, target.label, own, span, target.runtime)
+        notes = []
+        if target.runtime == "trt":
+            from deploylens.core.support.tensorrt_table import table_for
+
+            used, _, warning = table_for(target.detail)
+            notes.append(warning or f"TensorRT {used} operator table (onnx-tensorrt)")
+        reports.append(TargetReport(target.label, not blockers, blockers, span, model_opset, notes))
+    return reports
+
+
+RECURRENT = ("RNN", "GRU", "LSTM")
+
+
+def _model_level_blockers(model: onnx.ModelProto, target: Target) -> list[Blocker]:
+    """Known ONNX Runtime CPU restrictions that depend on attributes or storage, not op type."""
+    if target.runtime != "ort":
+        return []
+    found: list[Blocker] = []
+    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
+    segmented = [t.name for g in graphs for t in g.initializer if t.HasField("segment")]
+    segmented += [
+        n.name or n.op_type
+        for g in graphs
+        for n in g.node
+        for a in n.attribute
+        if a.type == onnx.AttributeProto.TENSOR and a.t.HasField("segment")
+    ]
+    if segmented:
+        found.append(
+            Blocker(
+                "(tensor storage)",
+                len(segmented),
+                segmented[:MAX_NODE_NAMES],
+                "ONNX Runtime cannot load tensors stored in segments",
+            )
+        )
+    if target.detail == "CPUExecutionProvider":
+        batchwise = [
+            n.name or n.op_type
+            for g in graphs
+            for n in g.node
+            if n.op_type in RECURRENT and any(a.name == "layout" and a.i == 1 for a in n.attribute)
+        ]
+        if batchwise:
+            found.append(
+                Blocker(
+                    "(RNN/GRU/LSTM layout=1)",
+                    len(batchwise),
+                    batchwise[:MAX_NODE_NAMES],
+                    "ONNX Runtime's CPU recurrent kernels do not support "
+                    "batchwise layout (layout=1)",
+                )
+            )
+    return found
+
+
+def workable_opsets(
+    matrix: SupportMatrix, target: Target, uses: dict[tuple[str, str], _OpUse]
+) -> list[int]:
+    """Default-domain opsets at which every op of ``uses`` exists and runs on ``target``."""
+    default = [(d, o) for d, o in uses if d == "ai.onnx"]
+    if not default:
+        return []
+    top = matrix.max_opset.get("ai.onnx", 1)
+    good = []
+    for opset in range(1, top + 1):
+        if all(_verdict(matrix, target, d, o, opset, None).ok for d, o in default):
+            good.append(opset)
+    return good
+
+
+def report_dict(reports: list[TargetReport]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in reports]

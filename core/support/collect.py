@@ -1,0 +1,81 @@
+"""Collect every support registry in the worker's interpreter, cached on disk per version set."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from deploylens.core.files import atomic_write_text
+
+SUPPORT_SCHEMA = 2  # bump when the collected data changes shape
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("DEPLOYLENS_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("deploylens"))
+
+
+def _version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
+
+
+def version_set() -> dict[str, str]:
+    """What the registries depend on; read from metadata, so no heavy import is needed."""
+    return {
+        "schema": str(SUPPORT_SCHEMA),
+        "onnx": _version("onnx"),
+        "torch": _version("torch"),
+        "onnxruntime": _version("onnxruntime")
+        if _version("onnxruntime") != "-"
+        else _version("onnxruntime-gpu"),
+    }
+
+
+def cache_path(versions: dict[str, str] | None = None) -> Path:
+    versions = versions or version_set()
+    digest = hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"support-{digest}.json"
+
+
+def collect(progress: Any = None) -> dict[str, Any]:
+    from deploylens.core.support.onnx_spec import load_spec
+    from deploylens.core.support.ort_kernels import ort_kernels
+    from deploylens.core.support.torch_exporters import dynamo_translations, torchscript_symbolics
+
+    step = progress or (lambda fraction, text: None)
+    step(0.05, "ONNX spec history")
+    spec = load_spec()
+    step(0.15, "ONNX Runtime kernels")
+    ort = ort_kernels()
+    step(0.25, "TorchScript exporter symbolics (imports torch)")
+    torchscript = torchscript_symbolics()
+    step(0.6, "dynamo exporter translations (torchlib)")
+    dynamo = dynamo_translations()
+    return {
+        "versions": version_set(),
+        "spec": spec,
+        "ort": ort,
+        "torchscript": torchscript,
+        "dynamo": dynamo,
+        "tensorrt_installed": _version("tensorrt") if _version("tensorrt") != "-" else None,
+    }
+
+
+def support_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Return the cache file of this interpreter's registries, building it when missing."""
+    path = cache_path()
+    if path.exists() and not params.get("refresh"):
+        return {"path": str(path), "cached": True}
+    data = collect(ctx.progress)
+    ctx.progress(0.95, "writing the cache")
+    atomic_write_text(path, json.dumps(data))
+    return {"path": str(path), "cached": False}

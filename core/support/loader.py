@@ -1,0 +1,13 @@
+"""Get the support matrix: the worker builds or finds the cache for its interpreter."""
+
+from __future__ import annotations
+
+from deploylens.core.jobs import run_job
+from deploylens.core.settings import AppSettings
+from deploylens.core.support.matrix import SupportMatrix
+
+
+def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatrix:
+    python = python or AppSettings.load().worker_python or None
+    answer = run_job("support.collect", {"refresh": refresh}, python=python)
+    return SupportMatrix.load(answer["path"])

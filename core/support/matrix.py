@@ -1,0 +1,215 @@
+"""The support matrix: one object answering "does this op work here?" for every backend."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.support import onnx_spec
+from deploylens.core.support.onnx_spec import OpHistory, OpVersion
+from deploylens.core.support.tensorrt_table import TRT_TYPE_NAMES, lookup, table_for
+
+YES, NO, UNKNOWN = "yes", "no", "unknown"
+# Ops ONNX Runtime resolves while loading the graph, without a kernel.
+GRAPH_LEVEL_OPS = {("ai.onnx", "Constant"): "folded into an initializer when the model loads"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # YES / NO / UNKNOWN
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == YES
+
+
+def tensor_type(dtype: str | None) -> str | None:
+    """``float32`` → ``tensor(float)``, the spelling of ONNX type constraints."""
+    if dtype is None or dtype == "?":
+        return None
+    names = {"float32": "float", "float64": "double"}
+    return f"tensor({names.get(dtype, dtype)})"
+
+
+class SupportMatrix:
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.spec: dict[tuple[str, str], OpHistory] = onnx_spec.histories_from(data["spec"])
+        self.max_opset: dict[str, int] = data["spec"]["max_opset"]
+        self.torchscript = data["torchscript"]
+        self.dynamo = data["dynamo"]
+        self.ort = data["ort"]
+        self.kernels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for kernel in self.ort.get("kernels", []):
+            self.kernels.setdefault((kernel["domain"], kernel["op"]), []).append(kernel)
+
+    @classmethod
+    def load(cls, path: str | Path) -> SupportMatrix:
+        return cls(json.loads(Path(path).read_text(encoding="utf-8")))
+
+    # -- ONNX spec -----------------------------------------------------------------------------
+    def history(self, domain: str, op: str) -> OpHistory | None:
+        return self.spec.get((onnx_spec.domain_name(domain), op))
+
+    def ops(self) -> list[tuple[str, str]]:
+        keys = set(self.spec) | set(self.kernels)
+        return sorted(keys)
+
+    # -- ONNX Runtime --------------------------------------------------------------------------
+    @property
+    def ort_max_opset(self) -> int:
+        """The newest default-domain opset ORT registered kernels for (its spec's horizon)."""
+        starts = [k["start"] for k in self.ort.get("kernels", []) if k["domain"] == "ai.onnx"]
+        return max(starts) if starts else 0
+
+    @property
+    def ort_providers(self) -> list[str]:
+        found = {k["provider"] for k in self.ort.get("kernels", [])}
+        return sorted(found, key=lambda p: (p != "CPUExecutionProvider", p))
+
+    def ort_verdict(
+        self,
+        domain: str,
+        op: str,
+        opset: int,
+        provider: str = "CPUExecutionProvider",
+        types: dict[str, str | None] | None = None,
+    ) -> Verdict:
+        """Is there a kernel for this op at this opset (and these input types) in ``provider``?
+
+        ``types`` maps the schema's formal input names to ``tensor(...)`` type strings.
+        """
+        if not self.ort.get("available"):
+            return Verdict(UNKNOWN, self.ort.get("reason", "onnxruntime not found"))
+        domain = onnx_spec.domain_name(domain)
+        history = self.history(domain, op)
+        version: OpVersion | None = history.resolve(opset) if history else None
+        since = version.since if version else opset
+        candidates = [k for k in self.kernels.get((domain, op), []) if k["provider"] == provider]
+        # ORT's rule: an open-ended kernel serves only the version it was registered for;
+        # a versioned kernel serves its whole range.
+        in_range = [
+            k
+            for k in candidates
+            if k["start"] == since or (k["end"] is not None and k["start"] <= since <= k["end"])
+        ]
+        if (domain, op) in GRAPH_LEVEL_OPS:
+            return Verdict(YES, GRAPH_LEVEL_OPS[(domain, op)])
+        if domain == "ai.onnx" and opset > self.ort_max_opset:
+            return Verdict(
+                NO,
+                f"ONNX Runtime {self.ort.get('version')} knows opsets up to "
+                f"{self.ort_max_opset}; the model uses {opset}",
+            )
+        if history is not None and version is None:
+            first = history.versions[0].since
+            return Verdict(NO, f"{op} does not exist at {domain} opset {opset} (from {first})")
+        if not in_range:
+            if version is not None and version.has_function:
+                return self._function_verdict(version, op, opset, provider)
+            if candidates:
+                ranges = ", ".join(f"{k['start']}-{k['end'] or '…'}" for k in candidates)
+                return Verdict(
+                    NO,
+                    f"no {provider} kernel for {op} version {since} "
+                    f"(kernels cover versions {ranges})",
+                )
+            return Verdict(NO, f"{provider} has no kernel for {domain}::{op}")
+        if not types or version is None:
+            return Verdict(YES)
+        bound = self._bind_types(version, types)
+        if self._kernel_for(in_range, bound):
+            return Verdict(YES)
+        if provider == "CPUExecutionProvider" and "tensor(float16)" in bound.values():
+            widened = {
+                k: ("tensor(float)" if v == "tensor(float16)" else v) for k, v in bound.items()
+            }
+            if self._kernel_for(in_range, widened):
+                return Verdict(YES, "no float16 kernel: ONNX Runtime inserts Casts to float")
+        wanted = ", ".join(f"{k}={v}" for k, v in bound.items() if v)
+        return Verdict(NO, f"no {provider} kernel for {op} with {wanted}")
+
+    def _function_verdict(self, version: OpVersion, op: str, opset: int, provider: str) -> Verdict:
+        """No kernel: ONNX Runtime inlines the function body, which must run itself."""
+        for domain, inner in version.function_ops:
+            if (domain, inner) == ("ai.onnx", op):
+                continue
+            verdict = self.ort_verdict(domain, inner, opset, provider)
+            if not verdict.ok:
+                return Verdict(
+                    NO, f"no kernel for {op}, and its function body needs {inner}: {verdict.reason}"
+                )
+        return Verdict(YES, "no kernel, but ONNX Runtime expands its function body")
+
+    @staticmethod
+    def _kernel_for(kernels: list[dict[str, Any]], bound: dict[str, str | None]) -> bool:
+        return any(
+            all(
+                bound.get(name) is None or bound[name] in allowed
+                for name, allowed in kernel["types"].items()
+            )
+            for kernel in kernels
+        )
+
+    @staticmethod
+    def _bind_types(version: OpVersion, types: dict[str, str | None]) -> dict[str, str | None]:
+        """Constraint name → actual type, from the node's formal inputs (and outputs)."""
+        bound: dict[str, str | None] = {}
+        for name, type_str in [*version.inputs, *version.outputs]:
+            if type_str in version.type_constraints and types.get(name):
+                bound.setdefault(type_str, types[name])
+        return bound
+
+    # -- TensorRT --------------------------------------------------------------------------------
+    def trt_verdict(
+        self, domain: str, op: str, opset: int, version: str, dtypes: list[str] | None = None
+    ) -> Verdict:
+        used, table, warning = table_for(version)
+        prefix = f"{warning}; " if warning else ""
+        if onnx_spec.domain_name(domain) != "ai.onnx":
+            return Verdict(
+                NO,
+                f"{prefix}the TensorRT ONNX parser reads only the default domain; "
+                f"{domain}::{op} needs a plugin",
+            )
+        history = self.history(domain, op)
+        if history is not None and history.resolve(opset) is None:
+            return Verdict(
+                NO, f"{op} does not exist at opset {opset} (from {history.versions[0].since})"
+            )
+        low, high = table["opset_range"]
+        if high and not low <= opset <= high:
+            return Verdict(
+                NO, f"{prefix}TensorRT {used} parses opsets {low}-{high}, the model uses {opset}"
+            )
+        row = lookup(table, op)
+        if row is None:
+            return Verdict(NO, f"{prefix}{op} is not in TensorRT {used}'s operator table")
+        if row["supported"] != "Y":
+            note = f": {row['restrictions']}" if row["restrictions"] else ""
+            return Verdict(NO, f"{prefix}TensorRT {used} does not support {op}{note}")
+        if dtypes and row["types"]:
+            allowed = {t.strip() for t in row["types"].split(",")}
+            bad = sorted({TRT_TYPE_NAMES.get(d, d) for d in dtypes} - allowed - {"?"})
+            if bad:
+                return Verdict(
+                    NO,
+                    f"{prefix}TensorRT {used} supports {op} for {row['types']}, "
+                    f"not {', '.join(bad)}",
+                )
+        note = f" (restriction: {row['restrictions']})" if row["restrictions"] else ""
+        return Verdict(YES, f"{prefix}{note}".strip("; ").strip())
+
+    # -- PyTorch exporters ------------------------------------------------------------------------
+    def torchscript_opsets(self, aten: str) -> list[int] | None:
+        if not self.torchscript.get("available"):
+            return None
+        return self.torchscript["ops"].get(aten, [])
+
+    def dynamo_overloads(self, aten: str) -> list[str] | None:
+        if not self.dynamo.get("available"):
+            return None
+        return self.dynamo["ops"].get(aten, [])

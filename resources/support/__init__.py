@@ -1,0 +1,1 @@
+"""Data tables for op support (derived from third-party documents, with attribution)."""

@@ -1,0 +1,135 @@
+"""Op support facts measured here (torch 2.14.1, onnx 1.23, ORT 1.31), through the real
+registries collected in a real worker, plus the ORT CPU cross-check over the backend tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from deploylens.core.errors import UserError
+from deploylens.core.jobs import run_job
+from deploylens.core.support import torch_exporters
+from deploylens.core.support.analysis import analyze, parse_target
+from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.onnx_spec import ABSENT, CHANGED, INTRODUCED, UNCHANGED
+from deploylens.core.support.queries import aten_report, op_report
+from deploylens.core.support.tensorrt_table import table_for
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="session")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> SupportMatrix:
+    os.environ["DEPLOYLENS_CACHE_DIR"] = str(tmp_path_factory.mktemp("support-cache"))
+    first = run_job("support.collect")
+    again = run_job("support.collect")
+    assert (first["cached"], again["cached"]) == (False, True)
+    return SupportMatrix.load(again["path"])
+
+
+def test_asinh(matrix: SupportMatrix) -> None:
+    history = matrix.history("", "Asinh")
+    assert history.versions[0].since == 9
+    assert [history.state(o) for o in (8, 9, 12, 22)] == [ABSENT, INTRODUCED, UNCHANGED, CHANGED]
+    assert matrix.torchscript_opsets("aten::asinh") == []  # no symbolic at 9, 12 or 18
+    assert matrix.dynamo_overloads("aten::asinh") == ["aten::asinh"]
+    assert matrix.ort_verdict("", "Asinh", 18).ok
+    assert not matrix.ort_verdict("", "Asinh", 8).ok
+
+
+def test_torchscript_registry_per_opset(matrix: SupportMatrix) -> None:
+    assert 9 in matrix.torchscript_opsets("aten::relu")
+    # roll's symbolic is registered at 9; torch looks *up* to 9 for opsets 7 and 8
+    assert matrix.torchscript_opsets("aten::roll") == list(range(7, 21))
+
+
+def test_deform_conv(matrix: SupportMatrix, samples: Path) -> None:
+    assert matrix.history("", "DeformConv").versions[0].since == 19
+    assert matrix.ort_verdict("", "DeformConv", 19).ok
+    assert not matrix.trt_verdict("", "DeformConv", 19, "10.0").ok
+    assert matrix.trt_verdict("", "DeformConv", 19, "10.1").ok
+    model = onnx.load(samples / "deform_conv.dynamo19.onnx")
+    reports = {
+        r.target: r
+        for r in analyze(
+            model,
+            matrix,
+            [parse_target("ort-cpu"), parse_target("trt-10.0"), parse_target("trt-10.1")],
+        )
+    }
+    assert reports["ort-cpu"].ok and reports["trt-10.1"].ok
+    (blocker,) = reports["trt-10.0"].blockers
+    assert blocker.op == "DeformConv" and blocker.suggestions[-1].kind == "plugin"
+
+
+def test_layer_normalization(matrix: SupportMatrix) -> None:
+    assert matrix.history("", "LayerNormalization").versions[0].since == 17
+    assert not matrix.trt_verdict("", "LayerNormalization", 17, "8.5").ok
+    assert matrix.trt_verdict("", "LayerNormalization", 17, "8.6").ok
+
+
+def test_custom_deform_conv2d_is_unsupported_everywhere(matrix: SupportMatrix) -> None:
+    assert not matrix.ort_verdict("custom", "deform_conv2d", 1).ok
+    for version in ("8.6", "10.1"):
+        verdict = matrix.trt_verdict("custom", "deform_conv2d", 1, version)
+        assert not verdict.ok and "plugin" in verdict.reason
+
+
+def test_onnx_ml_runs_on_ort_and_not_on_tensorrt(matrix: SupportMatrix, artifacts: Path) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    path = artifacts / "onnxruntime-pip-1.31.1-datasets" / "logreg_iris.onnx"
+    reports = analyze(onnx.load(path), matrix, [parse_target("ort-cpu"), parse_target("trt-10.1")])
+    assert reports[0].ok
+    assert not reports[1].ok and all("ai.onnx.ml::" in b.op for b in reports[1].blockers)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session.run(None, {session.get_inputs()[0].name: np.ones((3, 2), np.float32)})
+
+
+def test_asinh_sample_suggestions_follow_the_ladder(matrix: SupportMatrix, samples: Path) -> None:
+    model = onnx.load(samples / "asinh.dynamo.onnx")
+    (report,) = analyze(model, matrix, [parse_target("trt-8.6")])
+    asinh = next(b for b in report.blockers if b.op == "Asinh")
+    assert [s.kind for s in asinh.suggestions] == ["opset", "composition", "symbolic", "plugin"]
+    assert "opsets 9–17" in asinh.suggestions[0].text
+    assert report.opset_range == (9, 17)
+
+
+def test_op_and_aten_queries(matrix: SupportMatrix) -> None:
+    report = op_report(matrix, "deformconv")
+    assert report["tensorrt"]["10.1"]["supported"] == "Y"
+    assert report["tensorrt"]["10.0"]["supported"] == "N"
+    assert "CPUExecutionProvider" in report["ort"]
+    with pytest.raises(UserError):
+        op_report(matrix, "NoSuchOp")
+    aten = aten_report(matrix, "asinh")
+    assert aten["torchscript"]["opsets"] == [] and aten["dynamo"]["overloads"]
+
+
+def test_newer_tensorrt_falls_back_with_a_warning() -> None:
+    used, _, warning = table_for("11.4")
+    assert used == "10.1" and "newer than the newest bundled table" in warning
+    assert table_for("8.6")[2] == ""
+    with pytest.raises(UserError):
+        parse_target("tensorflow")
+
+
+def test_private_torch_api_failure_degrades_to_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.onnx._internal.torchscript_exporter.registration as registration
+
+    monkeypatch.delattr(registration, "registry")
+    result = torch_exporters.torchscript_symbolics()
+    assert result["available"] is False and "not readable" in result["reason"]
+
+
+def test_ort_cpu_prediction_agrees_with_reality(matrix: SupportMatrix) -> None:
+    sys.path.insert(0, str(REPO / "bench"))
+    import support_crosscheck
+
+    result = support_crosscheck.crosscheck(matrix)
+    assert result["models"] > 1600
+    assert result["agreement"] >= 0.99, [m["model"] for m in result["misses"]]
