@@ -10,7 +10,7 @@ import onnx
 
 from deploylens.core.errors import UserError
 from deploylens.core.model.dtypes import element_type_name
-from deploylens.core.model.summary import describe_type, iter_subgraphs
+from deploylens.core.model.summary import iter_subgraphs
 from deploylens.core.support.fixes import Suggestion, ladder
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
 from deploylens.core.support.onnx_spec import domain_name
@@ -74,46 +74,58 @@ class _OpUse:
     types: dict[tuple[tuple[str, str | None], ...], list[str]]  # input types -> node names
 
 
-def _value_types(model: onnx.ModelProto) -> dict[str, str]:
+def _value_types(model: onnx.ModelProto, graphs: list[onnx.GraphProto]) -> dict[str, str]:
+    """Tensor name → ``tensor(...)`` type string, after shape inference (best effort)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        graphs = [inferred.graph, *iter_subgraphs(inferred.graph.node)]
     except Exception:  # analysis still works, only without types
-        inferred = model
+        pass
     types: dict[str, str] = {}
-    graphs = [inferred.graph, *iter_subgraphs(inferred.graph.node)]
     for graph in graphs:
         for value in (*graph.input, *graph.output, *graph.value_info):
-            dtype = describe_type(value.type)[1]
-            if dtype:
-                types[value.name] = dtype
+            kind = value.type.WhichOneof("value")
+            if kind == "tensor_type":
+                types[value.name] = tensor_type(element_type_name(value.type.tensor_type.elem_type))
         for tensor in graph.initializer:
-            types[tensor.name] = element_type_name(tensor.data_type)
+            types[tensor.name] = tensor_type(element_type_name(tensor.data_type))
     return types
 
 
-def collect_ops(model: onnx.ModelProto, matrix: SupportMatrix) -> dict[tuple[str, str], _OpUse]:
-    value_types = _value_types(model)
+def collect_ops(
+    model: onnx.ModelProto, matrix: SupportMatrix, graphs: list[onnx.GraphProto] | None = None
+) -> dict[tuple[str, str], _OpUse]:
+    graphs = graphs or [model.graph, *iter_subgraphs(model.graph.node)]
+    value_types = _value_types(model, graphs)
     uses: dict[tuple[str, str], _OpUse] = {}
+    formals: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
     opsets = {domain_name(o.domain): o.version for o in model.opset_import}
-    nodes = [*model.graph.node]
-    for graph in iter_subgraphs(model.graph.node):
-        nodes.extend(graph.node)
-    for index, node in enumerate(nodes):
-        key = (domain_name(node.domain), node.op_type)
-        use = uses.setdefault(key, _OpUse(key[0], key[1], [], defaultdict(list)))
-        name = node.name or f"{node.op_type}_{index}"
-        use.nodes.append(name)
-        history = matrix.history(*key)
-        version = history.resolve(opsets.get(key[0], 1)) if history else None
-        bound = []
-        for names, formal in (
-            (node.input, version.inputs if version else []),
-            (node.output, version.outputs if version else []),
-        ):
-            for position, tensor in enumerate(names):
-                if position < len(formal) and tensor:
-                    bound.append((formal[position][0], tensor_type(value_types.get(tensor))))
-        use.types[tuple(bound)].append(name)
+    index = 0
+    for graph in graphs:
+        for node in graph.node:
+            index += 1
+            key = (domain_name(node.domain), node.op_type)
+            use = uses.get(key)
+            if use is None:
+                use = uses[key] = _OpUse(key[0], key[1], [], defaultdict(list))
+                history = matrix.history(*key)
+                version = history.resolve(opsets.get(key[0], 1)) if history else None
+                formals[key] = (
+                    [n for n, _ in version.inputs] if version else [],
+                    [n for n, _ in version.outputs] if version else [],
+                )
+            name = node.name or f"{node.op_type}_{index}"
+            use.nodes.append(name)
+            ins, outs = formals[key]
+            bound = tuple(
+                [(ins[i], value_types.get(t)) for i, t in enumerate(node.input[: len(ins)]) if t]
+                + [
+                    (outs[i], value_types.get(t))
+                    for i, t in enumerate(node.output[: len(outs)])
+                    if t
+                ]
+            )
+            use.types[bound].append(name)
     return uses
 
 
@@ -143,7 +155,8 @@ def analyze(
     targets: list[Target],
     uses: dict[tuple[str, str], _OpUse] | None = None,
 ) -> list[TargetReport]:
-    uses = uses if uses is not None else collect_ops(model, matrix)
+    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
+    uses = uses if uses is not None else collect_ops(model, matrix, graphs)
     opsets = {domain_name(o.domain): o.version for o in model.opset_import}
     model_opset = opsets.get("ai.onnx", 0)
     reports = []
@@ -162,7 +175,7 @@ def analyze(
                             verdict.reason,
                         )
                     )
-        blockers.extend(_model_level_blockers(model, target))
+        blockers.extend(_model_level_blockers(graphs, target))
         workable = workable_opsets(matrix, target, uses)
         span = (workable[0], workable[-1]) if workable else None
         for blocker in blockers:
@@ -186,12 +199,11 @@ def analyze(
 RECURRENT = ("RNN", "GRU", "LSTM")
 
 
-def _model_level_blockers(model: onnx.ModelProto, target: Target) -> list[Blocker]:
+def _model_level_blockers(graphs: list[onnx.GraphProto], target: Target) -> list[Blocker]:
     """Known ONNX Runtime CPU restrictions that depend on attributes or storage, not op type."""
     if target.runtime != "ort":
         return []
     found: list[Blocker] = []
-    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
     segmented = [t.name for g in graphs for t in g.initializer if t.HasField("segment")]
     segmented += [
         n.name or n.op_type
