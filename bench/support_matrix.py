@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import generate_models  # noqa: E402
+import generate_models
 
 
 def timed(function, repeats: int) -> tuple[float, object]:  # type: ignore[no-untyped-def]
@@ -64,8 +64,10 @@ def main() -> int:
     for name, (seconds, limit) in rows.items():
         print(f"{name:58s} {seconds:9.3f}  ≤ {limit} s: {'PASS' if seconds <= limit else 'FAIL'}")
     print(f"\ncold / warm: {cold / warm:.1f}x (same run)")
-    print(f"10k model: {len(model.graph.node):,} nodes; "
-          + "; ".join(f"{r.target} {'OK' if r.ok else 'BLOCKED'}" for r in reports))
+    print(
+        f"10k model: {len(model.graph.node):,} nodes; "
+        + "; ".join(f"{r.target} {'OK' if r.ok else 'BLOCKED'}" for r in reports)
+    )
     if args.json:
         args.json.write_text(json.dumps({k: v[0] for k, v in rows.items()}, indent=2))
     return 0

@@ -22,6 +22,7 @@ from deploylens.gui.panels.empty_state import UPCOMING_PANELS, EmptyStatePanel
 from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
+from deploylens.gui.support.panel import OpSupportPanel
 
 LAYOUT_VERSION = 1
 OPEN_FILTER = f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
@@ -45,6 +46,10 @@ class MainWindow(QMainWindow):
         self.graph_panel = GraphPanel(self.jobs)
         self.graph_panel.sig_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.graph_panel.sig_failed.connect(self.notifier.user_message)
+        self.support_panel = OpSupportPanel(self.jobs)
+        self.support_panel.sig_op_selected.connect(self.graph_panel.highlight_op)
+        self.support_panel.sig_overlay.connect(self.graph_panel.overlay)
+        self.support_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -78,6 +83,7 @@ class MainWindow(QMainWindow):
         right = Qt.DockWidgetArea.RightDockWidgetArea
         self._dock("Model summary", self.summary_panel, left)
         first = self._dock("Graph", self.graph_panel, right)
+        self.tabifyDockWidget(first, self._dock("Op support", self.support_panel, right))
         for title, text in UPCOMING_PANELS.items():
             self.tabifyDockWidget(first, self._dock(title, EmptyStatePanel(title, text), right))
         first.raise_()
@@ -176,6 +182,7 @@ class MainWindow(QMainWindow):
         )
         remember_recent(summary.path)
         self.graph_panel.load(summary.path)
+        self.support_panel.set_model(summary.path)
         self._fill_recent()
         self.notification_bar.dismiss()
         if summary.problems:

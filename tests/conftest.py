@@ -46,6 +46,14 @@ def artifacts() -> Path:
     return found
 
 
+@pytest.fixture(autouse=True, scope="session")
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Support registries are cached for the session in a temp folder, never the user's."""
+    folder = tmp_path_factory.mktemp("cache")
+    os.environ["DEPLOYLENS_CACHE_DIR"] = str(folder)
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test reads or writes the user's real settings, recent files or window layout."""

@@ -331,6 +331,21 @@ class GraphPanel(QWidget):
     def _on_result(self, item: QListWidgetItem) -> None:
         self.reveal(int(item.data(Qt.ItemDataRole.UserRole)))
 
+    def highlight_op(self, domain: str, op: str) -> int:
+        """Highlight every node of one op type (from the Op support panel); returns the count."""
+        model = self.model
+        if model is None:
+            return 0
+        ir = model.ir
+        want = ir.strings.find(op)
+        dom = ir.strings.find(domain)
+        if want is None or dom is None:
+            self.canvas.set_highlight(None)
+            return 0
+        nodes = np.flatnonzero((ir.op == want) & (ir.domain == dom))
+        self.canvas.set_highlight(nodes)
+        return int(nodes.size)
+
     def highlight(self, node: int, downstream: bool) -> None:
         if self.model is not None:
             self.canvas.set_highlight(self.model.ir.reachable(node, downstream))

@@ -26,8 +26,6 @@ class EmptyStatePanel(QWidget):
 
 # Panel title -> what it will hold and which issue brings it.
 UPCOMING_PANELS: dict[str, str] = {
-    "Op support": "The op-support matrix arrives with issue #4: every op by opset, live from "
-    "the PyTorch exporters, ONNX Runtime and the TensorRT parser, intersected with this model.",
     "Export": "The PyTorch → ONNX export panel arrives with issue #5: diagnosis of "
     "unsupported operators and fix-its.",
     "Validate": "Validation arrives with issue #6: PyTorch ↔ ONNX Runtime (↔ TensorRT) "

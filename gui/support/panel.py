@@ -1,0 +1,298 @@
+"""Op support panel: ops by opset and backend, filters, the open model's blockers and fixes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.model.loading import read_model
+from deploylens.core.support.analysis import TargetReport, analyze, collect_ops, parse_target
+from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.onnx_spec import domain_name
+from deploylens.core.support.tensorrt_table import table_versions
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.graph.background import BackgroundTask
+from deploylens.gui.job_manager import JobManager
+from deploylens.gui.support.table_model import SupportTableModel
+
+ALL_DOMAINS = "(all domains)"
+
+
+class OpSupportPanel(QWidget):
+    sig_ready = Signal(object)  # SupportMatrix
+    sig_analyzed = Signal(object)  # list[TargetReport]
+    sig_op_selected = Signal(str, str)  # domain, op
+    sig_overlay = Signal(str, dict)  # overlay name, {node_name: category}
+    sig_message = Signal(str)
+
+    def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.jobs = jobs
+        self.matrix: SupportMatrix | None = None
+        self.table_model: SupportTableModel | None = None
+        self.model_path: str | None = None
+        self.model_ops: dict[tuple[str, str], Any] = {}
+        self.reports: list[TargetReport] = []
+        self.tasks: list[BackgroundTask] = []
+        self._requested = False
+        self.status = QLabel("The support registries load when this panel is first shown.")
+        self.status.setWordWrap(True)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Filter ops …")
+        self.domain = QComboBox()
+        self.in_model = QCheckBox("ops in the open model")
+        self.blockers_only = QCheckBox("only blockers")
+        self.target = QComboBox()
+        self.show_on_graph = QPushButton("Show support on graph")
+        self.table = QTableView()
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.aten_table = QTableWidget(0, 3)
+        self.aten_table.setHorizontalHeaderLabels(
+            ["PyTorch op", "TorchScript exporter (opsets)", "dynamo exporter (torchlib)"]
+        )
+        self.aten_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.findings = QTreeWidget()
+        self.findings.setHeaderLabels(["Target / op", "Why", "Nodes"])
+        self.findings.setColumnWidth(0, 200)
+        self.findings.setColumnWidth(1, 620)
+        self._build()
+
+    def _build(self) -> None:
+        filters = QHBoxLayout()
+        for widget in (
+            self.search,
+            self.domain,
+            self.in_model,
+            self.blockers_only,
+            QLabel("target"),
+            self.target,
+            self.show_on_graph,
+        ):
+            filters.addWidget(widget)
+        tabs = QTabWidget()
+        tabs.addTab(self.table, "ONNX ops × opset × backend")
+        tabs.addTab(self.aten_table, "PyTorch ops × exporter")
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(tabs)
+        split.addWidget(self.findings)
+        split.setSizes([500, 220])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.status)
+        layout.addLayout(filters)
+        layout.addWidget(split, 1)
+        self.search.textChanged.connect(self.apply_filters)
+        self.domain.currentTextChanged.connect(self.apply_filters)
+        self.in_model.toggled.connect(self.apply_filters)
+        self.blockers_only.toggled.connect(self.apply_filters)
+        self.target.currentTextChanged.connect(lambda _: self.analyze())
+        self.show_on_graph.clicked.connect(self.emit_overlay)
+        self.table.clicked.connect(self._on_row)
+
+    def showEvent(self, event: Any) -> None:
+        super().showEvent(event)
+        if not self._requested:
+            self.load()
+
+    # -- loading -------------------------------------------------------------------------------
+    def load(self, refresh: bool = False) -> None:
+        self._requested = True
+        self.status.setText(
+            "Collecting the registries in the worker (ONNX spec, PyTorch "
+            "exporters, ONNX Runtime kernels); cached after the first time …"
+        )
+        job = self.jobs.submit("support.collect", {"refresh": refresh}, "Op support registries")
+        job.sig_finished.connect(self._on_collected)
+        job.sig_failed.connect(self._on_failed)
+
+    def _on_failed(self, failure: JobFailure) -> None:
+        self.status.setText(f"The registries could not be collected: {failure.message}")
+
+    def _on_collected(self, answer: dict[str, Any]) -> None:
+        task = BackgroundTask(lambda: SupportMatrix.load(answer["path"]), self)
+        task.sig_done.connect(self._on_matrix)
+        task.sig_failed.connect(lambda exc, tb: self.status.setText(f"Unreadable cache: {exc}"))
+        self.tasks.append(task)
+        task.start()
+
+    def _on_matrix(self, matrix: SupportMatrix) -> None:
+        self.matrix = matrix
+        self.table_model = SupportTableModel(matrix)
+        self.table.setModel(self.table_model)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for column in range(2, self.table_model.columnCount()):
+            self.table.setColumnWidth(
+                column, 26 if column < self.table_model.first_ort_column else 64
+            )
+        self.table.setColumnWidth(0, 170)
+        self.domain.blockSignals(True)
+        self.domain.clear()
+        self.domain.addItems([ALL_DOMAINS, *sorted({d for d, _ in matrix.ops()})])
+        self.domain.blockSignals(False)
+        self.target.blockSignals(True)
+        self.target.clear()
+        self.target.addItems(
+            [f"ort-{p.removesuffix('ExecutionProvider').lower()}" for p in matrix.ort_providers]
+        )
+        self.target.addItems([f"trt-{v}" for v in reversed(table_versions())])
+        self.target.blockSignals(False)
+        self._fill_aten()
+        versions = matrix.data.get("versions", {})
+        trt = matrix.data.get("tensorrt_installed")
+        self.status.setText(
+            f"onnx {versions.get('onnx')}, torch {versions.get('torch')}, onnxruntime "
+            f"{versions.get('onnxruntime')} ({', '.join(matrix.ort_providers)}); TensorRT "
+            f"tables {table_versions()[0]}–{table_versions()[-1]} (newer versions fall back to "
+            f"{table_versions()[-1]} with a warning); live TensorRT: "
+            f"{trt or 'not installed'}."
+        )
+        self.apply_filters()
+        self.sig_ready.emit(matrix)
+        if self.model_path:
+            self.set_model(self.model_path)
+
+    def _fill_aten(self) -> None:
+        assert self.matrix is not None
+        torchscript = self.matrix.torchscript.get("ops", {})
+        dynamo = self.matrix.dynamo.get("ops", {})
+        names = sorted(set(torchscript) | set(dynamo))
+        self.aten_table.setRowCount(len(names))
+        for row, name in enumerate(names):
+            opsets = torchscript.get(name, [])
+            ts = f"{opsets[0]}–{opsets[-1]}" if opsets else "no symbolic"
+            self.aten_table.setItem(row, 0, QTableWidgetItem(name))
+            self.aten_table.setItem(row, 1, QTableWidgetItem(ts))
+            self.aten_table.setItem(row, 2, QTableWidgetItem("yes" if name in dynamo else "no"))
+
+    # -- model ---------------------------------------------------------------------------------
+    def set_model(self, path: str) -> None:
+        self.model_path = path
+        if self.matrix is None:
+            return
+        matrix = self.matrix
+
+        def work() -> tuple[Any, dict[tuple[str, str], Any]]:
+            model = read_model(path)
+            return model, collect_ops(model, matrix)
+
+        task = BackgroundTask(work, self)
+        task.sig_done.connect(lambda result: self._on_model(path, *result))
+        task.sig_failed.connect(lambda exc, tb: self.sig_message.emit(f"Support analysis: {exc}"))
+        self.tasks.append(task)
+        task.start()
+
+    def _on_model(self, path: str, model: Any, uses: dict[tuple[str, str], Any]) -> None:
+        if path != self.model_path or self.table_model is None:
+            return
+        self.model_proto = model
+        self.model_ops = uses
+        opsets = {domain_name(o.domain): o.version for o in model.opset_import}
+        self.table_model.set_model_ops({k: len(u.nodes) for k, u in uses.items()}, opsets)
+        self.in_model.setChecked(True)
+        self.analyze()
+
+    def analyze(self) -> None:
+        if self.matrix is None or not self.model_ops or not self.target.currentText():
+            return
+        self.reports = analyze(
+            self.model_proto, self.matrix, [parse_target(self.target.currentText())], self.model_ops
+        )
+        self._show_findings()
+        self.apply_filters()
+        self.sig_analyzed.emit(self.reports)
+
+    def _show_findings(self) -> None:
+        self.findings.clear()
+        for report in self.reports:
+            span = (
+                f"works at opsets {report.opset_range[0]}–{report.opset_range[1]}"
+                if report.opset_range
+                else "no opset works as is"
+            )
+            top = QTreeWidgetItem(
+                [report.target, ("OK — " if report.ok else "BLOCKED — ") + span, ""]
+            )
+            self.findings.addTopLevelItem(top)
+            for blocker in report.blockers:
+                item = QTreeWidgetItem(
+                    top,
+                    [
+                        blocker.op,
+                        blocker.reason,
+                        f"{blocker.count}: {', '.join(blocker.nodes[:4])}",
+                    ],
+                )
+                item.setToolTip(1, blocker.reason)
+                for step in blocker.suggestions:
+                    QTreeWidgetItem(item, [f"{step.rank}. {step.kind}", step.text, ""])
+            top.setExpanded(True)
+
+    def blocked_ops(self) -> set[tuple[str, str]]:
+        blocked = set()
+        for report in self.reports:
+            for blocker in report.blockers:
+                domain, _, op = blocker.op.rpartition("::")
+                blocked.add((domain or "ai.onnx", op))
+        return blocked
+
+    # -- filters, selection, overlay ---------------------------------------------------------------
+    def apply_filters(self) -> None:
+        if self.table_model is None or self.matrix is None:
+            return
+        text = self.search.text().strip().lower()
+        domain = self.domain.currentText()
+        rows = [
+            (d, o)
+            for d, o in self.matrix.ops()
+            if (not text or text in o.lower())
+            and (domain in ("", ALL_DOMAINS) or d == domain)
+            and (not self.in_model.isChecked() or (d, o) in self.model_ops or not self.model_ops)
+            and (not self.blockers_only.isChecked() or (d, o) in self.blocked_ops())
+        ]
+        self.table_model.set_rows(rows)
+
+    def _on_row(self, index: QModelIndex) -> None:
+        if self.table_model is not None and index.isValid():
+            self.sig_op_selected.emit(*self.table_model.rows[index.row()])
+
+    def support_overlay(self) -> dict[str, str]:
+        """{node_name: "supported" | "blocked: <reason>"} for the current target."""
+        mapping: dict[str, str] = {}
+        blocked = {}
+        for report in self.reports:
+            for blocker in report.blockers:
+                for name in blocker.nodes:
+                    blocked[name] = "blocked"
+        for use in self.model_ops.values():
+            for name in use.nodes:
+                mapping[name] = blocked.get(name, "supported")
+        return mapping
+
+    def emit_overlay(self) -> None:
+        if self.reports:
+            self.sig_overlay.emit(f"support ({self.target.currentText()})", self.support_overlay())
+
+    def model_file(self) -> str:
+        return Path(self.model_path).name if self.model_path else ""

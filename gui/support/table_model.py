@@ -1,0 +1,141 @@
+"""The op × opset × backend matrix as a Qt table model (rows filtered, cells coloured)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor
+
+from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.onnx_spec import ABSENT, CHANGED, DEPRECATED, INTRODUCED, UNCHANGED
+from deploylens.core.support.tensorrt_table import lookup, table_versions, tensorrt_tables
+
+STATE_COLORS = {
+    INTRODUCED: "#2ca02c",
+    CHANGED: "#1f77b4",
+    UNCHANGED: "#dbe8f5",
+    ABSENT: None,
+    DEPRECATED: "#c7c7c7",
+}
+STATE_MARKS = {INTRODUCED: "+", CHANGED: "Δ", UNCHANGED: "", ABSENT: "", DEPRECATED: "×"}
+YES_COLOR, NO_COLOR = QColor("#c8e6c9"), QColor("#ffcdd2")
+Index = QModelIndex | QPersistentModelIndex
+
+
+class SupportTableModel(QAbstractTableModel):
+    """Rows: ONNX ops. Columns: op, domain, one per opset, ORT providers, TensorRT tables, model."""
+
+    def __init__(self, matrix: SupportMatrix) -> None:
+        super().__init__()
+        self.matrix = matrix
+        self.max_opset = matrix.max_opset.get("ai.onnx", 1)
+        self.providers = matrix.ort_providers
+        self.trt_versions = table_versions()
+        self.rows: list[tuple[str, str]] = matrix.ops()
+        self.model_counts: dict[tuple[str, str], int] = {}
+        self.model_opsets: dict[str, int] = {}
+        self.at_opset = self.max_opset
+        self.headers = [
+            "Op",
+            "Domain",
+            *[str(o) for o in range(1, self.max_opset + 1)],
+            *[f"ORT {p.removesuffix('ExecutionProvider')}" for p in self.providers],
+            *[f"TRT {v}" for v in self.trt_versions],
+            "In model",
+        ]
+        self.first_opset_column = 2
+        self.first_ort_column = 2 + self.max_opset
+        self.first_trt_column = self.first_ort_column + len(self.providers)
+        self.model_column = len(self.headers) - 1
+
+    # -- filtering ------------------------------------------------------------------------------
+    def set_rows(self, rows: list[tuple[str, str]]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def set_model_ops(self, counts: dict[tuple[str, str], int], opsets: dict[str, int]) -> None:
+        self.beginResetModel()
+        self.model_counts = counts
+        self.model_opsets = opsets
+        self.at_opset = opsets.get("ai.onnx", self.max_opset)
+        self.endResetModel()
+
+    # -- Qt model ----------
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt API
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt API
+        return 0 if parent.isValid() else len(self.headers)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.headers[section]
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
+            if self.first_ort_column <= section < self.first_trt_column:
+                return f"ONNX Runtime kernel at opset {self.at_opset} (the model's, or the newest)"
+            if self.first_trt_column <= section < self.model_column:
+                return "TensorRT ONNX parser (onnx-tensorrt operators.md)"
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        domain, op = self.rows[index.row()]
+        column = index.column()
+        if column < 2:
+            if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+                return op if column == 0 else domain
+            return None
+        if column < self.first_ort_column:
+            return self._opset_cell(domain, op, column - 1, role)
+        if column < self.first_trt_column:
+            provider = self.providers[column - self.first_ort_column]
+            verdict = self.matrix.ort_verdict(domain, op, self.at_opset, provider)
+            return self._verdict_cell(verdict.ok, verdict.reason, role)
+        if column < self.model_column:
+            version = self.trt_versions[column - self.first_trt_column]
+            row = (
+                lookup(tensorrt_tables()["versions"][version], op) if domain == "ai.onnx" else None
+            )
+            ok = bool(row and row["supported"] == "Y")
+            text = f"{row['types']}\n{row['restrictions']}".strip() if row else "not in table"
+            return self._verdict_cell(ok, text, role)
+        count = self.model_counts.get((domain, op), 0)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return str(count) if count else ""
+        return None
+
+    def _opset_cell(self, domain: str, op: str, opset: int, role: int) -> Any:
+        history = self.matrix.history(domain, op)
+        state = history.state(opset) if history else ABSENT
+        if role == Qt.ItemDataRole.DisplayRole:
+            return STATE_MARKS[state]
+        if role == Qt.ItemDataRole.BackgroundRole:
+            color = STATE_COLORS[state]
+            return QColor(color) if color else None
+        if role == Qt.ItemDataRole.ToolTipRole and history and state != ABSENT:
+            version = history.resolve(opset) or history.versions[-1]
+            constraints = "\n".join(
+                f"{k}: {', '.join(v)}" for k, v in version.type_constraints.items()
+            )
+            return (
+                f"{op} at opset {opset}: version {version.since} ({state})\n"
+                f"{version.summary}\n{constraints}"
+            )
+        return None
+
+    @staticmethod
+    def _verdict_cell(ok: bool, text: str, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            return "✓" if ok else "✗"
+        if role == Qt.ItemDataRole.BackgroundRole:
+            return YES_COLOR if ok else NO_COLOR
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return text or ("supported" if ok else "not supported")
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(Qt.AlignmentFlag.AlignCenter)
+        return None

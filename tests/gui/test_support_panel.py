@@ -1,0 +1,55 @@
+"""The Op support panel with the real registries: matrix, filters, blockers, graph links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from tests.gui.conftest import JOB_TIMEOUT_MS
+
+
+def test_support_panel_with_a_model(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.resize(1500, 950)
+    panel = window.support_panel
+    with qtbot.waitSignal(panel.sig_ready, timeout=120_000):
+        window.docks["Op support"].raise_()
+        window.docks["Op support"].show()
+    model = panel.table_model
+    assert model.rowCount() > 300  # every op of every domain, ORT contrib ops included
+    assert any(d == "com.microsoft" for d, _ in model.rows)
+    assert "torch 2." in panel.status.text() and "fall back" in panel.status.text()
+    row = model.rows.index(("ai.onnx", "Asinh"))
+    cell = model.index(row, model.first_opset_column + 8)  # opset 9
+    tooltip = model.data(cell, Qt.ItemDataRole.ToolTipRole)
+    assert tooltip.startswith("Asinh at opset 9: version 9 (introduced)")
+    with (
+        qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS),
+        qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS),
+    ):
+        window.open_path(samples / "asinh.dynamo.onnx")
+    assert {op for _, op in model.rows} == {"Asinh", "Mul"}  # "ops in the open model"
+    panel.target.setCurrentText("trt-8.6")
+    assert panel.findings.topLevelItem(0).text(1).startswith("BLOCKED")
+    panel.target.setCurrentText("ort-cpu")
+    assert panel.findings.topLevelItem(0).text(1).startswith("OK")
+    panel.blockers_only.setChecked(True)
+    assert model.rowCount() == 0
+    panel.blockers_only.setChecked(False)
+    asinh_row = next(i for i, (_, op) in enumerate(model.rows) if op == "Asinh")
+    panel.table.clicked.emit(model.index(asinh_row, 0))
+    assert window.graph_panel.canvas.highlight.sum() == 1
+    panel.emit_overlay()
+    assert window.graph_panel.overlay_box.currentText() == "support (ort-cpu)"
+
+
+def test_pytorch_ops_tab(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    panel = window.support_panel
+    with qtbot.waitSignal(panel.sig_ready, timeout=120_000):
+        panel.load()
+    names = [panel.aten_table.item(r, 0).text() for r in range(panel.aten_table.rowCount())]
+    row = names.index("aten::asinh")
+    assert panel.aten_table.item(row, 1).text() == "no symbolic"
+    assert panel.aten_table.item(row, 2).text() == "yes"
