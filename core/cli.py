@@ -59,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     support.add_argument("--op", help="an ONNX op: its opset history, ORT kernels, TensorRT rows")
     support.add_argument("--domain", default="", help="the --op's domain (default ai.onnx)")
     support.add_argument("--aten", help="a PyTorch op (aten::asinh): which exporter translates it")
+    support.add_argument(
+        "--sample",
+        help="a bundled PyTorch sample: its aten ops, exporter by "
+        "exporter (torch.export dry run in the worker)",
+    )
     support.add_argument("--refresh", action="store_true", help="rebuild the cached registries")
     support.add_argument("--python", help="interpreter whose torch/onnxruntime to ask")
     support.add_argument("--json", action="store_true")
@@ -112,8 +117,8 @@ def cmd_support(args: argparse.Namespace) -> int:
     from deploylens.core.support import queries
     from deploylens.core.support.loader import load_matrix
 
-    if not (args.model or args.op or args.aten):
-        raise UserError("Give a MODEL, --op NAME or --aten aten::name.")
+    if not (args.model or args.op or args.aten or args.sample):
+        raise UserError("Give a MODEL, --op NAME, --aten aten::name or --sample NAME.")
     matrix = load_matrix(python=args.python, refresh=args.refresh)
     output: dict[str, Any] = {}
     texts: list[str] = []
@@ -124,6 +129,17 @@ def cmd_support(args: argparse.Namespace) -> int:
     if args.aten:
         output["aten"] = report = queries.aten_report(matrix, args.aten)
         texts.append(queries.aten_text(report))
+    if args.sample:
+        from deploylens.core.jobs import run_job
+
+        ops = run_job("support.sample_aten", {"sample": args.sample}, python=args.python)["ops"]
+        rows = {op: {"calls": n, **queries.aten_report(matrix, op)} for op, n in ops.items()}
+        output["sample"] = {"name": args.sample, "ops": rows}
+        texts.append(f"{args.sample}: torch.export dry run")
+        texts.extend(
+            f"  ×{row['calls']} " + queries.aten_text(row).replace("\n", "\n    ")
+            for row in rows.values()
+        )
     if args.model:
         from deploylens.core.model.loading import read_model
         from deploylens.core.support.analysis import analyze, parse_target, report_dict

@@ -13,7 +13,7 @@ import platformdirs
 
 from deploylens.core.files import atomic_write_text
 
-SUPPORT_SCHEMA = 2  # bump when the collected data changes shape
+SUPPORT_SCHEMA = 3  # bump when the collected data changes shape
 
 
 def cache_dir() -> Path:
@@ -34,6 +34,7 @@ def version_set() -> dict[str, str]:
         "schema": str(SUPPORT_SCHEMA),
         "onnx": _version("onnx"),
         "torch": _version("torch"),
+        "torchvision": _version("torchvision"),
         "onnxruntime": _version("onnxruntime")
         if _version("onnxruntime") != "-"
         else _version("onnxruntime-gpu"),

@@ -57,6 +57,10 @@ def dynamo_translations() -> dict[str, Any]:
         import torch
         from torch.onnx._internal.exporter import _registration
 
+        try:  # torchlib registers torchvision's ops (nms, roi_align, deform_conv2d) only then
+            import torchvision  # noqa: F401
+        except Exception:  # absent or broken torchvision: its ops simply stay unlisted
+            pass
         registry = _registration.ONNXRegistry.from_torchlib()
         ops: dict[str, list[str]] = {}
         for key in registry.functions:

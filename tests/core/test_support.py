@@ -131,3 +131,50 @@ def test_ort_cpu_prediction_agrees_with_reality(matrix: SupportMatrix) -> None:
     result = support_crosscheck.crosscheck(matrix)
     assert result["models"] > 1600
     assert result["agreement"] >= 0.99, [m["model"] for m in result["misses"]]
+
+
+def test_pytorch_samples_dry_run(matrix: SupportMatrix) -> None:
+    asinh = run_job("support.sample_aten", {"sample": "asinh"})["ops"]
+    assert asinh["aten::asinh"] == 1
+    assert matrix.torchscript_opsets("aten::asinh") == []
+    deform = run_job("support.sample_aten", {"sample": "deform_conv"})["ops"]
+    assert "torchvision::deform_conv2d" in deform
+    assert matrix.torchscript_opsets("torchvision::deform_conv2d") == []  # "unrecognized namespace"
+    assert matrix.dynamo_overloads("torchvision::deform_conv2d")
+
+
+def test_cli_support(samples: Path) -> None:
+    import json
+    import subprocess
+
+    from tests.core.test_cli import DEPLOYLENS
+
+    result = subprocess.run(
+        [
+            DEPLOYLENS,
+            "support",
+            str(samples / "deform_conv.dynamo19.onnx"),
+            "--target",
+            "ort-cpu",
+            "--target",
+            "trt-10.0",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1  # blocked on one target: a CI can gate on it
+    targets = {t["target"]: t for t in json.loads(result.stdout)["targets"]}
+    assert targets["ort-cpu"]["ok"] and not targets["trt-10.0"]["ok"]
+    text = subprocess.run(
+        [DEPLOYLENS, "support", "--op", "LayerNormalization"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    assert "opset 17" in text and "8.6: Y" in text and "8.5: N" in text
+    bad = subprocess.run(
+        [DEPLOYLENS, "support", "--sample", "nope"], capture_output=True, text=True, timeout=300
+    )
+    assert bad.returncode == 1 and "No bundled sample 'nope'" in bad.stderr

@@ -1,0 +1,51 @@
+"""Which PyTorch ops a model calls, from a ``torch.export`` dry run in the worker.
+
+The export panel (model sources: Python file, torchvision name, TorchScript, ExportedProgram)
+reuses ``aten_ops_of``; today the job dry-runs the bundled samples.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from importlib.resources import files
+from typing import Any
+
+from deploylens.core.errors import UserError
+from deploylens.core.support.torch_exporters import base_name
+
+
+def aten_ops_of(module: Any, example_inputs: tuple[Any, ...]) -> dict[str, int]:
+    """{``namespace::op``: calls} of the exported graph (before the exporter's decompositions)."""
+    import torch
+
+    try:
+        program = torch.export.export(module, example_inputs, strict=False)
+    except Exception as exc:  # torch.export failures are findings for the user
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"torch.export could not trace the model: {first[:300]}") from None
+    counts: Counter[str] = Counter()
+    for node in program.graph.nodes:
+        if node.op == "call_function":
+            name = node.target.name() if hasattr(node.target, "name") else str(node.target)
+            counts[base_name(name)] += 1
+    return dict(sorted(counts.items()))
+
+
+def _samples_module() -> Any:
+    path = files("deploylens.resources") / "samples" / "models.py"
+    spec = importlib.util.spec_from_file_location("deploylens_sample_models", str(path))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def sample_aten_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    models = _samples_module()
+    name = params["sample"]
+    if name not in models.SAMPLES:
+        raise UserError(f"No bundled sample '{name}'; choose from {', '.join(models.SAMPLES)}.")
+    ctx.progress(0.2, "building the module (imports torch)")
+    module, inputs = models.build(name)
+    ctx.progress(0.5, "torch.export dry run")
+    return {"sample": name, "ops": aten_ops_of(module, inputs)}
