@@ -17,11 +17,16 @@ from deploylens.core.files import atomic_write_text
 from deploylens.core.frontends import load_frontend
 from deploylens.core.graph.stats import graph_stats, stats_text
 from deploylens.core.jobs import Worker
+from deploylens.core.model.loading import read_model
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.model.summary_text import summary_text
+from deploylens.core.support.analysis import analyze, parse_target, report_dict
+from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.queries import reports_text
 from deploylens.core.worker.client import JobFailure
 
 SCREENSHOT_MODEL = "small_cnn.dynamo.onnx"
+DEMO_TARGETS = ("ort-cpu", "trt-8.6", "trt-10.1")
 
 
 def samples_dir() -> Path:
@@ -57,15 +62,19 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
     markdown = ["# DeployLens demo report", ""]
     with Worker(python) as worker:
         hello = worker.session.hello or {}
+        matrix = SupportMatrix.load(worker.run("support.collect")["path"])
+        targets = [parse_target(t) for t in DEMO_TARGETS]
         report["environment"] = hello
         markdown += ["## Worker environment", "", *_environment_lines(hello), ""]
-        markdown += ["## Bundled samples (`deploylens inspect`, `deploylens graph --stats`)", ""]
+        markdown += ["## Bundled samples (`deploylens inspect`, `graph --stats`, `support`)", ""]
         for model in bundled_models():
             entry: dict[str, Any] = {"file": model.name}
             try:
                 summary = ModelSummary.from_dict(worker.run("model.inspect", {"path": str(model)}))
                 entry["summary"] = summary.to_dict()
                 entry["graph"] = graph = graph_stats(model, expand=8)
+                reports = analyze(read_model(model), matrix, targets)
+                entry["support"] = report_dict(reports)
                 markdown += [
                     f"### {model.name}",
                     "",
@@ -73,6 +82,8 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
                     summary_text(summary),
                     "",
                     stats_text(graph),
+                    "",
+                    reports_text(reports),
                     "```",
                     "",
                 ]
