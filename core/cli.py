@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
         "--target",
         action="append",
         default=[],
-        help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version> (repeatable)",
+        help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version>, or trt-live (the installed "
+        "TensorRT parser); repeatable",
     )
     support.add_argument("--op", help="an ONNX op: its opset history, ORT kernels, TensorRT rows")
     support.add_argument("--domain", default="", help="the --op's domain (default ai.onnx)")
@@ -144,11 +145,24 @@ def cmd_support(args: argparse.Namespace) -> int:
         from deploylens.core.model.loading import read_model
         from deploylens.core.support.analysis import analyze, parse_target, report_dict
 
-        targets = [parse_target(t) for t in (args.target or ["ort-cpu", "trt-10.1"])]
+        wanted = args.target or ["ort-cpu", "trt-10.1"]
+        if "trt-live" in wanted:
+            from deploylens.core.jobs import run_job
+
+            wanted = [t for t in wanted if t != "trt-live"]
+            live = run_job("support.tensorrt_probe", {"path": str(args.model)}, python=args.python)
+            output["tensorrt_live"] = live
+            texts.append(
+                f"trt-live (TensorRT {live['version']}, {live['api']}): "
+                f"{'OK' if live['supported'] else 'BLOCKED'}"
+                + "".join(f"\n  ✗ {name}" for name in live["unsupported_nodes"])
+            )
+            status = 0 if live["supported"] else 1
+        targets = [parse_target(t) for t in wanted]
         reports = analyze(read_model(args.model), matrix, targets)
         output["targets"] = report_dict(reports)
         texts.append(queries.reports_text(reports))
-        status = 0 if all(r.ok for r in reports) else 1
+        status = max(status, 0 if all(r.ok for r in reports) else 1)
     print(json.dumps(output, indent=2) if args.json else "\n\n".join(texts))
     return status
 

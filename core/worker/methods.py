@@ -12,6 +12,7 @@ from typing import Any, Callable
 METHODS: dict[str, str] = {
     "model.inspect": "deploylens.core.model.jobs:inspect_job",
     "support.collect": "deploylens.core.support.collect:support_job",
+    "support.tensorrt_probe": "deploylens.core.support.tensorrt_live:tensorrt_probe_job",
     "support.sample_aten": "deploylens.core.support.torch_ops:sample_aten_job",
     "graph.shapes": "deploylens.core.graph.jobs:shapes_job",
     "graph.tensor_stats": "deploylens.core.graph.jobs:tensor_stats_job",
