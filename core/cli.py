@@ -15,7 +15,7 @@ from deploylens.core import __version__
 from deploylens.core.errors import UserError
 from deploylens.core.worker.client import JobFailure
 
-COMMANDS = ("inspect", "graph", "support", "demo", "env", "gui")
+COMMANDS = ("inspect", "graph", "support", "export", "diagnose", "demo", "env", "gui")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
     support.add_argument("--refresh", action="store_true", help="rebuild the cached registries")
     support.add_argument("--python", help="interpreter whose torch/onnxruntime to ask")
     support.add_argument("--json", action="store_true")
+
+    from deploylens.core.export.cli_export import add_arguments
+
+    add_arguments(commands.add_parser("export", help="export a PyTorch model to ONNX, checked"))
+    add_arguments(
+        commands.add_parser(
+            "diagnose", help="try an export, explain a failure and list the fixes with code"
+        )
+    )
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -205,6 +214,12 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_command(name: str, args: argparse.Namespace) -> int:
+    from deploylens.core.export import cli_export
+
+    return int(getattr(cli_export, name)(args))
+
+
 def cmd_gui(file: Path | None) -> int:
     from deploylens.core.frontends import load_frontend
 
@@ -220,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         "inspect": cmd_inspect,
         "graph": cmd_graph,
         "support": cmd_support,
+        "export": lambda a: _export_command("cmd_export", a),
+        "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,
         "env": cmd_env,
     }

@@ -1,0 +1,1 @@
+"""PyTorch → ONNX export: model sources, settings, running the exporters, diagnosis, fixes."""

@@ -1,0 +1,114 @@
+"""Turn exporter failures into structured findings: which operator, which exporter and opset,
+and the module and source line that called it when the exporter printed them."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset version (\d+)")
+NAMESPACE = re.compile(r"unrecognized namespace (\w+::\w+)")
+DISPATCH = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'")
+DISPATCH_SHORT = re.compile(r"No ONNX function found for ([\w.]+::[\w.]+|[\w]+\.[\w.]+)")
+IR_LINE = re.compile(r"= ([\w:.]+)\(.*?\)(?:, scope: (\S+))?(?: # (.+?):(\d+):\d+)?$")
+
+
+@dataclass
+class Finding:
+    kind: str  # unsupported_op | symbolic_failed | invalid_model | torch_export | ort | other
+    exporter: str
+    opset: int | None
+    message: str
+    operator: str = ""
+    module_path: str = ""
+    source: str = ""  # file:line
+    schema_args: list[str] = field(default_factory=list)  # parse_args letters for a symbolic
+    fixes: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _where(operator: str, stderr_text: str) -> tuple[str, str]:
+    """Module path and file:line of the op from the TorchScript IR the exporter printed."""
+    for line in stderr_text.splitlines():
+        if f"= {operator}(" not in line:
+            continue
+        match = IR_LINE.search(line.strip())
+        if match:
+            scope = (match.group(2) or "").rstrip(":")
+            module = scope.split("::")[-1] if scope else ""
+            source = f"{match.group(3)}:{match.group(4)}" if match.group(3) else ""
+            return module, source
+    return "", ""
+
+
+def parse_args_letters(operator: str) -> list[str]:
+    """``parse_args`` letters for a symbolic of ``operator``, from its torch schema."""
+    try:
+        import torch
+
+        namespace, _, name = operator.partition("::")
+        packet = getattr(getattr(torch.ops, namespace), name)
+        schema = packet.default._schema if hasattr(packet, "default") else packet._schema
+    except Exception:
+        return []
+    letters = []
+    for argument in schema.arguments:
+        text = str(argument.type)
+        letters.append(
+            "v"
+            if "Tensor" in text or text in ("Scalar", "number")
+            else "is"
+            if text.startswith("List[int]") or text == "int[]"
+            else "i"
+            if text == "int"
+            else "f"
+            if text == "float"
+            else "b"
+            if text == "bool"
+            else "s"
+            if text == "str"
+            else "none"
+        )
+    return letters
+
+
+def diagnose(
+    exc: BaseException, exporter: str, opset: int | None, stderr_text: str = ""
+) -> list[Finding]:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    operator = ""
+    kind = "other"
+    if match := UNSUPPORTED.search(text):
+        operator, kind = match.group(1), "unsupported_op"
+        opset = int(match.group(2))
+    elif match := NAMESPACE.search(text):
+        operator, kind = match.group(1), "unsupported_op"
+    elif (match := DISPATCH.search(text)) or (match := DISPATCH_SHORT.search(text)):
+        operator, kind = match.group(1).replace(".", "::", 1), "unsupported_op"
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        symbolic = [f for f in frames if "symbolic_opset" in f.filename]
+        if symbolic:
+            operator, kind = f"aten::{symbolic[-1].name}", "symbolic_failed"
+        elif any("torch/export" in f.filename or "_dynamo" in f.filename for f in frames):
+            kind = "torch_export"
+        elif type(exc).__name__ == "ValidationError":
+            kind = "invalid_model"
+    module, source = _where(operator, stderr_text) if operator else ("", "")
+    return [
+        Finding(
+            kind=kind,
+            exporter=exporter,
+            opset=opset,
+            message=f"{type(exc).__name__}: {first}"[:500],
+            operator=operator,
+            module_path=module,
+            source=source,
+            schema_args=parse_args_letters(operator) if operator else [],
+        )
+    ]

@@ -1,0 +1,210 @@
+"""The ladder of fixes for an export finding, each with code to paste or a plugin to apply:
+change the opset or exporter → replace with a composition → register a symbolic / custom
+translation → custom-domain op + runtime implementation (plugin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deploylens.core.export.diagnose import Finding
+from deploylens.core.export.plugin_api import OpPlugin, plugins_for
+from deploylens.core.support.matrix import SupportMatrix
+
+# torch op -> (ONNX op it maps to, first opset, torch-level composition of the same math)
+KNOWN_OPS: dict[str, tuple[str, int, str]] = {
+    "aten::asinh": ("Asinh", 9, "torch.log(x + torch.sqrt(x * x + 1))"),
+    "aten::acosh": ("Acosh", 9, "torch.log(x + torch.sqrt(x * x - 1))"),
+    "aten::atanh": ("Atanh", 9, "0.5 * torch.log((1 + x) / (1 - x))"),
+    "aten::roll": (
+        "",
+        0,
+        "torch.cat((x.flatten()[-shift:], x.flatten()[:-shift])).view_as(x)"
+        "  # roll without dims = roll of the flattened tensor",
+    ),
+    "torchvision::deform_conv2d": ("DeformConv", 19, ""),
+}
+
+
+def _fix(
+    rank: int,
+    kind: str,
+    title: str,
+    code: str = "",
+    plugin: str = "",
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "kind": kind,
+        "title": title,
+        "code": code,
+        "plugin": plugin,
+        "settings": settings or {},
+    }
+
+
+def _symbolic_code(op: str, onnx_op: str, letters: list[str], opset: int) -> str:
+    name = op.split("::")[-1]
+    tensors = [f"arg{i}" for i, letter in enumerate(letters)] or ["self"]
+    args = ", ".join(tensors)
+    tensor_args = ", ".join(
+        a for a, letter in zip(tensors, letters or ["v"], strict=False) if letter == "v"
+    )
+    parse = ", ".join(f'"{letter}"' for letter in (letters or ["v"]))
+    emitted = onnx_op or f"custom::{name}"
+    return (
+        "import torch\n"
+        "from torch.onnx import symbolic_helper\n\n\n"
+        f"@symbolic_helper.parse_args({parse})\n"
+        f"def {name}_symbolic(g, {args}):\n"
+        f'    return g.op("{emitted}", {tensor_args})\n\n\n'
+        f'torch.onnx.register_custom_op_symbolic("{op}", {name}_symbolic, {opset})\n'
+        + ("" if onnx_op else "# and pass custom_opsets={'custom': 1} to torch.onnx.export\n")
+    )
+
+
+def _translation_code(op: str, onnx_op: str) -> str:
+    namespace, _, name = op.partition("::")
+    body = (
+        f"    return op.{onnx_op}(self)"
+        if onnx_op
+        else f'    raise NotImplementedError("write {name} with onnxscript ops here")'
+    )
+    return (
+        "import onnxscript\n"
+        "import torch\n"
+        "from onnxscript import FLOAT\n"
+        "from onnxscript import opset18 as op\n\n\n"
+        "@onnxscript.script()\n"
+        f"def {name}(self: FLOAT) -> FLOAT:  # onnxscript needs the return annotation\n"
+        f"{body}\n\n\n"
+        "torch.onnx.export(model, example, 'model.onnx', dynamo=True,\n"
+        f"                  custom_translation_table={{torch.ops.{namespace}.{name}.default: "
+        f"{name}}})\n"
+    )
+
+
+def _wrapper_code(op: str, composition: str) -> str:
+    name = op.split("::")[-1]
+    return (
+        "import torch\n\n\n"
+        f"class {name.title().replace('_', '')}ForExport(torch.autograd.Function):\n"
+        '    """Same math as the original op, in ops every exporter knows."""\n\n'
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        f"        return {composition}\n\n\n"
+        f"# in the model: replace torch.{name}(x) with "
+        f"{name.title().replace('_', '')}ForExport.apply(x)\n"
+    )
+
+
+def fix_ladder(
+    finding: Finding, matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
+) -> list[dict[str, Any]]:
+    op = finding.operator
+    fixes: list[dict[str, Any]] = []
+    if finding.kind == "invalid_model":
+        fixes.append(
+            _fix(
+                1,
+                "opset",
+                "The exporter wrote an op that does not exist at this "
+                "opset: export at an opset where it exists (DeformConv: 19+)",
+                settings={"exporter": "dynamo", "opset": 19},
+            )
+        )
+        return fixes
+    if not op:
+        return fixes
+    known = KNOWN_OPS.get(op, ("", 0, ""))
+    onnx_op, first_opset, composition = known
+    if matrix is not None:
+        torchscript = matrix.torchscript_opsets(op) or []
+        dynamo = matrix.dynamo_overloads(op) or []
+        if torchscript and finding.exporter == "dynamo":
+            fixes.append(
+                _fix(
+                    1,
+                    "exporter",
+                    f"Use the TorchScript exporter (symbolic at opsets "
+                    f"{torchscript[0]}–{torchscript[-1]})",
+                    settings={"exporter": "torchscript", "opset": torchscript[-1]},
+                )
+            )
+        if finding.exporter == "torchscript" and torchscript and finding.opset is not None:
+            newer = [o for o in torchscript if o > finding.opset]
+            if newer:
+                fixes.append(
+                    _fix(
+                        1,
+                        "opset",
+                        f"Raise the opset to {newer[0]} (TorchScript has "
+                        f"a symbolic from {newer[0]})",
+                        settings={"opset": newer[0]},
+                    )
+                )
+        if dynamo and finding.exporter == "torchscript":
+            opset = max(18, first_opset)
+            fixes.append(
+                _fix(
+                    1,
+                    "exporter",
+                    f"Use the dynamo exporter (torchlib translates {op}; opset ≥ {opset})",
+                    settings={"exporter": "dynamo", "opset": opset},
+                )
+            )
+    if composition:
+        fixes.append(
+            _fix(
+                2,
+                "composition",
+                f"Replace {op} by a composition every exporter knows",
+                code=_wrapper_code(op, composition),
+            )
+        )
+    opset = max(finding.opset or 9, first_opset or 1)
+    fixes.append(
+        _fix(
+            3,
+            "symbolic",
+            f"Register a TorchScript symbolic for {op}"
+            + (f" emitting ONNX {onnx_op}" if onnx_op else " (custom domain)"),
+            code=_symbolic_code(op, onnx_op, finding.schema_args, opset),
+        )
+    )
+    fixes.append(
+        _fix(
+            3,
+            "translation",
+            f"Register a dynamo custom translation for {op}",
+            code=_translation_code(op, onnx_op),
+        )
+    )
+    for plugin in plugins_for(op, plugins):
+        exporter = (
+            plugin.exporters[0] if finding.exporter not in plugin.exporters else (finding.exporter)
+        )
+        fixes.append(
+            _fix(
+                4,
+                "plugin",
+                f"Apply plugin '{plugin.name}': {plugin.description}",
+                plugin=plugin.name,
+                settings={
+                    "exporter": exporter,
+                    "opset": max(finding.opset or 0, plugin.min_opset) or None,
+                    "plugins": [plugin.name],
+                },
+            )
+        )
+    if not plugins_for(op, plugins):
+        fixes.append(
+            _fix(
+                4,
+                "plugin",
+                f"Emit {op} as a custom-domain op and give the runtime an "
+                "implementation (ONNX Runtime custom op, TensorRT plugin): write a "
+                "DeployLens plugin (docs/plugins.md)",
+            )
+        )
+    return fixes

@@ -1,0 +1,154 @@
+"""Export settings, and the reproducers: a ``deploylens export`` line and a standalone script."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from deploylens.core.export.sources import ModelSource
+
+TORCHSCRIPT, DYNAMO = "torchscript", "dynamo"
+
+
+@dataclass
+class ExportSettings:
+    exporter: str = DYNAMO
+    opset: int | None = None  # None: the exporter's default
+    output: str = "model.onnx"
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+    dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
+    constant_folding: bool = True
+    optimize: bool = True  # dynamo only
+    external_data: bool = False
+    plugins: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExportSettings:
+        axes = {
+            k: {int(a): n for a, n in v.items()} for k, v in data.get("dynamic_axes", {}).items()
+        }
+        return cls(**{**data, "dynamic_axes": axes})
+
+    def export_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``torch.onnx.export``, only what the user set."""
+        kwargs: dict[str, Any] = {"dynamo": self.exporter == DYNAMO}
+        if self.opset is not None:
+            kwargs["opset_version"] = self.opset
+        if self.input_names:
+            kwargs["input_names"] = list(self.input_names)
+        if self.output_names:
+            kwargs["output_names"] = list(self.output_names)
+        if self.dynamic_axes:
+            kwargs["dynamic_axes"] = self.dynamic_axes
+        if self.exporter == TORCHSCRIPT:
+            kwargs["do_constant_folding"] = self.constant_folding
+        else:
+            kwargs["optimize"] = self.optimize
+            kwargs["external_data"] = self.external_data
+        return kwargs
+
+
+def cli_line(source: ModelSource, settings: ExportSettings) -> str:
+    parts = ["deploylens", "export", source.spec(), "--exporter", settings.exporter]
+    if settings.opset is not None:
+        parts += ["--opset", str(settings.opset)]
+    for spec in source.inputs:
+        parts += [
+            "--input",
+            f"{spec.name}:{'x'.join(map(str, spec.shape))}:{spec.dtype}:{spec.low:g}:{spec.high:g}",
+        ]
+    if source.inputs_npz:
+        parts += ["--inputs", source.inputs_npz]
+    for name in settings.output_names:
+        parts += ["--output-name", name]
+    for tensor, axes in settings.dynamic_axes.items():
+        for axis, label in axes.items():
+            parts += ["--dynamic", f"{tensor}:{axis}:{label}"]
+    if not settings.constant_folding:
+        parts.append("--no-constant-folding")
+    if not settings.optimize:
+        parts.append("--no-optimize")
+    if settings.external_data:
+        parts.append("--external-data")
+    for plugin in settings.plugins:
+        parts += ["--plugin", plugin]
+    parts += ["--out", settings.output]
+    return shlex.join(parts)
+
+
+def python_script(source: ModelSource, settings: ExportSettings) -> str:
+    """A standalone script that performs the same export with torch.onnx alone."""
+    lines = ['"""Reproduces a DeployLens export with torch.onnx alone."""', "", "import torch", ""]
+    if source.kind == "sample":
+        lines += [
+            "# the bundled sample's module (resources/samples/models.py in DeployLens)",
+            "import importlib.util",
+            "from importlib.resources import files",
+            'path = files("deploylens.resources") / "samples" / "models.py"',
+            'spec = importlib.util.spec_from_file_location("models", str(path))',
+            "models = importlib.util.module_from_spec(spec)",
+            "spec.loader.exec_module(models)",
+            f"model, example = models.build({source.target!r})",
+        ]
+    elif source.kind == "torchvision":
+        lines += [
+            "import torchvision",
+            "",
+            f"model = torchvision.models.{source.target}(weights=None).eval()",
+        ]
+    elif source.kind == "python":
+        lines += [
+            "import importlib.util",
+            "",
+            f"spec = importlib.util.spec_from_file_location('user_model', {source.target!r})",
+            "user_model = importlib.util.module_from_spec(spec)",
+            "spec.loader.exec_module(user_model)",
+            f"model = user_model.{source.factory}()",
+            "model = model[0] if isinstance(model, tuple) else model",
+            "model.eval()",
+        ]
+    elif source.kind == "torchscript":
+        lines += [f"model = torch.jit.load({source.target!r}, map_location='cpu').eval()"]
+    else:
+        lines += [f"model = torch.export.load({source.target!r}).module()"]
+    if source.kind != "sample":
+        if source.inputs_npz:
+            lines += [
+                "import numpy as np",
+                f"with np.load({source.inputs_npz!r}, allow_pickle=False) as data:",
+                "    example = tuple(torch.from_numpy(data[k]) for k in data.files)",
+            ]
+        else:
+            lines.append(f"generator = torch.Generator().manual_seed({source.seed})")
+            shapes = (
+                ", ".join(
+                    f"torch.rand({spec.shape}, generator=generator) * {spec.high - spec.low:g} + "
+                    f"{spec.low:g}"
+                    for spec in source.inputs
+                )
+                or "torch.randn(1, 3, 224, 224)"
+            )
+            lines.append(f"example = ({shapes},)")
+    for plugin in settings.plugins:
+        lines += [
+            "",
+            f"# plugin '{plugin}': see `deploylens export --plugin {plugin}`;",
+            "# its registration code is in deploylens.plugins",
+        ]
+    kwargs = ",\n    ".join(f"{k}={v!r}" for k, v in settings.export_kwargs().items())
+    lines += [
+        "",
+        "torch.onnx.export(",
+        "    model,",
+        "    example,",
+        f"    {settings.output!r},",
+        f"    {kwargs},",
+        ")",
+        "",
+    ]
+    return "\n".join(lines)
