@@ -54,6 +54,42 @@ def _environment_lines(hello: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _export_story(worker: Worker, out_dir: Path, report: dict[str, Any]) -> list[str]:
+    """The seeds' ladder on the asinh sample: TorchScript at opset 9 fails, the plugin fixes it."""
+    from deploylens.core.export.cli_export import result_text
+    from deploylens.core.export.plugin_api import plugin_entries
+    from deploylens.core.export.settings import ExportSettings
+    from deploylens.core.export.sources import parse_spec
+
+    lines = ["## Export: torch.asinh through the TorchScript exporter at opset 9", ""]
+    runs = []
+    for plugins in ([], ["asinh"]):
+        settings = ExportSettings(
+            exporter="torchscript",
+            opset=9,
+            plugins=plugins,
+            output=str(out_dir / "asinh.opset9.onnx"),
+        )
+        try:
+            result = worker.run(
+                "export.run",
+                {
+                    "source": parse_spec("sample:asinh").to_dict(),
+                    "settings": settings.to_dict(),
+                    "plugin_entries": plugin_entries(),
+                },
+            )
+        except JobFailure as failure:
+            lines += [f"Export could not run: {failure.message}", ""]
+            return lines
+        runs.append(
+            {"ok": result["ok"], "findings": result.get("findings", []), "ort": result.get("ort")}
+        )
+        lines += ["```", result_text(result), "```", ""]
+    report["export"] = runs
+    return lines
+
+
 def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) -> dict[str, Any]:
     """Inspect every bundled sample in a real worker; write report.md, report.json and a PNG."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -91,6 +127,7 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
                 entry["error"] = failure.message
                 markdown += [f"### {model.name}", "", f"Could not open: {failure.message}", ""]
             report["models"].append(entry)
+        markdown += _export_story(worker, out_dir, report)
     if screenshot:
         png = out_dir / "main_window.png"
         try:

@@ -14,6 +14,7 @@ from deploylens.core.project import PROJECT_SUFFIX
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
+from deploylens.gui.export.panel import ExportPanel
 from deploylens.gui.graph.panel import GraphPanel
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.model_document import ModelDocument
@@ -50,6 +51,10 @@ class MainWindow(QMainWindow):
         self.support_panel.sig_op_selected.connect(self.graph_panel.highlight_op)
         self.support_panel.sig_overlay.connect(self.graph_panel.overlay)
         self.support_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
+        self.support_panel.sig_ready.connect(self._share_matrix)
+        self.export_panel = ExportPanel(self.jobs)
+        self.export_panel.sig_exported.connect(self.open_path)
+        self.export_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -84,6 +89,7 @@ class MainWindow(QMainWindow):
         self._dock("Model summary", self.summary_panel, left)
         first = self._dock("Graph", self.graph_panel, right)
         self.tabifyDockWidget(first, self._dock("Op support", self.support_panel, right))
+        self.tabifyDockWidget(first, self._dock("Export", self.export_panel, right))
         for title, text in UPCOMING_PANELS.items():
             self.tabifyDockWidget(first, self._dock(title, EmptyStatePanel(title, text), right))
         first.raise_()
@@ -136,6 +142,10 @@ class MainWindow(QMainWindow):
     # -- actions --------------------------------------------------------------------------------
     def open_path(self, path: str | Path) -> None:
         self.document.open(path)
+
+    def _share_matrix(self, matrix: object) -> None:
+        """The export panel's fix ladder uses the support matrix once it is loaded."""
+        self.export_panel.matrix = matrix  # type: ignore[assignment]
 
     def choose_and_open(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model or project", "", OPEN_FILTER)

@@ -104,8 +104,10 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     chosen = [available[name] for name in settings.plugins]
     ctx.progress(0.05, "loading the model")
     module, inputs, names = load_model(source)
-    with torch.no_grad():
+    started = time.perf_counter()
+    with torch.no_grad():  # the reference for the smoke test: part of the checks' cost
         expected = module(*inputs)
+    reference_s = time.perf_counter() - started
     kwargs = settings.export_kwargs()
     kwargs.setdefault("input_names", list(names))
     if settings.exporter == DYNAMO:
@@ -138,6 +140,7 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 str(w.message).splitlines()[0][:200]
                 for w in caught
                 if "deprecat" not in str(w.message).lower()
+                and "feature will be removed" not in str(w.message)
             }
         )[:20]
     finally:
@@ -166,7 +169,7 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         expected,
         chosen,
     )
-    result["checks_s"] = time.perf_counter() - started
+    result["checks_s"] = time.perf_counter() - started + reference_s
     result.update(checks)
     result["warnings"] = result["warnings"] + result["export_warnings"]
     if checks["findings"]:

@@ -26,8 +26,6 @@ class EmptyStatePanel(QWidget):
 
 # Panel title -> what it will hold and which issue brings it.
 UPCOMING_PANELS: dict[str, str] = {
-    "Export": "The PyTorch → ONNX export panel arrives with issue #5: diagnosis of "
-    "unsupported operators and fix-its.",
     "Validate": "Validation arrives with issue #6: PyTorch ↔ ONNX Runtime (↔ TensorRT) "
     "outputs, layer by layer, and the first diverging node.",
     "Build": "Engine build settings arrive with issue #7: version-aware TensorRT settings, "

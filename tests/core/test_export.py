@@ -161,6 +161,7 @@ def test_reproducers_round_trip(tmp_path: Path) -> None:
     assert onnx.load(tmp_path / "r.onnx").opset_import[0].version == 12
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit:FutureWarning")  # making the TorchScript file
 def test_sources_refuse_what_would_run_code(tmp_path: Path) -> None:
     import torch
 
@@ -266,3 +267,11 @@ def test_cli_export_and_diagnose(tmp_path: Path) -> None:
         [DEPLOYLENS, "export", "nope.txt"], capture_output=True, text=True, timeout=60
     )
     assert refused.returncode == 1 and "is not a model source" in refused.stderr
+
+
+def test_a_broken_plugin_is_listed_not_fatal() -> None:
+    plugins, errors = load_plugins({"broken": "deploylens_no_such_plugin_module:PLUGIN",
+                                    "wrong_type": "deploylens.core.export.settings:DYNAMO"})
+    assert {"asinh", "deform_conv2d", "customOp2"} <= set(plugins)
+    assert errors["broken"].startswith("could not be loaded: ModuleNotFoundError")
+    assert "not an OpPlugin" in errors["wrong_type"]

@@ -1,0 +1,95 @@
+"""Export overhead: DeployLens's export (warm worker round trip, checks excluded and reported
+apart) vs calling torch.onnx.export directly, side by side in one run.
+
+    python bench/export_overhead.py [--quick] [--json PATH]
+
+Target (issue #5): ≤ 1.10× on resnet18 and mobilenet_v3_small, both exporters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from contextlib import redirect_stdout
+from pathlib import Path
+
+
+def direct(name: str, exporter: str, out: str) -> float:
+    import torch
+    import torchvision
+
+    started = time.perf_counter()
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    example = (torch.randn(1, 3, 224, 224),)
+    with warnings.catch_warnings(), redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        kwargs = {
+            "dynamo": exporter == "dynamo",
+            "opset_version": 18 if exporter == "dynamo" else 17,
+        }
+        if exporter == "dynamo":
+            kwargs["verbose"] = False
+        torch.onnx.export(model, example, out, **kwargs)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    from deploylens.core.export.settings import ExportSettings
+    from deploylens.core.export.sources import parse_spec
+    from deploylens.core.jobs import Worker
+
+    repeats = 2 if args.quick else 4
+    scratch = Path(tempfile.mkdtemp(prefix="deploylens-export-bench-"))
+    rows = {}
+    with Worker() as worker:
+        for name in ("resnet18", "mobilenet_v3_small"):
+            for exporter in ("torchscript", "dynamo"):
+                opset = 18 if exporter == "dynamo" else 17
+                settings = ExportSettings(
+                    exporter=exporter, opset=opset, output=str(scratch / f"{name}.{exporter}.onnx")
+                )
+                params = {
+                    "source": parse_spec(f"torchvision:{name}").to_dict(),
+                    "settings": settings.to_dict(),
+                }
+                direct(name, exporter, str(scratch / "warm.onnx"))  # warm both sides
+                worker.run("export.run", params)
+                tool, checks, base = [], [], []
+                for _ in range(repeats):  # interleaved, so noise hits both sides alike
+                    base.append(direct(name, exporter, str(scratch / "direct.onnx")))
+                    started = time.perf_counter()
+                    result = worker.run("export.run", params)
+                    total = time.perf_counter() - started
+                    tool.append(total - result["checks_s"])
+                    checks.append(result["checks_s"])
+                rows[f"{name} {exporter}"] = {
+                    "direct_s": statistics.median(base),
+                    "deploylens_s": statistics.median(tool),
+                    "checks_s": statistics.median(checks),
+                }
+    print(f"\nexport overhead ({repeats} interleaved runs each, warm worker)\n")
+    print(f"{'model':32s} {'direct s':>9s} {'tool s':>8s} {'ratio':>6s} {'checks s':>9s}")
+    for key, row in rows.items():
+        row["ratio"] = row["deploylens_s"] / row["direct_s"]
+        verdict = "PASS" if row["ratio"] <= 1.10 else "FAIL"
+        print(
+            f"{key:32s} {row['direct_s']:9.3f} {row['deploylens_s']:8.3f} "
+            f"{row['ratio']:6.2f} {row['checks_s']:9.3f}  ≤ 1.10×: {verdict}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

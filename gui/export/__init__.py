@@ -1,0 +1,1 @@
+"""Export panel: PyTorch → ONNX with diagnosis and fix-its."""

@@ -1,0 +1,249 @@
+"""Export panel: pick a model source and settings, export in the worker, read the findings,
+apply a fix in one click, open the result in the graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.errors import UserError
+from deploylens.core.export.cli_export import result_text
+from deploylens.core.export.diagnose import Finding
+from deploylens.core.export.fixit import fix_ladder
+from deploylens.core.export.plugin_api import load_plugins, plugin_entries
+from deploylens.core.export.settings import ExportSettings, cli_line, python_script
+from deploylens.core.export.sources import ModelSource, grant_consent, parse_input
+from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.job_manager import JobManager
+
+KINDS = {
+    "Bundled sample": "sample",
+    "torchvision model": "torchvision",
+    "Python file + factory": "python",
+    "TorchScript .pt": "torchscript",
+    "ExportedProgram .pt2": "exported_program",
+}
+
+
+class ExportPanel(QWidget):
+    sig_exported = Signal(str)  # path of a checked, successful export
+    sig_finished = Signal(object)  # the job's result
+    sig_message = Signal(str)
+
+    def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.jobs = jobs
+        self.matrix: SupportMatrix | None = None
+        self.plugins, self.plugin_errors = load_plugins()
+        self.result: dict[str, Any] | None = None
+        self.kind = QComboBox()
+        self.kind.addItems(list(KINDS))
+        self.target = QLineEdit("asinh")
+        self.factory = QLineEdit()
+        self.factory.setPlaceholderText("factory function (Python files)")
+        self.inputs = QLineEdit()
+        self.inputs.setPlaceholderText("x:1x3x224x224:float32:-1:1; … (or leave empty for samples)")
+        self.trust = QCheckBox("I trust this Python file (exporting runs its code)")
+        self.exporter = QComboBox()
+        self.exporter.addItems(["dynamo", "torchscript"])
+        self.opset = QSpinBox()
+        self.opset.setRange(0, 30)
+        self.opset.setSpecialValueText("exporter default")
+        self.output = QLineEdit(str(Path.cwd() / "model.onnx"))
+        self.constant_folding = QCheckBox("constant folding (TorchScript)")
+        self.constant_folding.setChecked(True)
+        self.optimize = QCheckBox("optimize (dynamo)")
+        self.optimize.setChecked(True)
+        self.plugin_list = QListWidget()
+        for name, plugin in sorted(self.plugins.items()):
+            item = QListWidgetItem(f"{name} — {plugin.description}")
+            item.setData(Qt.ItemDataRole.UserRole, name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            self.plugin_list.addItem(item)
+        for name, error in sorted(self.plugin_errors.items()):
+            item = QListWidgetItem(f"{name} — {error}")
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.plugin_list.addItem(item)
+        self.findings = QTreeWidget()
+        self.findings.setHeaderLabels(["Finding / fix", "Detail"])
+        self.findings.setColumnWidth(0, 380)
+        self.code = QPlainTextEdit()
+        self.code.setReadOnly(True)
+        self.summary = QPlainTextEdit()
+        self.summary.setReadOnly(True)
+        self.export_button = QPushButton("Export")
+        self.apply_button = QPushButton("Apply fix and re-export")
+        self.apply_button.setEnabled(False)
+        self._build()
+
+    def _build(self) -> None:
+        form = QFormLayout()
+        form.addRow("Source", self.kind)
+        form.addRow("Model", self.target)
+        form.addRow("", self.factory)
+        form.addRow("Inputs", self.inputs)
+        form.addRow("", self.trust)
+        form.addRow("Exporter", self.exporter)
+        form.addRow("Opset", self.opset)
+        form.addRow("Output", self.output)
+        form.addRow("", self.constant_folding)
+        form.addRow("", self.optimize)
+        form.addRow(QLabel("Op plugins"), self.plugin_list)
+        buttons = QHBoxLayout()
+        copy_cli = QPushButton("Copy CLI line")
+        copy_script = QPushButton("Copy Python script")
+        for button in (self.export_button, copy_cli, copy_script):
+            buttons.addWidget(button)
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.addLayout(form)
+        column.addLayout(buttons)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.summary)
+        right.addWidget(self.findings)
+        right.addWidget(self.code)
+        right.addWidget(self.apply_button)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        layout = QVBoxLayout(self)
+        layout.addWidget(split)
+        self.export_button.clicked.connect(self.export)
+        copy_cli.clicked.connect(lambda: self._copy(True))
+        copy_script.clicked.connect(lambda: self._copy(False))
+        self.findings.currentItemChanged.connect(self._on_fix_selected)
+        self.apply_button.clicked.connect(self.apply_selected_fix)
+
+    # -- building the request ------------------------------------------------------------------
+    def source(self) -> ModelSource:
+        kind = KINDS[self.kind.currentText()]
+        target = self.target.text().strip()
+        if kind not in ("sample", "torchvision"):
+            target = str(Path(target).expanduser().resolve())
+        inputs = [
+            parse_input(part.strip()) for part in self.inputs.text().split(";") if part.strip()
+        ]
+        return ModelSource(kind, target, self.factory.text().strip(), inputs)
+
+    def settings(self) -> ExportSettings:
+        plugins = [
+            self.plugin_list.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(self.plugin_list.count())
+            if self.plugin_list.item(i).checkState() == Qt.CheckState.Checked
+        ]
+        return ExportSettings(
+            exporter=self.exporter.currentText(),
+            opset=self.opset.value() or None,
+            output=self.output.text(),
+            constant_folding=self.constant_folding.isChecked(),
+            optimize=self.optimize.isChecked(),
+            plugins=plugins,
+        )
+
+    def _copy(self, cli: bool) -> None:
+        try:
+            source, settings = self.source(), self.settings()
+        except UserError as exc:
+            self.sig_message.emit(exc.message)
+            return
+        QGuiApplication.clipboard().setText(
+            cli_line(source, settings) if cli else python_script(source, settings)
+        )
+
+    # -- running ----------
+    def export(self) -> None:
+        try:
+            source, settings = self.source(), self.settings()
+        except UserError as exc:
+            self.sig_message.emit(exc.message)
+            return
+        if source.kind == "python" and self.trust.isChecked():
+            grant_consent(source.target)
+        self.summary.setPlainText(f"Exporting with the {settings.exporter} exporter …")
+        self.findings.clear()
+        self.export_button.setEnabled(False)
+        job = self.jobs.submit(
+            "export.run",
+            {
+                "source": source.to_dict(),
+                "settings": settings.to_dict(),
+                "plugin_entries": plugin_entries(),
+            },
+            f"Export {source.spec()}",
+        )
+        job.sig_finished.connect(self._on_result)
+        job.sig_failed.connect(self._on_failed)
+
+    def _on_failed(self, failure: JobFailure) -> None:
+        self.export_button.setEnabled(True)
+        self.summary.setPlainText(f"{failure.message}\n{failure.hint}".strip())
+        self.sig_message.emit(failure.message)
+
+    def _on_result(self, result: dict[str, Any]) -> None:
+        self.export_button.setEnabled(True)
+        for finding in result.get("findings", []):
+            finding["fixes"] = fix_ladder(Finding(**finding), self.matrix, self.plugins)
+        self.result = result
+        self.summary.setPlainText(result_text(result))
+        self._show_findings(result)
+        self.sig_finished.emit(result)
+        if result["ok"]:
+            self.sig_exported.emit(result["path"])
+
+    def _show_findings(self, result: dict[str, Any]) -> None:
+        self.findings.clear()
+        for finding in result.get("findings", []):
+            where = " at ".join(x for x in (finding["module_path"], finding["source"]) if x)
+            top = QTreeWidgetItem([finding["operator"] or finding["kind"], finding["message"]])
+            top.setToolTip(1, where or finding["message"])
+            self.findings.addTopLevelItem(top)
+            for fix in finding["fixes"]:
+                item = QTreeWidgetItem(top, [f"{fix['rank']}. {fix['title']}", fix["kind"]])
+                item.setData(0, Qt.ItemDataRole.UserRole, fix)
+            top.setExpanded(True)
+
+    def _on_fix_selected(self, item: QTreeWidgetItem | None) -> None:
+        fix = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        self.code.setPlainText((fix or {}).get("code", ""))
+        self.apply_button.setEnabled(bool(fix and fix.get("settings")))
+
+    def apply_fix(self, fix: dict[str, Any]) -> None:
+        """One click: put the fix's settings (exporter, opset, plugins) in place and export."""
+        settings = fix.get("settings", {})
+        if "exporter" in settings:
+            self.exporter.setCurrentText(settings["exporter"])
+        if "opset" in settings:
+            self.opset.setValue(settings["opset"] or 0)
+        for i in range(self.plugin_list.count()):
+            item = self.plugin_list.item(i)
+            if item.data(Qt.ItemDataRole.UserRole) in settings.get("plugins", []):
+                item.setCheckState(Qt.CheckState.Checked)
+        self.export()
+
+    def apply_selected_fix(self) -> None:
+        item = self.findings.currentItem()
+        if item is not None and item.data(0, Qt.ItemDataRole.UserRole):
+            self.apply_fix(item.data(0, Qt.ItemDataRole.UserRole))

@@ -1,0 +1,44 @@
+"""The Export panel with the real exporters: a failure, its fixes, one-click apply, the graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from tests.gui.conftest import JOB_TIMEOUT_MS
+
+
+def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    panel = window.export_panel
+    assert {
+        panel.plugin_list.item(i).data(Qt.ItemDataRole.UserRole)
+        for i in range(panel.plugin_list.count())
+    } >= {"asinh", "deform_conv2d", "customOp2"}
+    panel.kind.setCurrentText("Bundled sample")
+    panel.target.setText("asinh")
+    panel.exporter.setCurrentText("torchscript")
+    panel.opset.setValue(9)
+    panel.output.setText(str(tmp_path / "asinh.onnx"))
+    with qtbot.waitSignal(panel.sig_finished, timeout=120_000) as failed:
+        panel.export_button.click()
+    assert not failed.args[0]["ok"]
+    top = panel.findings.topLevelItem(0)
+    assert top.text(0) == "aten::asinh"
+    fixes = [top.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(top.childCount())]
+    plugin_fix = next(f for f in fixes if f["plugin"] == "asinh")
+    symbolic = next(f for f in fixes if f["kind"] == "symbolic")
+    panel.findings.setCurrentItem(top.child(fixes.index(symbolic)))
+    assert "register_custom_op_symbolic" in panel.code.toPlainText()
+    panel.findings.setCurrentItem(top.child(fixes.index(plugin_fix)))
+    assert panel.apply_button.isEnabled()
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        panel.apply_button.click()
+    assert panel.result["ok"] and panel.result["actual_opset"] == 9
+    assert "max |Δ| vs torch 0" in panel.summary.toPlainText()
+    assert window.document.model_path == tmp_path / "asinh.onnx"
+    assert "Asinh" in {
+        window.graph_panel.model.ir.op_type(i)
+        for i in range(window.graph_panel.model.ir.node_count)
+    }
