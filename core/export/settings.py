@@ -134,12 +134,31 @@ def python_script(source: ModelSource, settings: ExportSettings) -> str:
                 or "torch.randn(1, 3, 224, 224)"
             )
             lines.append(f"example = ({shapes},)")
-    for plugin in settings.plugins:
+    opset = settings.opset or (18 if settings.exporter == "dynamo" else 17)
+    if settings.plugins:
         lines += [
             "",
-            f"# plugin '{plugin}': see `deploylens export --plugin {plugin}`;",
-            "# its registration code is in deploylens.plugins",
+            "# op plugins (DeployLens's entry points), applied as the tool applies them",
+            "from deploylens.core.export.plugin_api import load_plugins",
+            "",
+            "plugins, _ = load_plugins()",
+            "extra = {}",
         ]
+    for plugin in settings.plugins:
+        lines.append(f"plugin = plugins[{plugin!r}]")
+        if settings.exporter == "dynamo":
+            lines += [
+                "if plugin.custom_translation:",
+                "    extra.setdefault('custom_translation_table', {}).update("
+                "plugin.custom_translation())",
+            ]
+        else:
+            lines += [
+                "if plugin.register_torchscript:",
+                f"    plugin.register_torchscript({opset})",
+                "if plugin.custom_opsets:",
+                "    extra.setdefault('custom_opsets', {}).update(plugin.custom_opsets)",
+            ]
     kwargs = ",\n    ".join(f"{k}={v!r}" for k, v in settings.export_kwargs().items())
     lines += [
         "",
@@ -148,7 +167,8 @@ def python_script(source: ModelSource, settings: ExportSettings) -> str:
         "    example,",
         f"    {settings.output!r},",
         f"    {kwargs},",
-        ")",
-        "",
     ]
+    if settings.plugins:
+        lines.append("    **extra,")
+    lines += [")", ""]
     return "\n".join(lines)

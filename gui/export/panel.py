@@ -72,6 +72,8 @@ class ExportPanel(QWidget):
         self.opset.setRange(0, 30)
         self.opset.setSpecialValueText("exporter default")
         self.output = QLineEdit(str(Path.cwd() / "model.onnx"))
+        self.dynamic = QLineEdit()
+        self.dynamic.setPlaceholderText("dynamic axes, e.g. x:0:batch; output:0:batch")
         self.constant_folding = QCheckBox("constant folding (TorchScript)")
         self.constant_folding.setChecked(True)
         self.optimize = QCheckBox("optimize (dynamo)")
@@ -109,6 +111,7 @@ class ExportPanel(QWidget):
         form.addRow("Exporter", self.exporter)
         form.addRow("Opset", self.opset)
         form.addRow("Output", self.output)
+        form.addRow("Dynamic axes", self.dynamic)
         form.addRow("", self.constant_folding)
         form.addRow("", self.optimize)
         form.addRow(QLabel("Op plugins"), self.plugin_list)
@@ -154,7 +157,15 @@ class ExportPanel(QWidget):
             for i in range(self.plugin_list.count())
             if self.plugin_list.item(i).checkState() == Qt.CheckState.Checked
         ]
+        axes: dict[str, dict[int, str]] = {}
+        for part in filter(None, (p.strip() for p in self.dynamic.text().split(";"))):
+            try:
+                tensor, axis, label = part.split(":")
+                axes.setdefault(tensor, {})[int(axis)] = label
+            except ValueError:
+                raise UserError(f"Dynamic axis '{part}': use TENSOR:AXIS:LABEL.") from None
         return ExportSettings(
+            dynamic_axes=axes,
             exporter=self.exporter.currentText(),
             opset=self.opset.value() or None,
             output=self.output.text(),

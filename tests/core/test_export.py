@@ -159,6 +159,16 @@ def test_reproducers_round_trip(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert onnx.load(tmp_path / "r.onnx").opset_import[0].version == 12
+    # with a plugin: the script applies it the way the tool does, and the export succeeds
+    settings = ExportSettings(
+        exporter="torchscript", opset=9, plugins=["asinh"], output=str(tmp_path / "a.onnx")
+    )
+    script.write_text(python_script(parse_spec("sample:asinh"), settings))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert {n.op_type for n in onnx.load(tmp_path / "a.onnx").graph.node} >= {"Asinh"}
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit:FutureWarning")  # making the TorchScript file
@@ -270,8 +280,12 @@ def test_cli_export_and_diagnose(tmp_path: Path) -> None:
 
 
 def test_a_broken_plugin_is_listed_not_fatal() -> None:
-    plugins, errors = load_plugins({"broken": "deploylens_no_such_plugin_module:PLUGIN",
-                                    "wrong_type": "deploylens.core.export.settings:DYNAMO"})
+    plugins, errors = load_plugins(
+        {
+            "broken": "deploylens_no_such_plugin_module:PLUGIN",
+            "wrong_type": "deploylens.core.export.settings:DYNAMO",
+        }
+    )
     assert {"asinh", "deform_conv2d", "customOp2"} <= set(plugins)
     assert errors["broken"].startswith("could not be loaded: ModuleNotFoundError")
     assert "not an OpPlugin" in errors["wrong_type"]
