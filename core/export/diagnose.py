@@ -12,6 +12,8 @@ UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset vers
 NAMESPACE = re.compile(r"unrecognized namespace (\w+::\w+)")
 DISPATCH = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'")
 DISPATCH_SHORT = re.compile(r"No ONNX function found for ([\w.]+::[\w.]+|[\w]+\.[\w.]+)")
+EXPORT_OF = re.compile(r"ONNX export of (\w+) in opset (\d+)")
+TRY_OPSET = re.compile(r"try opset version (\d+)", re.IGNORECASE)
 IR_LINE = re.compile(r"= ([\w:.]+)\(.*?\)(?:, scope: (\S+))?(?: # (.+?):(\d+):\d+)?$")
 
 
@@ -25,6 +27,8 @@ class Finding:
     module_path: str = ""
     source: str = ""  # file:line
     schema_args: list[str] = field(default_factory=list)  # parse_args letters for a symbolic
+    onnx_op: str = ""  # the ONNX op the exporter could not emit, when it says so
+    suggested_opset: int | None = None  # when the exporter names an opset that works
     fixes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,13 +97,15 @@ def diagnose(
     else:
         frames = traceback.extract_tb(exc.__traceback__)
         symbolic = [f for f in frames if "symbolic_opset" in f.filename]
-        if symbolic:
-            operator, kind = f"aten::{symbolic[-1].name}", "symbolic_failed"
+        if symbolic:  # the outermost symbolic frame is the registered one; deeper are helpers
+            operator, kind = f"aten::{symbolic[0].name}", "symbolic_failed"
         elif any("torch/export" in f.filename or "_dynamo" in f.filename for f in frames):
             kind = "torch_export"
         elif type(exc).__name__ == "ValidationError":
             kind = "invalid_model"
     module, source = _where(operator, stderr_text) if operator else ("", "")
+    export_of = EXPORT_OF.search(text)
+    suggested = TRY_OPSET.search(text)
     return [
         Finding(
             kind=kind,
@@ -110,5 +116,7 @@ def diagnose(
             module_path=module,
             source=source,
             schema_args=parse_args_letters(operator) if operator else [],
+            onnx_op=export_of.group(1) if export_of else "",
+            suggested_opset=int(suggested.group(1)) if suggested else None,
         )
     ]

@@ -114,6 +114,16 @@ def fix_ladder(
             )
         )
         return fixes
+    if finding.suggested_opset:
+        fixes.append(
+            _fix(
+                1,
+                "opset",
+                f"Raise the opset to {finding.suggested_opset}: the "
+                f"exporter says {finding.onnx_op or op} needs it",
+                settings={"opset": finding.suggested_opset},
+            )
+        )
     if not op:
         return fixes
     known = KNOWN_OPS.get(op, ("", 0, ""))
