@@ -10,4 +10,12 @@ from deploylens.core.support.matrix import SupportMatrix
 def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatrix:
     python = python or AppSettings.load().worker_python or None
     answer = run_job("support.collect", {"refresh": refresh}, python=python)
-    return SupportMatrix.load(answer["path"])
+    return with_plugins(SupportMatrix.load(answer["path"]))
+
+
+def with_plugins(matrix: SupportMatrix) -> SupportMatrix:
+    """Plugins add rows and implementations (custom-domain ops, ORT references, TRT plugins)."""
+    from deploylens.core.export.plugin_api import load_plugins
+
+    matrix.plugins, _ = load_plugins()
+    return matrix

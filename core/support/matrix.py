@@ -35,8 +35,9 @@ def tensor_type(dtype: str | None) -> str | None:
 
 
 class SupportMatrix:
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, data: dict[str, Any], plugins: dict[str, Any] | None = None) -> None:
         self.data = data
+        self.plugins = plugins or {}  # OpPlugin by name: they add rows and implementations
         self.spec: dict[tuple[str, str], OpHistory] = onnx_spec.histories_from(data["spec"])
         self.max_opset: dict[str, int] = data["spec"]["max_opset"]
         self.torchscript = data["torchscript"]
@@ -56,7 +57,18 @@ class SupportMatrix:
 
     def ops(self) -> list[tuple[str, str]]:
         keys = set(self.spec) | set(self.kernels)
+        for plugin in self.plugins.values():
+            for name in plugin.onnx_ops:
+                domain, _, op = name.rpartition("::")
+                keys.add((onnx_spec.domain_name(domain), op))
         return sorted(keys)
+
+    def plugin_for(self, domain: str, op: str) -> Any:
+        wanted = f"{domain}::{op}" if domain not in ("", "ai.onnx") else op
+        for plugin in self.plugins.values():
+            if wanted in plugin.onnx_ops:
+                return plugin
+        return None
 
     # -- ONNX Runtime --------------------------------------------------------------------------
     @property
@@ -117,6 +129,13 @@ class SupportMatrix:
                     f"no {provider} kernel for {op} version {since} "
                     f"(kernels cover versions {ranges})",
                 )
+            plugin = self.plugin_for(domain, op)
+            if plugin is not None and plugin.register_ort_reference is not None:
+                return Verdict(
+                    YES,
+                    f"through plugin '{plugin.name}': its reference "
+                    "implementation (onnxruntime-extensions PyOp)",
+                )
             return Verdict(NO, f"{provider} has no kernel for {domain}::{op}")
         if not types or version is None:
             return Verdict(YES)
@@ -170,6 +189,15 @@ class SupportMatrix:
         used, table, warning = table_for(version)
         prefix = f"{warning}; " if warning else ""
         if onnx_spec.domain_name(domain) != "ai.onnx":
+            plugin = self.plugin_for(domain, op)
+            if plugin is not None and plugin.tensorrt_plugin:
+                ref = plugin.tensorrt_plugin
+                return Verdict(
+                    UNKNOWN,
+                    f"{prefix}needs TensorRT plugin {ref.get('name')} "
+                    f"v{ref.get('version')} ({ref.get('library')}), "
+                    f"declared by DeployLens plugin '{plugin.name}'",
+                )
             return Verdict(
                 NO,
                 f"{prefix}the TensorRT ONNX parser reads only the default domain; "

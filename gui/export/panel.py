@@ -11,6 +11,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -65,6 +66,10 @@ class ExportPanel(QWidget):
         self.factory.setPlaceholderText("factory function (Python files)")
         self.inputs = QLineEdit()
         self.inputs.setPlaceholderText("x:1x3x224x224:float32:-1:1; … (or leave empty for samples)")
+        self.npz = QLineEdit()
+        self.npz.setPlaceholderText("or example inputs from an .npz (no pickles)")
+        self.browse = QPushButton("Browse…")
+        self.browse.clicked.connect(self._browse)
         self.trust = QCheckBox("I trust this Python file (exporting runs its code)")
         self.exporter = QComboBox()
         self.exporter.addItems(["dynamo", "torchscript"])
@@ -104,9 +109,13 @@ class ExportPanel(QWidget):
     def _build(self) -> None:
         form = QFormLayout()
         form.addRow("Source", self.kind)
-        form.addRow("Model", self.target)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.target, 1)
+        model_row.addWidget(self.browse)
+        form.addRow("Model", model_row)
         form.addRow("", self.factory)
         form.addRow("Inputs", self.inputs)
+        form.addRow("", self.npz)
         form.addRow("", self.trust)
         form.addRow("Exporter", self.exporter)
         form.addRow("Opset", self.opset)
@@ -149,7 +158,26 @@ class ExportPanel(QWidget):
         inputs = [
             parse_input(part.strip()) for part in self.inputs.text().split(";") if part.strip()
         ]
-        return ModelSource(kind, target, self.factory.text().strip(), inputs)
+        npz = self.npz.text().strip()
+        return ModelSource(
+            kind,
+            target,
+            self.factory.text().strip(),
+            inputs,
+            str(Path(npz).expanduser().resolve()) if npz else "",
+        )
+
+    def _browse(self) -> None:
+        filters = {
+            "python": "Python (*.py)",
+            "torchscript": "TorchScript (*.pt *.pth *.ts)",
+            "exported_program": "ExportedProgram (*.pt2)",
+        }
+        kind = KINDS[self.kind.currentText()]
+        if kind in filters:
+            path, _ = QFileDialog.getOpenFileName(self, "Model", "", filters[kind])
+            if path:
+                self.target.setText(path)
 
     def settings(self) -> ExportSettings:
         plugins = [

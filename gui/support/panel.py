@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.model.loading import read_model
 from deploylens.core.support.analysis import TargetReport, analyze, collect_ops, parse_target
+from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.onnx_spec import domain_name
 from deploylens.core.support.tensorrt_table import table_versions
@@ -130,7 +131,7 @@ class OpSupportPanel(QWidget):
         self.status.setText(f"The registries could not be collected: {failure.message}")
 
     def _on_collected(self, answer: dict[str, Any]) -> None:
-        task = BackgroundTask(lambda: SupportMatrix.load(answer["path"]), self)
+        task = BackgroundTask(lambda: with_plugins(SupportMatrix.load(answer["path"])), self)
         task.sig_done.connect(self._on_matrix)
         task.sig_failed.connect(lambda exc, tb: self.status.setText(f"Unreadable cache: {exc}"))
         self.tasks.append(task)

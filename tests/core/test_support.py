@@ -69,6 +69,18 @@ def test_layer_normalization(matrix: SupportMatrix) -> None:
     assert matrix.trt_verdict("", "LayerNormalization", 17, "8.6").ok
 
 
+def test_plugins_add_rows_and_implementations(matrix: SupportMatrix) -> None:
+    from deploylens.core.support.loader import with_plugins
+    from deploylens.core.support.matrix import UNKNOWN
+
+    plugged = with_plugins(SupportMatrix(matrix.data))
+    assert ("custom", "deform_conv2d") in plugged.ops()
+    ort = plugged.ort_verdict("custom", "deform_conv2d", 1)
+    assert ort.ok and "plugin 'deform_conv2d'" in ort.reason
+    trt = plugged.trt_verdict("custom", "deform_conv2d", 17, "10.1")
+    assert trt.status == UNKNOWN and "libdeform_conv2d.so" in trt.reason
+
+
 def test_custom_deform_conv2d_is_unsupported_everywhere(matrix: SupportMatrix) -> None:
     assert not matrix.ort_verdict("custom", "deform_conv2d", 1).ok
     for version in ("8.6", "10.1"):
