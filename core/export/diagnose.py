@@ -12,6 +12,7 @@ UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset vers
 NAMESPACE = re.compile(r"unrecognized namespace (\w+::\w+)")
 DISPATCH = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'")
 DISPATCH_SHORT = re.compile(r"No ONNX function found for ([\w.]+::[\w.]+|[\w]+\.[\w.]+)")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 EXPORT_OF = re.compile(r"ONNX export of (\w+) in opset (\d+)")
 TRY_OPSET = re.compile(r"try opset version (\d+)", re.IGNORECASE)
 IR_LINE = re.compile(r"= ([\w:.]+)\(.*?\)(?:, scope: (\S+))?(?: # (.+?):(\d+):\d+)?$")
@@ -83,7 +84,7 @@ def parse_args_letters(operator: str) -> list[str]:
 def diagnose(
     exc: BaseException, exporter: str, opset: int | None, stderr_text: str = ""
 ) -> list[Finding]:
-    text = str(exc).strip()
+    text = ANSI.sub("", str(exc)).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     operator = ""
     kind = "other"

@@ -291,3 +291,45 @@ def test_a_broken_plugin_is_listed_not_fatal() -> None:
     assert {"asinh", "deform_conv2d", "customOp2"} <= set(plugins)
     assert errors["broken"].startswith("could not be loaded: ModuleNotFoundError")
     assert "not an OpPlugin" in errors["wrong_type"]
+
+
+DYNAMO_CUSTOM_OP = """
+import torch
+
+
+@torch.library.custom_op("deploylens_test::scale_shift", mutates_args=())
+def scale_shift(x: torch.Tensor) -> torch.Tensor:
+    return x * 2 + 1
+
+
+@scale_shift.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return scale_shift(torch.relu(x))
+
+
+def make():
+    return Net()
+"""
+
+
+def test_dynamo_failure_on_an_op_without_translation(tmp_path: Path) -> None:
+    from deploylens.core.export.sources import grant_consent
+
+    user = tmp_path / "net.py"
+    user.write_text(DYNAMO_CUSTOM_OP)
+    grant_consent(user)
+    source = ModelSource("python", str(user), "make", [parse_input("x:2x3")])
+    settings = ExportSettings(output=str(tmp_path / "n.onnx"))
+    with Worker() as worker:  # started now: it reads this test's consent store
+        result = worker.run(
+            "export.run", {"source": source.to_dict(), "settings": settings.to_dict()}
+        )
+    (finding,) = result["findings"]
+    assert finding["exporter"] == "dynamo" and finding["kind"] == "unsupported_op"
+    assert finding["operator"] == "deploylens_test::scale_shift"
+    assert "\x1b[" not in finding["message"]
