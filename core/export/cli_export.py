@@ -8,11 +8,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.errors import UserError
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.fixit import fix_ladder
 from deploylens.core.export.plugin_api import load_plugins, plugin_entries
-from deploylens.core.export.settings import ExportSettings
+from deploylens.core.export.settings import ExportSettings, parse_dynamic_axes
 from deploylens.core.export.sources import grant_consent, parse_input, parse_spec
 
 
@@ -48,13 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace, output: str) -> ExportSettings:
-    axes: dict[str, dict[int, str]] = {}
-    for item in args.dynamic:
-        try:
-            tensor, axis, label = item.split(":")
-            axes.setdefault(tensor, {})[int(axis)] = label
-        except ValueError:
-            raise UserError(f"--dynamic '{item}': use TENSOR:AXIS:LABEL, e.g. x:0:batch.") from None
+    axes = parse_dynamic_axes(args.dynamic)
     return ExportSettings(
         exporter=args.exporter,
         opset=args.opset,

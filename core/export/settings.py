@@ -53,6 +53,22 @@ class ExportSettings:
         return kwargs
 
 
+def parse_dynamic_axes(items: list[str]) -> dict[str, dict[int, str]]:
+    """``["x:0:batch", "output:0:batch"]`` → ``{"x": {0: "batch"}, "output": {0: "batch"}}``."""
+    from deploylens.core.errors import UserError
+
+    axes: dict[str, dict[int, str]] = {}
+    for item in filter(None, (i.strip() for i in items)):
+        try:
+            tensor, axis, label = item.split(":")
+            axes.setdefault(tensor, {})[int(axis)] = label
+        except ValueError:
+            raise UserError(
+                f"Dynamic axis '{item}': use TENSOR:AXIS:LABEL, e.g. x:0:batch."
+            ) from None
+    return axes
+
+
 def cli_line(source: ModelSource, settings: ExportSettings) -> str:
     parts = ["deploylens", "export", source.spec(), "--exporter", settings.exporter]
     if settings.opset is not None:

@@ -6,9 +6,7 @@ reuses ``aten_ops_of``; today the job dry-runs the bundled samples.
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
-from importlib.resources import files
 from typing import Any
 
 from deploylens.core.errors import UserError
@@ -32,16 +30,10 @@ def aten_ops_of(module: Any, example_inputs: tuple[Any, ...]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _samples_module() -> Any:
-    path = files("deploylens.resources") / "samples" / "models.py"
-    spec = importlib.util.spec_from_file_location("deploylens_sample_models", str(path))
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 def sample_aten_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    models = _samples_module()
+    from deploylens.core.export.sources import samples_module
+
+    models = samples_module()
     name = params["sample"]
     if name not in models.SAMPLES:
         raise UserError(f"No bundled sample '{name}'; choose from {', '.join(models.SAMPLES)}.")

@@ -33,7 +33,12 @@ from deploylens.core.export.cli_export import result_text
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.fixit import fix_ladder
 from deploylens.core.export.plugin_api import load_plugins, plugin_entries
-from deploylens.core.export.settings import ExportSettings, cli_line, python_script
+from deploylens.core.export.settings import (
+    ExportSettings,
+    cli_line,
+    parse_dynamic_axes,
+    python_script,
+)
 from deploylens.core.export.sources import ModelSource, grant_consent, parse_input
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.worker.client import JobFailure
@@ -185,13 +190,7 @@ class ExportPanel(QWidget):
             for i in range(self.plugin_list.count())
             if self.plugin_list.item(i).checkState() == Qt.CheckState.Checked
         ]
-        axes: dict[str, dict[int, str]] = {}
-        for part in filter(None, (p.strip() for p in self.dynamic.text().split(";"))):
-            try:
-                tensor, axis, label = part.split(":")
-                axes.setdefault(tensor, {})[int(axis)] = label
-            except ValueError:
-                raise UserError(f"Dynamic axis '{part}': use TENSOR:AXIS:LABEL.") from None
+        axes = parse_dynamic_axes(self.dynamic.text().split(";"))
         return ExportSettings(
             dynamic_axes=axes,
             exporter=self.exporter.currentText(),
