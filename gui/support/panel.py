@@ -217,9 +217,19 @@ class OpSupportPanel(QWidget):
     def analyze(self) -> None:
         if self.matrix is None or not self.model_ops or not self.target.currentText():
             return
-        self.reports = analyze(
-            self.model_proto, self.matrix, [parse_target(self.target.currentText())], self.model_ops
-        )
+        model, matrix, uses = self.model_proto, self.matrix, self.model_ops
+        target = parse_target(self.target.currentText())
+        # ~0.13 s for a 10k-node model: off the UI thread
+        task = BackgroundTask(lambda: analyze(model, matrix, [target], uses), self)
+        task.sig_done.connect(lambda reports: self._on_reports(target.label, reports))
+        task.sig_failed.connect(lambda exc, tb: self.sig_message.emit(f"Analysis failed: {exc}"))
+        self.tasks.append(task)
+        task.start()
+
+    def _on_reports(self, label: str, reports: list[TargetReport]) -> None:
+        if label != self.target.currentText():
+            return  # the user picked another target meanwhile
+        self.reports = reports
         self._show_findings()
         self.apply_filters()
         self.sig_analyzed.emit(self.reports)

@@ -30,9 +30,11 @@ def test_support_panel_with_a_model(qtbot, make_window, samples: Path) -> None: 
     ):
         window.open_path(samples / "asinh.dynamo.onnx")
     assert {op for _, op in model.rows} == {"Asinh", "Mul"}  # "ops in the open model"
-    panel.target.setCurrentText("trt-8.6")
+    with qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS):
+        panel.target.setCurrentText("trt-8.6")
     assert panel.findings.topLevelItem(0).text(1).startswith("BLOCKED")
-    panel.target.setCurrentText("ort-cpu")
+    with qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS):
+        panel.target.setCurrentText("ort-cpu")
     assert panel.findings.topLevelItem(0).text(1).startswith("OK")
     panel.blockers_only.setChecked(True)
     assert model.rowCount() == 0
