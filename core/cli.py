@@ -15,7 +15,7 @@ from deploylens.core import __version__
 from deploylens.core.errors import UserError
 from deploylens.core.worker.client import JobFailure
 
-COMMANDS = ("inspect", "graph", "support", "export", "diagnose", "demo", "env", "gui")
+COMMANDS = ("inspect", "graph", "support", "export", "diagnose", "validate", "demo", "env", "gui")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,6 +77,28 @@ def _parser() -> argparse.ArgumentParser:
             "diagnose", help="try an export, explain a failure and list the fixes with code"
         )
     )
+
+    validate = commands.add_parser(
+        "validate",
+        help="compare ONNX Runtime with PyTorch (or an unoptimized ORT) on the same "
+        "inputs; exit 1 on mismatch",
+    )
+    validate.add_argument("model", type=Path)
+    validate.add_argument(
+        "--torch",
+        help="the PyTorch source: sample:NAME, torchvision:NAME, "
+        "FILE.py:factory, MODEL.pt, MODEL.pt2",
+    )
+    validate.add_argument("--inputs", help=".npz of inputs by input name (default: seeded random)")
+    validate.add_argument("--rtol", action="append", default=[], help="N or OUTPUT:N")
+    validate.add_argument("--atol", action="append", default=[], help="N or OUTPUT:N")
+    validate.add_argument(
+        "--statistic", default="elemwise", choices=("elemwise", "max", "mean", "median", "quantile")
+    )
+    validate.add_argument("--seed", type=int, default=0)
+    validate.add_argument("--trust", action="store_true", help="consent to running FILE.py")
+    validate.add_argument("--python", help="worker interpreter")
+    validate.add_argument("--json", action="store_true")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -220,6 +242,42 @@ def _export_command(name: str, args: argparse.Namespace) -> int:
     return int(getattr(cli_export, name)(args))
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from deploylens.core.jobs import run_job
+    from deploylens.core.validate.report import validation_text
+    from deploylens.core.validate.tolerances import Tolerances, parse_tolerance
+
+    tolerances = Tolerances(
+        rtol=parse_tolerance(args.rtol, 1e-5),
+        atol=parse_tolerance(args.atol, 1e-5),
+        statistic=args.statistic,
+    )
+    params: dict[str, Any] = {
+        "path": str(args.model.resolve()),
+        "seed": args.seed,
+        "tolerances": {
+            "rtol": tolerances.rtol,
+            "atol": tolerances.atol,
+            "statistic": tolerances.statistic,
+        },
+    }
+    if args.inputs:
+        params["inputs"] = str(Path(args.inputs).resolve())
+    if args.torch:
+        from deploylens.core.export.sources import grant_consent, parse_spec
+
+        source = parse_spec(args.torch)
+        if source.kind == "python" and args.trust:
+            grant_consent(source.target)
+        params["torch"] = source.to_dict()
+    from deploylens.core.export.plugin_api import plugin_entries
+
+    params["plugin_entries"] = plugin_entries()
+    result = run_job("validate.outputs", params, python=args.python)
+    print(json.dumps(result, indent=2) if args.json else validation_text(result))
+    return 0 if result["passed"] else 1
+
+
 def cmd_gui(file: Path | None) -> int:
     from deploylens.core.frontends import load_frontend
 
@@ -235,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "inspect": cmd_inspect,
         "graph": cmd_graph,
         "support": cmd_support,
+        "validate": cmd_validate,
         "export": lambda a: _export_command("cmd_export", a),
         "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,

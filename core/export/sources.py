@@ -162,10 +162,12 @@ def load_model(source: ModelSource) -> tuple[Any, tuple[Any, ...], list[str]]:
         builder = getattr(torchvision.models, source.target, None)
         if builder is None:
             raise UserError(f"torchvision has no model '{source.target}'.")
+        torch.manual_seed(source.seed)  # weights=None: random init, reproducible per seed
         module = builder(weights=None).eval()
         inputs = make_inputs(source) if source.inputs else (torch.randn(1, 3, 224, 224),)
         return module, inputs, names or ["input"]
     if source.kind == "python":
+        torch.manual_seed(source.seed)
         result = _load_python(source)
         module, inputs = result if isinstance(result, tuple) else (result, None)
         return module.eval(), inputs or make_inputs(source), names or ["input"]

@@ -16,6 +16,7 @@ from deploylens.core.export.plugin_api import ORT_PYOP_DOMAIN, OpPlugin
 from deploylens.core.support.onnx_spec import domain_name
 
 DYNAMO_MIN_OPSET = 18
+_REGISTERED: set[str] = set()  # plugins whose reference PyOps this process registered
 
 
 def _numpy(value: Any) -> list[np.ndarray]:
@@ -84,6 +85,55 @@ def verify_export(
     return report
 
 
+def plugin_session(
+    path: str | Path,
+    plugins: list[OpPlugin],
+    optimized: bool = True,
+    custom: set[str] | None = None,
+) -> tuple[Any, str]:
+    """An ONNX Runtime session; custom-domain ops run through plugins' reference PyOps on a
+    domain-rewritten copy. Returns (session, how) and raises ``UserError`` when it cannot."""
+    import onnxruntime as ort
+
+    from deploylens.core.errors import UserError
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    target, via = str(path), ""
+    if custom is None:
+        model = onnx.load(str(path), load_external_data=False)
+        custom = {domain_name(o.domain) for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"}
+    if custom:
+        rewrite: dict[str, str] = {}
+        for plugin in plugins:
+            rewrite.update(plugin.ort_domain_rewrite)
+        missing = custom - set(rewrite)
+        if missing:
+            raise UserError(
+                f"custom domain(s) {sorted(missing)} have no ONNX Runtime "
+                "implementation: apply a plugin with a reference implementation"
+            )
+        for plugin in plugins:
+            if plugin.register_ort_reference is not None and plugin.name not in _REGISTERED:
+                plugin.register_ort_reference()  # once per process: ORT refuses a second time
+                _REGISTERED.add(plugin.name)
+        from onnxruntime_extensions import get_library_path
+
+        options.register_custom_ops_library(get_library_path())
+        handle, target = tempfile.mkstemp(suffix=".onnx", prefix="deploylens-validate-")
+        os.close(handle)
+        onnx.save(_rewrite_domains(onnx.load(str(path)), rewrite), target)
+        via = f"reference implementations, domains rewritten to {ORT_PYOP_DOMAIN} on a copy"
+    try:
+        return ort.InferenceSession(target, options, providers=["CPUExecutionProvider"]), via
+    except Exception as exc:
+        raise UserError(
+            f"ONNX Runtime cannot load {Path(path).name}: {str(exc).strip().splitlines()[0][:300]}"
+        ) from None
+
+
 def _ort_smoke(
     model: onnx.ModelProto,
     path: Path,
@@ -93,39 +143,15 @@ def _ort_smoke(
     expected: Any,
     plugins: list[OpPlugin],
 ) -> dict[str, Any]:
-    import onnxruntime as ort
+    from deploylens.core.errors import UserError
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    target = str(path)
-    via = ""
-    if custom:
-        rewrite: dict[str, str] = {}
-        for plugin in plugins:
-            rewrite.update(plugin.ort_domain_rewrite)
-        missing = custom - set(rewrite)
-        if missing:
-            return {
-                "ok": False,
-                "reason": f"custom domain(s) {sorted(missing)} have no ONNX "
-                "Runtime implementation: apply a plugin with a reference implementation",
-            }
-        for plugin in plugins:
-            if plugin.register_ort_reference is not None:
-                plugin.register_ort_reference()
-        from onnxruntime_extensions import get_library_path
-
-        options.register_custom_ops_library(get_library_path())
-        full = onnx.load(str(path))
-        handle, target = tempfile.mkstemp(suffix=".onnx", prefix="deploylens-validate-")
-        os.close(handle)
-        onnx.save(_rewrite_domains(full, rewrite), target)
-        via = f"reference implementations, domains rewritten to {ORT_PYOP_DOMAIN} on a copy"
     try:
-        session = ort.InferenceSession(target, options, providers=["CPUExecutionProvider"])
+        session, via = plugin_session(path, plugins, custom=custom)
         names = [i.name for i in session.get_inputs()]
         feeds = {name: array for name, array in zip(names, _numpy(inputs), strict=False)}
         got = session.run(None, feeds)
+    except UserError as exc:
+        return {"ok": False, "reason": exc.message}
     except Exception as exc:
         return {"ok": False, "reason": str(exc).strip().splitlines()[0][:300]}
     want = _numpy(expected)

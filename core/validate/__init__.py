@@ -1,0 +1,1 @@
+"""Validation: do PyTorch, ONNX Runtime (and TensorRT) compute the same numbers?"""
