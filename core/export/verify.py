@@ -19,9 +19,10 @@ DYNAMO_MIN_OPSET = 18
 _REGISTERED: set[str] = set()  # plugins whose reference PyOps this process registered
 
 
-def _numpy(value: Any) -> list[np.ndarray]:
+def to_numpy_list(value: Any) -> list[np.ndarray]:
+    """Torch outputs (tensor, tuple, nested lists) as a flat list of arrays, in output order."""
     if isinstance(value, list | tuple):
-        return [a for v in value for a in _numpy(v)]
+        return [a for v in value for a in to_numpy_list(v)]
     return [value.detach().cpu().numpy()] if hasattr(value, "detach") else [np.asarray(value)]
 
 
@@ -148,13 +149,13 @@ def _ort_smoke(
     try:
         session, via = plugin_session(path, plugins, custom=custom)
         names = [i.name for i in session.get_inputs()]
-        feeds = {name: array for name, array in zip(names, _numpy(inputs), strict=False)}
+        feeds = {name: array for name, array in zip(names, to_numpy_list(inputs), strict=False)}
         got = session.run(None, feeds)
     except UserError as exc:
         return {"ok": False, "reason": exc.message}
     except Exception as exc:
         return {"ok": False, "reason": str(exc).strip().splitlines()[0][:300]}
-    want = _numpy(expected)
+    want = to_numpy_list(expected)
     diffs = [
         float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))))
         if g.shape == w.shape and g.size

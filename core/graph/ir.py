@@ -22,6 +22,7 @@ from deploylens.core.graph.hierarchy import (
     path_from_node_name,
 )
 from deploylens.core.graph.strings import StringTable
+from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.summary import describe_type
 
 OP, GRAPH_INPUT, GRAPH_OUTPUT, OUTER_VALUE = 0, 1, 2, 3
@@ -160,7 +161,7 @@ def build_ir(
             value_types[value.name] = (dtype or "?", shape)
         for tensor in initializers.values():
             value_types.setdefault(
-                tensor.name, (describe_type_of_tensor(tensor), list(tensor.dims))
+                tensor.name, (element_type_name(tensor.data_type), list(tensor.dims))
             )
     hierarchy, paths = _hierarchy_paths(nodes)
     kind: list[int] = []
@@ -248,12 +249,6 @@ def build_ir(
         value_types=value_types,
         initializers=initializers,
     )
-
-
-def describe_type_of_tensor(tensor: onnx.TensorProto) -> str:
-    from deploylens.core.model.dtypes import element_type_name
-
-    return element_type_name(tensor.data_type)
 
 
 def build_model_ir(model: onnx.ModelProto, title: str = "") -> GraphIR:

@@ -205,7 +205,6 @@ def layered_layout(
     # polylines in original edge order (self loops get an empty polyline)
     offsets = np.zeros(len(src) + 1, dtype=np.int64)
     points: list[tuple[float, float]] = []
-    cursor = 0
     counts = np.zeros(len(src), dtype=np.int64)
     for k, e in enumerate(edge_index.tolist()):
         a, b = int(s_fwd[k]), int(d_fwd[k])
@@ -217,7 +216,6 @@ def layered_layout(
         points.extend(path)
         counts[e] = len(path)
     np.cumsum(counts, out=offsets[1:])
-    del cursor
     back_full = np.zeros(len(src), dtype=bool)
     back_full[edge_index] = back
     return LayeredLayout(

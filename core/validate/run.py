@@ -62,13 +62,13 @@ def _torch_outputs(source_dict: dict[str, Any], feeds: dict[str, np.ndarray]) ->
     import torch
 
     from deploylens.core.export.sources import ModelSource, load_model
-    from deploylens.core.export.verify import _numpy
+    from deploylens.core.export.verify import to_numpy_list
 
     source = ModelSource.from_dict(source_dict)
     module, _, _ = load_model(source)
     with torch.no_grad():
         result = module(*[torch.from_numpy(array) for array in feeds.values()])
-    return _numpy(result)
+    return to_numpy_list(result)
 
 
 def validate_outputs(

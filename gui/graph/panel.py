@@ -439,7 +439,3 @@ class GraphPanel(QWidget):
                 (export_png if kind == "png" else export_svg)(self.canvas, path)
             except UserError as exc:
                 self.sig_message.emit(exc.message)
-
-    def visible_node_boxes(self) -> np.ndarray:
-        scene = self.canvas.scene
-        return np.zeros(0, dtype=int) if scene is None else np.flatnonzero(scene.box_kind == 0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, Signal
@@ -304,6 +303,3 @@ class OpSupportPanel(QWidget):
     def emit_overlay(self) -> None:
         if self.reports:
             self.sig_overlay.emit(f"support ({self.target.currentText()})", self.support_overlay())
-
-    def model_file(self) -> str:
-        return Path(self.model_path).name if self.model_path else ""
