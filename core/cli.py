@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         help="compare ONNX Runtime with PyTorch (or an unoptimized ORT) on the same "
         "inputs; exit 1 on mismatch",
     )
-    validate.add_argument("model", type=Path)
+    validate.add_argument("model", type=Path, nargs="?")
     validate.add_argument(
         "--torch",
         help="the PyTorch source: sample:NAME, torchvision:NAME, "
@@ -99,6 +99,20 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--trust", action="store_true", help="consent to running FILE.py")
     validate.add_argument("--python", help="worker interpreter")
     validate.add_argument("--json", action="store_true")
+    validate.add_argument(
+        "--layerwise", action="store_true", help="compare every mapped intermediate tensor"
+    )
+    validate.add_argument(
+        "--budget-mb",
+        type=float,
+        default=256.0,
+        help="activations held at once in layer-wise mode (default 256)",
+    )
+    validate.add_argument(
+        "--save", type=Path, help="write the result as JSON (re-open with --open)"
+    )
+    validate.add_argument("--csv", type=Path, help="write the per-node table (or outputs) as CSV")
+    validate.add_argument("--open", type=Path, help="show a saved result instead of running")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -243,8 +257,25 @@ def _export_command(name: str, args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from deploylens.core.jobs import run_job
     from deploylens.core.validate.report import validation_text
+    from deploylens.core.validate.results import load_result, save_csv, save_result
+
+    if args.open:
+        result = load_result(args.open)
+    elif args.model is None:
+        raise UserError("Give a model to validate, or --open a saved result.")
+    else:
+        result = _run_validation(args)
+    if args.save:
+        save_result(result, args.save)
+    if args.csv:
+        save_csv(result, args.csv)
+    print(json.dumps(result, indent=2) if args.json else validation_text(result))
+    return 0 if result["passed"] else 1
+
+
+def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
+    from deploylens.core.jobs import run_job
     from deploylens.core.validate.tolerances import Tolerances, parse_tolerance
 
     tolerances = Tolerances(
@@ -252,9 +283,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         atol=parse_tolerance(args.atol, 1e-5),
         statistic=args.statistic,
     )
+    if not args.model.is_file():
+        raise UserError(f"{args.model} does not exist.")
     params: dict[str, Any] = {
         "path": str(args.model.resolve()),
         "seed": args.seed,
+        "layerwise": args.layerwise,
+        "budget_mb": args.budget_mb,
         "tolerances": {
             "rtol": tolerances.rtol,
             "atol": tolerances.atol,
@@ -273,9 +308,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from deploylens.core.export.plugin_api import plugin_entries
 
     params["plugin_entries"] = plugin_entries()
-    result = run_job("validate.outputs", params, python=args.python)
-    print(json.dumps(result, indent=2) if args.json else validation_text(result))
-    return 0 if result["passed"] else 1
+    return run_job("validate.outputs", params, python=args.python)
 
 
 def cmd_gui(file: Path | None) -> int:

@@ -86,6 +86,52 @@ def verify_export(
     return report
 
 
+def session_options(optimized: bool = True, extensions: bool = False) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if extensions:
+        from onnxruntime_extensions import get_library_path
+
+        options.register_custom_ops_library(get_library_path())
+    return options
+
+
+def custom_domains(model: onnx.ModelProto) -> set[str]:
+    return {domain_name(o.domain) for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"}
+
+
+def prepare_for_ort(
+    model: onnx.ModelProto, plugins: list[OpPlugin], custom: set[str] | None = None
+) -> tuple[onnx.ModelProto, bool]:
+    """Custom-domain ops rewritten to the plugins' reference PyOps (registered once per process).
+
+    Returns (model, needs onnxruntime-extensions); the model is returned as is without custom ops.
+    """
+    from deploylens.core.errors import UserError
+
+    custom = custom_domains(model) if custom is None else custom
+    if not custom:
+        return model, False
+    rewrite: dict[str, str] = {}
+    for plugin in plugins:
+        rewrite.update(plugin.ort_domain_rewrite)
+    missing = custom - set(rewrite)
+    if missing:
+        raise UserError(
+            f"custom domain(s) {sorted(missing)} have no ONNX Runtime "
+            "implementation: apply a plugin with a reference implementation"
+        )
+    for plugin in plugins:
+        if plugin.register_ort_reference is not None and plugin.name not in _REGISTERED:
+            plugin.register_ort_reference()  # once per process: ORT refuses a second time
+            _REGISTERED.add(plugin.name)
+    return _rewrite_domains(model, rewrite), True
+
+
 def plugin_session(
     path: str | Path,
     plugins: list[OpPlugin],
@@ -98,35 +144,17 @@ def plugin_session(
 
     from deploylens.core.errors import UserError
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    if not optimized:
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     target, via = str(path), ""
     if custom is None:
-        model = onnx.load(str(path), load_external_data=False)
-        custom = {domain_name(o.domain) for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"}
+        custom = custom_domains(onnx.load(str(path), load_external_data=False))
+    extensions = False
     if custom:
-        rewrite: dict[str, str] = {}
-        for plugin in plugins:
-            rewrite.update(plugin.ort_domain_rewrite)
-        missing = custom - set(rewrite)
-        if missing:
-            raise UserError(
-                f"custom domain(s) {sorted(missing)} have no ONNX Runtime "
-                "implementation: apply a plugin with a reference implementation"
-            )
-        for plugin in plugins:
-            if plugin.register_ort_reference is not None and plugin.name not in _REGISTERED:
-                plugin.register_ort_reference()  # once per process: ORT refuses a second time
-                _REGISTERED.add(plugin.name)
-        from onnxruntime_extensions import get_library_path
-
-        options.register_custom_ops_library(get_library_path())
+        rewritten, extensions = prepare_for_ort(onnx.load(str(path)), plugins, custom)
         handle, target = tempfile.mkstemp(suffix=".onnx", prefix="deploylens-validate-")
         os.close(handle)
-        onnx.save(_rewrite_domains(onnx.load(str(path)), rewrite), target)
+        onnx.save(rewritten, target)
         via = f"reference implementations, domains rewritten to {ORT_PYOP_DOMAIN} on a copy"
+    options = session_options(optimized, extensions)
     try:
         return ort.InferenceSession(target, options, providers=["CPUExecutionProvider"]), via
     except Exception as exc:

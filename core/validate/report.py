@@ -25,4 +25,39 @@ def validation_text(result: dict[str, Any]) -> str:
         f"  tolerances: rtol {tol['rtol']}, atol {tol['atol']} ({tol['statistic']}); "
         "an element fails only when both abs and rel exceed; NaN fails"
     )
+    if result.get("layerwise"):
+        lines.extend(layerwise_text(result["layerwise"]))
     return "\n".join(lines)
+
+
+def layerwise_text(lw: dict[str, Any], top: int = 8) -> list[str]:
+    lines = [
+        f"  layer-wise ({lw['mode']}, mapping: {lw['mapping']}): {lw['compared']} tensors "
+        f"compared in {lw['chunks']} chunk(s) of ≤ {lw['budget_mb']:.0f} MB, "
+        f"{len(lw['unmapped'])} module call(s) unmapped, {lw['seconds']:.2f} s"
+    ]
+    first = lw.get("first_diverging")
+    if first:
+        where = f" (module {first['module']})" if first["module"] else ""
+        lines.append(
+            f"  first diverging node: {first['node']} [{first['op_type']}]{where}: "
+            f"max abs {first['max_abs']:.3g}, rel L2 {first['rel_l2']:.3g}"
+        )
+    else:
+        lines.append("  no intermediate tensor diverges")
+    ranked = sorted(
+        (layer for layer in lw["layers"] if layer["jump"] == layer["jump"]),
+        key=lambda layer: -layer["jump"],
+    )[:top]
+    if ranked and ranked[0]["jump"] > 0:
+        lines.append(f"  where the error grows most (rel L2 out − in), top {len(ranked)}:")
+        for layer in ranked:
+            lines.append(
+                f"    {layer['node'][:40]:40s} {layer['op_type']:18s} "
+                f"in {layer['error_in']:9.3g} → out {layer['rel_l2']:9.3g}"
+            )
+    for item in lw["unmapped"][:top]:
+        lines.append(f"  unmapped {item['module']}: {item['reason']}")
+    if len(lw["unmapped"]) > top:
+        lines.append(f"  … and {len(lw['unmapped']) - top} more unmapped (see --json)")
+    return lines

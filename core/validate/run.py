@@ -13,6 +13,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.validate.compare import compare
 from deploylens.core.validate.tolerances import Tolerances
 
+RESULT_VERSION = 1
 ORT_DTYPES = {
     "tensor(float)": np.float32,
     "tensor(double)": np.float64,
@@ -58,14 +59,18 @@ def make_feeds(sess: Any, npz: str = "", seed: int = 0) -> dict[str, np.ndarray]
     return feeds
 
 
-def _torch_outputs(source_dict: dict[str, Any], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def _torch_module(source_dict: dict[str, Any]) -> Any:
+    from deploylens.core.export.sources import ModelSource, load_model
+
+    module, _, _ = load_model(ModelSource.from_dict(source_dict))
+    return module
+
+
+def _torch_outputs(module: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     import torch
 
-    from deploylens.core.export.sources import ModelSource, load_model
     from deploylens.core.export.verify import to_numpy_list
 
-    source = ModelSource.from_dict(source_dict)
-    module, _, _ = load_model(source)
     with torch.no_grad():
         result = module(*[torch.from_numpy(array) for array in feeds.values()])
     return to_numpy_list(result)
@@ -78,15 +83,19 @@ def validate_outputs(
     tolerances: Tolerances,
     seed: int = 0,
     plugins: list[Any] | None = None,
+    layerwise: bool = False,
+    budget_mb: float = 256.0,
+    progress: Any = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     sess = session(path, plugins=plugins)
     feeds = make_feeds(sess, npz, seed)
     got = sess.run(None, feeds)
     names = [o.name for o in sess.get_outputs()]
-    if torch_source:
+    module = _torch_module(torch_source) if torch_source else None
+    if module is not None:
         reference = "PyTorch eager"
-        want = _torch_outputs(torch_source, feeds)
+        want = _torch_outputs(module, feeds)
     else:
         reference = "ONNX Runtime, graph optimizations off"
         want = session(path, optimized=False, plugins=plugins).run(None, feeds)
@@ -95,11 +104,16 @@ def validate_outputs(
     comparisons = [
         compare(name, g, w, tolerances) for name, g, w in zip(names, got, want, strict=True)
     ]
-    return {
+    del got, want
+    result: dict[str, Any] = {
+        "kind": "deploylens.validation",
+        "version": RESULT_VERSION,
         "model": path,
         "reference": reference,
         "candidate": "ONNX Runtime (CPU)",
         "inputs": {k: list(v.shape) for k, v in feeds.items()},
+        "seed": seed if not npz else None,
+        "inputs_file": npz,
         "tolerances": {
             "rtol": tolerances.rtol,
             "atol": tolerances.atol,
@@ -107,8 +121,23 @@ def validate_outputs(
         },
         "outputs": [c.to_dict() for c in comparisons],
         "passed": all(c.passed for c in comparisons),
-        "seconds": time.perf_counter() - started,
     }
+    if layerwise:
+        import onnx
+
+        from deploylens.core.validate.layerwise import compare_layers
+
+        result["layerwise"] = compare_layers(
+            onnx.load(path),
+            feeds,
+            tolerances,
+            torch_module=module,
+            plugins=plugins,
+            budget_mb=budget_mb,
+            progress=progress,
+        )
+    result["seconds"] = time.perf_counter() - started
+    return result
 
 
 def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -124,4 +153,7 @@ def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         tolerances,
         int(params.get("seed", 0)),
         list(plugins.values()),
+        layerwise=bool(params.get("layerwise", False)),
+        budget_mb=float(params.get("budget_mb", 256.0)),
+        progress=lambda f, m: ctx.progress(0.2 + 0.8 * f, m),
     )

@@ -127,6 +127,151 @@ def test_plugin_model_validates_through_the_reference_op(tmp_path: Path) -> None
                 "torch": parse_spec("sample:deform_conv").to_dict(),
                 "tolerances": {"rtol": {"": 1e-5}, "atol": {"": 1e-5}},
                 "plugin_entries": plugin_entries(),
+                "layerwise": True,
             },
         )
     assert result["passed"] and result["outputs"][0]["max_abs"] <= 1e-5
+    lw = result["layerwise"]  # the custom op's own tensor is compared too, through its reference
+    assert lw["first_diverging"] is None and "deform_conv2d" in {x["op_type"] for x in lw["layers"]}
+
+
+# --- layer-wise ---------------------------------------------------------------------------
+
+
+def test_torchscript_names_parse_into_module_calls() -> None:
+    from deploylens.core.validate.mapping import torchscript_chain
+
+    modules = {"layer1", "layer1.0", "layer1.0.relu", "layer2.0.downsample.0", "layer2"}
+    modules |= {"layer2.0", "layer2.0.downsample"}
+    assert torchscript_chain("/layer1/layer1.0/relu_1/Relu", modules) == [
+        ("layer1", 0),
+        ("layer1.0", 0),
+        ("layer1.0.relu", 1),
+    ]
+    assert torchscript_chain("/layer2/layer2.0/downsample/downsample.0/Conv", modules)[-1] == (
+        "layer2.0.downsample.0",
+        0,
+    )
+    assert torchscript_chain("Identity_3", modules) == []
+
+
+def run_layerwise(path: Path, spec: str | None, tol: float = 1e-4, **extra: object) -> dict:
+    params: dict[str, object] = {
+        "path": str(path),
+        "tolerances": {"rtol": {"": tol}, "atol": {"": tol}},
+        "layerwise": True,
+        **extra,
+    }
+    if spec:
+        params["torch"] = parse_spec(spec).to_dict()
+    with Worker() as worker:
+        return worker.run("validate.outputs", params)
+
+
+def export_resnet18(out: Path, **settings: object) -> Path:
+    with Worker() as worker:
+        result = worker.run(
+            "export.run",
+            {
+                "source": parse_spec("torchvision:resnet18").to_dict(),
+                "settings": ExportSettings(output=str(out), **settings).to_dict(),  # type: ignore[arg-type]
+            },
+        )
+    assert result["ok"]
+    return out
+
+
+def test_layerwise_dynamo_without_optimization_maps_all_75_activations(tmp_path: Path) -> None:
+    path = export_resnet18(tmp_path / "r18.onnx", exporter="dynamo", opset=18, optimize=False)
+    result = run_layerwise(path, "torchvision:resnet18")
+    lw = result["layerwise"]
+    assert result["passed"] and lw["mapping"] == "dynamo"
+    assert lw["mapped_calls"] == 75 and lw["unmapped"] == []  # every module call but the root
+    assert lw["first_diverging"] is None
+    modules = {layer["module"] for layer in lw["layers"]}
+    assert {"layer1.0.relu", "layer1.0.relu#1", "layer4", "fc"} <= modules  # a reused ReLU twice
+
+
+def test_layerwise_torchscript_reports_folded_batch_norms(tmp_path: Path) -> None:
+    path = export_resnet18(tmp_path / "r18ts.onnx", exporter="torchscript", opset=17)
+    lw = run_layerwise(path, "torchvision:resnet18")["layerwise"]
+    assert lw["mapping"] == "torchscript" and lw["first_diverging"] is None
+    reasons = {item["module"]: item["reason"] for item in lw["unmapped"]}
+    assert reasons["layer1.0.conv1"].startswith("batch norm layer1.0.bn1 folded into")
+    assert len(reasons) == 20  # the 20 convs followed by a batch norm; everything else maps
+    bn1 = next(layer for layer in lw["layers"] if layer["module"] == "bn1")
+    assert bn1["node"] == "/conv1/Conv" and bn1["passed"]
+
+
+def test_first_diverging_node_is_the_perturbed_conv(resnet18: Path, tmp_path: Path) -> None:
+    from deploylens.core.validate.results import node_errors
+
+    broken = tmp_path / "broken.onnx"
+    perturbed = perturb_first(resnet18, broken)
+    result = run_layerwise(broken, "torchvision:resnet18")
+    lw = result["layerwise"]
+    assert not result["passed"]
+    assert lw["first_diverging"]["node"] == perturbed
+    errors = node_errors(result)
+    layers = lw["layers"]
+    start = next(i for i, layer in enumerate(layers) if layer["node"] == perturbed)
+    downstream = [errors[layer["node"]] for layer in layers[start:]]
+    assert min(downstream) > 1e-2  # the error reaches every later node
+    assert not any(layer["passed"] for layer in layers[start:])
+    ranked = max(layers, key=lambda layer: layer["jump"])
+    assert ranked["node"] == perturbed  # where the error is made, not merely carried
+
+
+def test_fp16_conversion_fails_tight_and_ranks_where_error_jumps(
+    resnet18: Path, tmp_path: Path
+) -> None:
+    import warnings
+
+    import onnx
+    from onnxconverter_common import float16
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # it warns for every weight it rounds
+        half = float16.convert_float_to_float16(onnx.load(str(resnet18)), keep_io_types=True)
+    onnx.save(half, str(tmp_path / "fp16.onnx"))
+    result = run_layerwise(tmp_path / "fp16.onnx", "torchvision:resnet18")
+    lw = result["layerwise"]
+    assert not result["passed"] and lw["first_diverging"] is not None
+    assert lw["mapped_calls"] == 55  # the converter kept the exporter's scopes
+    jumps = sorted(lw["layers"], key=lambda layer: -layer["jump"])
+    assert jumps[0]["jump"] > 1e-4 and jumps[0]["op_type"] in {"Conv", "Gemm", "MatMul"}
+    assert 1e-5 < max(layer["rel_l2"] for layer in lw["layers"]) < 1e-2  # fp16, not broken
+    loose = run_layerwise(tmp_path / "fp16.onnx", "torchvision:resnet18", tol=1e-2)
+    assert loose["passed"]
+
+
+def test_onnx_only_layerwise_and_chunking_give_the_same_table(samples: Path) -> None:
+    path = samples / "small_cnn.dynamo.onnx"
+    one = run_layerwise(path, None)["layerwise"]
+    many = run_layerwise(path, None, budget_mb=0.01)["layerwise"]
+    assert one["mode"] == "onnx tensors" and one["first_diverging"] is None
+    assert one["chunks"] == 1 and many["chunks"] > 3
+    key = [(layer["tensor"], layer["max_abs"]) for layer in one["layers"]]
+    assert key == [(layer["tensor"], layer["max_abs"]) for layer in many["layers"]]
+
+
+def test_results_save_reopen_and_csv(resnet18: Path, tmp_path: Path) -> None:
+    import csv
+    import json
+
+    saved = tmp_path / "result.json"
+    table = tmp_path / "layers.csv"
+    first = run_validate(
+        str(resnet18), "--torch", "torchvision:resnet18", "--layerwise", "--rtol", "1e-4",
+        "--atol", "1e-4", "--save", str(saved), "--csv", str(table),
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    rows = list(csv.DictReader(table.open()))
+    assert len(rows) == 55 and rows[0]["module"] == "bn1"
+    reopened = run_validate("--open", str(saved))
+    assert reopened.returncode == 0 and reopened.stdout == first.stdout
+    saved.write_text(json.dumps({"kind": "something else"}))
+    bad = run_validate("--open", str(saved))
+    assert bad.returncode != 0 and "not a DeployLens validation result" in bad.stderr
+    saved.write_text('{"kind": "deploylens.validation", "outp')
+    assert "not a readable validation result" in run_validate("--open", str(saved)).stderr

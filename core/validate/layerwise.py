@@ -1,0 +1,360 @@
+"""Layer-wise comparison in bounded memory: intermediates are marked as outputs in chunks.
+
+Polygraphy's "mark all outputs" keeps every activation alive at once (its issue #3161: >60 GB).
+Here the probe points are split into chunks whose activations fit a budget (sizes from shape
+inference with the real input shapes); each chunk runs the candidate and the reference, is
+reduced to a few statistics per tensor and dropped before the next one starts.
+
+The reference is PyTorch eager (module outputs captured by forward hooks, mapped to ONNX tensors
+by :mod:`mapping`) or, without a torch model, ONNX Runtime with graph optimizations off.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from deploylens.core.validate.compare import compare
+from deploylens.core.validate.mapping import Call, ModuleMapping, map_calls
+from deploylens.core.validate.tolerances import Tolerances
+
+DEFAULT_BUDGET_MB = 256.0
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class Probe:
+    """One compared tensor: where it comes from in ONNX and, in torch mode, which module."""
+
+    tensor: str
+    node: str
+    op_type: str
+    index: int  # topological position of the producing node
+    module: str = ""
+    note: str = ""
+
+
+@dataclass
+class LayerResult:
+    tensor: str
+    node: str
+    op_type: str
+    index: int
+    module: str
+    note: str
+    passed: bool
+    max_abs: float
+    mean_abs: float
+    max_rel: float
+    rel_l2: float  # ‖got − want‖ / ‖want‖: comparable across layers of any scale
+    cosine: float
+    within: float
+    nan: int
+    error_in: float  # the largest rel_l2 reaching this node from upstream compared tensors
+    jump: float  # rel_l2 − error_in: where the error is made, not merely carried
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def onnx_probes(model: Any) -> list[Probe]:
+    """Every float tensor produced by a node (ONNX-only mode)."""
+    types = _elem_types(model)
+    float_types = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+    graph_inputs = {i.name for i in model.graph.input}
+    probes = []
+    for i, node in enumerate(model.graph.node):
+        for out in node.output:
+            if out and out not in graph_inputs and types.get(out, 1) in float_types:
+                probes.append(Probe(out, node.name, node.op_type, i))
+    return probes
+
+
+def module_probes(model: Any, calls: list[Call]) -> tuple[list[Probe], ModuleMapping]:
+    mapping = map_calls(model.graph, calls)
+    probes = []
+    for call in calls:
+        tensor = mapping.tensors.get(call.key)
+        if tensor is None:
+            continue
+        i = mapping.producers[call.key]
+        node = model.graph.node[i]
+        probes.append(
+            Probe(tensor, node.name, node.op_type, i, call.key, mapping.notes.get(call.key, ""))
+        )
+    return probes, mapping
+
+
+def _elem_types(model: Any) -> dict[str, int]:
+    graph = model.graph
+    types = {}
+    for info in [*graph.value_info, *graph.output, *graph.input]:
+        if info.type.HasField("tensor_type"):
+            types[info.name] = info.type.tensor_type.elem_type
+    return types
+
+
+def tensor_bytes(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, int]:
+    """Activation sizes for these feeds, by shape inference (unknown sizes are left out)."""
+    import onnx
+
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    del probe.graph.initializer[:]  # weights are not needed to infer shapes, and may be large
+    init_names = {t.name for t in model.graph.initializer}
+    for value in probe.graph.input:
+        if value.name in feeds and value.name not in init_names:
+            dims = value.type.tensor_type.shape.dim
+            for dim, size in zip(dims, feeds[value.name].shape, strict=False):
+                dim.Clear()
+                dim.dim_value = int(size)
+    for tensor in model.graph.initializer:  # keep their shapes as inputs so inference works
+        info = probe.graph.input.add()
+        info.CopyFrom(
+            onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, tensor.dims)
+        )
+    try:
+        inferred = onnx.shape_inference.infer_shapes(probe, data_prop=True)
+    except Exception:  # sizes are an optimisation: chunk by count instead
+        return {}
+    sizes = {}
+    for info in inferred.graph.value_info:
+        tensor_type = info.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
+        if not tensor_type.HasField("shape") or any(d < 0 for d in dims):
+            continue
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).itemsize
+        sizes[info.name] = int(math.prod(dims)) * itemsize
+    return sizes
+
+
+def chunks(
+    probes: list[Probe], sizes: dict[str, int], budget_bytes: float
+) -> Iterator[list[Probe]]:
+    """Consecutive probes whose distinct tensors fit the budget (always at least one)."""
+    known = [s for s in sizes.values() if s > 0]
+    unknown_size = max(known) if known else budget_bytes / 16
+    current: list[Probe] = []
+    seen: set[str] = set()
+    used = 0.0
+    for probe in probes:
+        size = 0.0 if probe.tensor in seen else sizes.get(probe.tensor, unknown_size)
+        if current and used + size > budget_bytes:
+            yield current
+            current, seen, used = [], set(), 0.0
+            size = sizes.get(probe.tensor, unknown_size)
+        current.append(probe)
+        seen.add(probe.tensor)
+        used += size
+    if current:
+        yield current
+
+
+class TorchCapture:
+    """Forward hooks on every submodule: the call order, and the outputs of chosen calls."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.names = {id(m): name for name, m in module.named_modules() if name}
+        self.types = {name: type(m).__name__ for name, m in module.named_modules() if name}
+
+    def run(
+        self, inputs: list[Any], keep: set[str] | None = None
+    ) -> tuple[list[Call], dict[str, np.ndarray]]:
+        import torch
+
+        calls: list[Call] = []
+        seen: dict[str, int] = {}
+        kept: dict[str, np.ndarray] = {}
+
+        def hook(mod: Any, _args: Any, output: Any) -> None:
+            path = self.names.get(id(mod))
+            if path is None:
+                return
+            call = Call(path, seen.get(path, 0), self.types[path])
+            seen[path] = call.index + 1
+            calls.append(call)
+            if keep is not None and call.key in keep:
+                tensor = _first_tensor(output)
+                if tensor is not None:
+                    kept[call.key] = tensor.detach().cpu().numpy().copy()
+
+        handles = [m.register_forward_hook(hook) for name, m in self.module.named_modules() if name]
+        try:
+            with torch.no_grad():
+                self.module(*inputs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return calls, kept
+
+
+def _first_tensor(output: Any) -> Any:
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, list | tuple):
+        for item in output:
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _with_outputs(model: Any, names: list[str]) -> bytes:
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    existing = {o.name for o in copy.graph.output}
+    for name in names:
+        if name not in existing:
+            copy.graph.output.append(onnx.ValueInfoProto(name=name))
+            existing.add(name)
+    return copy.SerializeToString()
+
+
+def _session(data: bytes, optimized: bool, extensions: bool) -> Any:
+    import onnxruntime as ort
+
+    from deploylens.core.export.verify import session_options
+
+    options = session_options(optimized, extensions)
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def compare_layers(
+    model: Any,
+    feeds: dict[str, np.ndarray],
+    tolerances: Tolerances,
+    torch_module: Any = None,
+    plugins: list[Any] | None = None,
+    budget_mb: float = DEFAULT_BUDGET_MB,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Compare every probe point; returns the per-node table, first divergence and unmapped."""
+    from deploylens.core.export.verify import prepare_for_ort
+
+    started = time.perf_counter()
+    model, extensions = prepare_for_ort(model, plugins or [])
+    report = progress or (lambda _f, _m: None)
+    capture = None
+    mapping = ModuleMapping(style="onnx-only")
+    if torch_module is not None:
+        import torch
+
+        capture = TorchCapture(torch_module)
+        torch_inputs = [torch.from_numpy(a) for a in feeds.values()]
+        calls, _ = capture.run(torch_inputs)
+        probes, mapping = module_probes(model, calls)
+    else:
+        probes = onnx_probes(model)
+    sizes = tensor_bytes(model, feeds)
+    budget = budget_mb * 1024 * 1024
+    parts = list(chunks(probes, sizes, budget))
+    rows: list[LayerResult] = []
+    peak_chunk = 0
+    for n, part in enumerate(parts):
+        report(n / max(len(parts), 1), f"layer-wise: chunk {n + 1} of {len(parts)}")
+        names = list(dict.fromkeys(p.tensor for p in part))
+        peak_chunk = max(peak_chunk, sum(sizes.get(t, 0) for t in names))
+        data = _with_outputs(model, names)
+        got = dict(zip(names, _session(data, True, extensions).run(names, feeds), strict=True))
+        if capture is not None:
+            _, want = capture.run(torch_inputs, {p.module for p in part})
+            pairs = [(p, got[p.tensor], want.get(p.module)) for p in part]
+        else:
+            ref = _session(data, False, extensions).run(names, feeds)
+            ref_by_name = dict(zip(names, ref, strict=True))
+            pairs = [(p, got[p.tensor], ref_by_name[p.tensor]) for p in part]
+        del data
+        for probe, g, w in pairs:
+            rows.append(_row(probe, g, w, tolerances))
+        del got, pairs
+    rows.sort(key=lambda r: r.index)
+    _propagate(model, rows)
+    first = next((r for r in rows if not r.passed), None)
+    return {
+        "mode": "torch modules" if capture is not None else "onnx tensors",
+        "mapping": mapping.style,
+        "compared": len(rows),
+        "mapped_calls": len(mapping.tensors),
+        "unmapped": [{"module": k, "reason": v} for k, v in mapping.unmapped.items()],
+        "first_diverging": first.to_dict() if first else None,
+        "layers": [r.to_dict() for r in rows],
+        "chunks": len(parts),
+        "largest_chunk_mb": peak_chunk / 1024 / 1024,
+        "budget_mb": budget_mb,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _row(probe: Probe, got: np.ndarray, want: np.ndarray | None, tol: Tolerances) -> LayerResult:
+    base = dict(
+        tensor=probe.tensor,
+        node=probe.node,
+        op_type=probe.op_type,
+        index=probe.index,
+        module=probe.module,
+        note=probe.note,
+    )
+    nan = float("nan")
+    if want is None:
+        return LayerResult(
+            **base, passed=False, max_abs=nan, mean_abs=nan, max_rel=nan, rel_l2=nan,
+            cosine=nan, within=0.0, nan=0, error_in=nan, jump=nan,
+            reason="the module produced no tensor",
+        )  # fmt: skip
+    got = np.asarray(got)
+    if got.shape != want.shape and got.size == want.size:
+        got = got.reshape(want.shape)  # e.g. a flatten the exporter folded into a reshape
+    c = compare(probe.tensor, got, want, tol)
+    rel_l2 = nan
+    if not c.reason:
+        a = np.asarray(got, dtype=np.float64)
+        b = np.asarray(want, dtype=np.float64)
+        finite = np.isfinite(a) & np.isfinite(b)
+        denominator = float(np.linalg.norm(b[finite]))
+        difference = float(np.linalg.norm(a[finite] - b[finite]))
+        rel_l2 = difference / denominator if denominator > 0 else difference
+    return LayerResult(
+        **base,
+        passed=c.passed,
+        max_abs=c.max_abs,
+        mean_abs=c.mean_abs,
+        max_rel=c.max_rel,
+        rel_l2=rel_l2,
+        cosine=c.cosine,
+        within=c.within,
+        nan=c.nan,
+        error_in=nan,
+        jump=nan,
+        reason=c.reason,
+    )
+
+
+def _propagate(model: Any, rows: list[LayerResult]) -> None:
+    """Fill ``error_in``/``jump``: the error each node receives versus the error it leaves."""
+    by_tensor: dict[str, float] = {}
+    measured = {}
+    for row in rows:
+        if math.isfinite(row.rel_l2):
+            measured[row.tensor] = max(measured.get(row.tensor, 0.0), row.rel_l2)
+    incoming: dict[int, float] = {}
+    for i, node in enumerate(model.graph.node):
+        error_in = max((by_tensor.get(name, 0.0) for name in node.input if name), default=0.0)
+        incoming[i] = error_in
+        for out in node.output:
+            by_tensor[out] = measured.get(out, error_in)
+    for row in rows:
+        row.error_in = incoming.get(row.index, 0.0)
+        row.jump = row.rel_l2 - row.error_in if math.isfinite(row.rel_l2) else math.nan
