@@ -46,6 +46,7 @@ bench: install
 	$(BIN)/python bench/support_matrix.py --json bench/results/support_matrix.json
 	$(BIN)/python bench/support_crosscheck.py --json bench/results/support_crosscheck.json
 	$(BIN)/python bench/export_overhead.py --json bench/results/export_overhead.json
+	$(BIN)/python bench/validate.py --json bench/results/validate.json
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

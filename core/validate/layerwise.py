@@ -12,9 +12,12 @@ by :mod:`mapping`) or, without a torch model, ONNX Runtime with graph optimizati
 from __future__ import annotations
 
 import math
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -156,8 +159,16 @@ def chunks(
         yield current
 
 
+class _Enough(Exception):
+    """Raised from a hook to stop the forward pass once every wanted output is captured."""
+
+
 class TorchCapture:
-    """Forward hooks on every submodule: the call order, and the outputs of chosen calls."""
+    """Forward hooks on every submodule: the call order, and the outputs of chosen calls.
+
+    Outputs are kept in memory, or written to ``spill`` as ``.npy`` files as they are produced
+    (read back memory-mapped, one chunk at a time), so big models never hold them all at once.
+    """
 
     def __init__(self, module: Any) -> None:
         self.module = module
@@ -165,13 +176,17 @@ class TorchCapture:
         self.types = {name: type(m).__name__ for name, m in module.named_modules() if name}
 
     def run(
-        self, inputs: list[Any], keep: set[str] | None = None
-    ) -> tuple[list[Call], dict[str, np.ndarray]]:
+        self,
+        inputs: list[Any],
+        keep: set[str] | None = None,
+        spill: Path | None = None,
+        keep_all: bool = False,
+    ) -> tuple[list[Call], dict[str, Any]]:
         import torch
 
         calls: list[Call] = []
         seen: dict[str, int] = {}
-        kept: dict[str, np.ndarray] = {}
+        kept: dict[str, Any] = {}
 
         def hook(mod: Any, _args: Any, output: Any) -> None:
             path = self.names.get(id(mod))
@@ -180,15 +195,25 @@ class TorchCapture:
             call = Call(path, seen.get(path, 0), self.types[path])
             seen[path] = call.index + 1
             calls.append(call)
-            if keep is not None and call.key in keep:
+            if keep_all or (keep is not None and call.key in keep):
                 tensor = _first_tensor(output)
                 if tensor is not None:
-                    kept[call.key] = tensor.detach().cpu().numpy().copy()
+                    array = tensor.detach().cpu().numpy()
+                    if spill is None:
+                        kept[call.key] = array.copy()  # in-place ops later would change it
+                    else:
+                        target = spill / f"{len(kept)}.npy"
+                        np.save(target, array)
+                        kept[call.key] = target
+                if keep is not None and len(kept) == len(keep):
+                    raise _Enough  # the rest of the forward pass is not needed
 
         handles = [m.register_forward_hook(hook) for name, m in self.module.named_modules() if name]
         try:
             with torch.no_grad():
                 self.module(*inputs)
+        except _Enough:
+            pass
         finally:
             for handle in handles:
                 handle.remove()
@@ -211,15 +236,16 @@ def _first_tensor(output: Any) -> Any:
 
 
 def _with_outputs(model: Any, names: list[str]) -> bytes:
+    """The model with exactly these outputs: nodes only later tensors need are pruned by ONNX
+    Runtime, so a chunk early in the graph does not pay for the rest of it."""
     import onnx
 
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
-    existing = {o.name for o in copy.graph.output}
+    declared = {o.name: o for o in model.graph.output}
+    del copy.graph.output[:]
     for name in names:
-        if name not in existing:
-            copy.graph.output.append(onnx.ValueInfoProto(name=name))
-            existing.add(name)
+        copy.graph.output.append(declared.get(name) or onnx.ValueInfoProto(name=name))
     return copy.SerializeToString()
 
 
@@ -229,6 +255,7 @@ def _session(data: bytes, optimized: bool, extensions: bool) -> Any:
     from deploylens.core.export.verify import session_options
 
     options = session_options(optimized, extensions)
+    options.enable_cpu_mem_arena = False  # one run per session: give memory back when it ends
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
@@ -240,6 +267,7 @@ def compare_layers(
     plugins: list[Any] | None = None,
     budget_mb: float = DEFAULT_BUDGET_MB,
     progress: Progress | None = None,
+    scratch: str | None = None,
 ) -> dict[str, Any]:
     """Compare every probe point; returns the per-node table, first divergence and unmapped."""
     from deploylens.core.export.verify import prepare_for_ort
@@ -247,39 +275,52 @@ def compare_layers(
     started = time.perf_counter()
     model, extensions = prepare_for_ort(model, plugins or [])
     report = progress or (lambda _f, _m: None)
-    capture = None
+    capture: TorchCapture | None = None
     mapping = ModuleMapping(style="onnx-only")
-    if torch_module is not None:
-        import torch
-
-        capture = TorchCapture(torch_module)
-        torch_inputs = [torch.from_numpy(a) for a in feeds.values()]
-        calls, _ = capture.run(torch_inputs)
-        probes, mapping = module_probes(model, calls)
-    else:
-        probes = onnx_probes(model)
     sizes = tensor_bytes(model, feeds)
     budget = budget_mb * 1024 * 1024
-    parts = list(chunks(probes, sizes, budget))
-    rows: list[LayerResult] = []
-    peak_chunk = 0
-    for n, part in enumerate(parts):
-        report(n / max(len(parts), 1), f"layer-wise: chunk {n + 1} of {len(parts)}")
-        names = list(dict.fromkeys(p.tensor for p in part))
-        peak_chunk = max(peak_chunk, sum(sizes.get(t, 0) for t in names))
-        data = _with_outputs(model, names)
-        got = dict(zip(names, _session(data, True, extensions).run(names, feeds), strict=True))
-        if capture is not None:
-            _, want = capture.run(torch_inputs, {p.module for p in part})
-            pairs = [(p, got[p.tensor], want.get(p.module)) for p in part]
+    spill = None  # over the budget, torch outputs go to disk as they are produced
+    if torch_module is not None and (sum(sizes.values()) > budget or not sizes):
+        spill = Path(tempfile.mkdtemp(prefix="deploylens-layers-", dir=scratch))
+    reference: dict[str, Any] = {}
+    try:
+        if torch_module is not None:
+            import torch
+
+            report(0.0, "layer-wise: running PyTorch with hooks")
+            capture = TorchCapture(torch_module)
+            torch_inputs = [torch.from_numpy(a) for a in feeds.values()]
+            # One pass keeps every call's output; the mapping needs the whole call list first.
+            calls, reference = capture.run(torch_inputs, spill=spill, keep_all=True)
+            probes, mapping = module_probes(model, calls)
+            for key in set(reference) - {p.module for p in probes}:
+                if isinstance(reference[key], Path):
+                    reference[key].unlink()
+                del reference[key]
         else:
-            ref = _session(data, False, extensions).run(names, feeds)
-            ref_by_name = dict(zip(names, ref, strict=True))
-            pairs = [(p, got[p.tensor], ref_by_name[p.tensor]) for p in part]
-        del data
-        for probe, g, w in pairs:
-            rows.append(_row(probe, g, w, tolerances))
-        del got, pairs
+            probes = onnx_probes(model)
+        parts = list(chunks(probes, sizes, budget))
+        rows: list[LayerResult] = []
+        peak_chunk = 0
+        for n, part in enumerate(parts):
+            report(n / len(parts), f"layer-wise: chunk {n + 1} of {len(parts)}")
+            names = list(dict.fromkeys(p.tensor for p in part))
+            peak_chunk = max(peak_chunk, sum(sizes.get(t, 0) for t in names))
+            data = _with_outputs(model, names)
+            got = dict(zip(names, _session(data, True, extensions).run(names, feeds), strict=True))
+            if capture is not None:
+                pairs = [(p, got[p.tensor], _load(reference.get(p.module))) for p in part]
+            else:
+                ref = _session(data, False, extensions).run(names, feeds)
+                ref_by_name = dict(zip(names, ref, strict=True))
+                pairs = [(p, got[p.tensor], ref_by_name[p.tensor]) for p in part]
+            del data
+            for probe, g, w in pairs:
+                rows.append(_row(probe, g, w, tolerances))
+            del got, pairs, probe, g, w
+    finally:
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
     rows.sort(key=lambda r: r.index)
     _propagate(model, rows)
     first = next((r for r in rows if not r.passed), None)
@@ -296,6 +337,10 @@ def compare_layers(
         "budget_mb": budget_mb,
         "seconds": time.perf_counter() - started,
     }
+
+
+def _load(value: Any) -> np.ndarray | None:
+    return np.load(value, mmap_mode="r") if isinstance(value, Path) else value
 
 
 def _row(probe: Probe, got: np.ndarray, want: np.ndarray | None, tol: Tolerances) -> LayerResult:
@@ -318,21 +363,13 @@ def _row(probe: Probe, got: np.ndarray, want: np.ndarray | None, tol: Tolerances
     if got.shape != want.shape and got.size == want.size:
         got = got.reshape(want.shape)  # e.g. a flatten the exporter folded into a reshape
     c = compare(probe.tensor, got, want, tol)
-    rel_l2 = nan
-    if not c.reason:
-        a = np.asarray(got, dtype=np.float64)
-        b = np.asarray(want, dtype=np.float64)
-        finite = np.isfinite(a) & np.isfinite(b)
-        denominator = float(np.linalg.norm(b[finite]))
-        difference = float(np.linalg.norm(a[finite] - b[finite]))
-        rel_l2 = difference / denominator if denominator > 0 else difference
     return LayerResult(
         **base,
         passed=c.passed,
         max_abs=c.max_abs,
         mean_abs=c.mean_abs,
         max_rel=c.max_rel,
-        rel_l2=rel_l2,
+        rel_l2=c.rel_l2,
         cosine=c.cosine,
         within=c.within,
         nan=c.nan,

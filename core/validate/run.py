@@ -86,6 +86,7 @@ def validate_outputs(
     layerwise: bool = False,
     budget_mb: float = 256.0,
     progress: Any = None,
+    scratch: str | None = None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     sess = session(path, plugins=plugins)
@@ -135,6 +136,7 @@ def validate_outputs(
             plugins=plugins,
             budget_mb=budget_mb,
             progress=progress,
+            scratch=scratch,
         )
     result["seconds"] = time.perf_counter() - started
     return result
@@ -156,4 +158,5 @@ def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         layerwise=bool(params.get("layerwise", False)),
         budget_mb=float(params.get("budget_mb", 256.0)),
         progress=lambda f, m: ctx.progress(0.2 + 0.8 * f, m),
+        scratch=ctx.workdir,
     )

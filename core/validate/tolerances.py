@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from deploylens.core.errors import UserError
 
 STATISTICS = ("elemwise", "max", "mean", "median", "quantile")
@@ -33,26 +31,6 @@ class Tolerances:
             self.rtol.get(name, self.rtol.get("", 1e-5)),
             self.atol.get(name, self.atol.get("", 1e-5)),
         )
-
-    def passes(self, name: str, abs_err: np.ndarray, rel_err: np.ndarray) -> tuple[bool, float]:
-        """(passed, fraction of elements within tolerance) for one output's errors."""
-        rtol, atol = self.for_output(name)
-        nan = np.isnan(abs_err) | np.isnan(rel_err)
-        within = ~nan & ((abs_err <= atol) | (rel_err <= rtol))
-        fraction = float(within.mean()) if within.size else 1.0
-        if nan.any():
-            return False, fraction
-        if self.statistic == "elemwise":
-            return bool(within.all()), fraction
-        reduce = {
-            "max": np.max,
-            "mean": np.mean,
-            "median": np.median,
-            "quantile": lambda a: np.quantile(a, self.quantile),
-        }[self.statistic]
-        if not abs_err.size:
-            return True, fraction
-        return bool(reduce(abs_err) <= atol or reduce(rel_err) <= rtol), fraction
 
 
 def parse_tolerance(values: list[str], default: float) -> dict[str, float]:
