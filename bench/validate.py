@@ -140,8 +140,9 @@ def main() -> int:
     print(f"\nlayer-wise validation, resnet18 1×3×224×224 ({fast['repeats']} interleaved runs)\n")
     print(f"{'':38s} {'seconds':>9s} {'tensors':>8s}")
     print(
-        f"{'DeployLens compare_layers':38s} {fast['deploylens_s']:9.2f} {fast['deploylens_tensors']:8d}"
-    )  # noqa: E501
+        f"{'DeployLens compare_layers':38s} {fast['deploylens_s']:9.2f} "
+        f"{fast['deploylens_tensors']:8d}"
+    )
     print(
         f"{'torch verify_onnx_program(intermediates)':38s} {fast['torch_verification_s']:9.2f} "
         f"{fast['torch_verification_tensors']:8d}"

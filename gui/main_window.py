@@ -24,6 +24,7 @@ from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 from deploylens.gui.support.panel import OpSupportPanel
+from deploylens.gui.validate.panel import ValidatePanel
 
 LAYOUT_VERSION = 1
 OPEN_FILTER = f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
@@ -55,6 +56,15 @@ class MainWindow(QMainWindow):
         self.export_panel = ExportPanel(self.jobs)
         self.export_panel.sig_exported.connect(self.open_path)
         self.export_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
+        self.validate_panel = ValidatePanel(self.jobs)
+        self.validate_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
+        self.validate_panel.sig_overlay.connect(
+            lambda name, values: self.graph_panel.overlay(
+                name, values, "rel L2 error vs reference (groups: max)", "max", log_scale=True
+            )
+        )
+        self.validate_panel.sig_result.connect(self._remember_validation)
+        self.validate_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -90,6 +100,7 @@ class MainWindow(QMainWindow):
         first = self._dock("Graph", self.graph_panel, right)
         self.tabifyDockWidget(first, self._dock("Op support", self.support_panel, right))
         self.tabifyDockWidget(first, self._dock("Export", self.export_panel, right))
+        self.tabifyDockWidget(first, self._dock("Validate", self.validate_panel, right))
         for title, text in UPCOMING_PANELS.items():
             self.tabifyDockWidget(first, self._dock(title, EmptyStatePanel(title, text), right))
         first.raise_()
@@ -147,6 +158,10 @@ class MainWindow(QMainWindow):
         """The export panel's fix ladder uses the support matrix once it is loaded."""
         self.export_panel.matrix = matrix  # type: ignore[assignment]
 
+    def _remember_validation(self, _result: object) -> None:
+        """The project keeps the validate settings and where the last result was saved."""
+        self.document.project.tables["validate"] = self.validate_panel.project_table()
+
     def choose_and_open(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model or project", "", OPEN_FILTER)
         if path:
@@ -193,6 +208,7 @@ class MainWindow(QMainWindow):
         remember_recent(summary.path)
         self.graph_panel.load(summary.path)
         self.support_panel.set_model(summary.path)
+        self.validate_panel.set_model(summary.path, self.document.project.tables.get("validate"))
         self._fill_recent()
         self.notification_bar.dismiss()
         if summary.problems:

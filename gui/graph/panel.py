@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
-from deploylens.core.graph.ir import GraphIR, build_ir, build_model_ir
+from deploylens.core.graph.ir import OP, GraphIR, build_ir, build_model_ir
 from deploylens.core.graph.overlay import (
     Overlay,
     group_size_overlay,
@@ -70,6 +70,8 @@ class GraphPanel(QWidget):
         super().__init__(parent)
         self.jobs = jobs
         self.path: str | None = None
+        self.loaded_path = ""
+        self.pending_overlays: list[tuple[Any, ...]] = []  # asked for while laying out
         self.stack: list[tuple[str, GraphScene]] = []
         self.overlays: dict[str, Overlay] = {}
         self.tasks: list[BackgroundTask] = []
@@ -153,6 +155,8 @@ class GraphPanel(QWidget):
     # -- loading ----------
     def load(self, path: str) -> BackgroundTask:
         self.path = path
+        self.loaded_path = ""
+        self.pending_overlays = []
         self.empty.setText(f"Laying out {Path(path).name} …")
         self.pages.setCurrentWidget(self.empty)
         task = BackgroundTask(lambda: load_graph(path), self)
@@ -169,6 +173,10 @@ class GraphPanel(QWidget):
         self.pages.setCurrentWidget(self.pages.widget(1))
         self._place_overlays()
         self.canvas.fit()
+        self.loaded_path = path
+        for pending in self.pending_overlays:
+            self.overlay(*pending)
+        self.pending_overlays = []
         job = self.jobs.submit("graph.shapes", {"path": path}, f"Shapes of {Path(path).name}")
         job.sig_finished.connect(lambda payload: self._on_shapes(model, payload))
         self.sig_loaded.emit(model)
@@ -205,12 +213,24 @@ class GraphPanel(QWidget):
         self._refresh_overlay_box(overlay.name if show else None)
 
     def overlay(
-        self, name: str, values: dict[str, object], legend: str = "", aggregate: str = "mean"
+        self,
+        name: str,
+        values: dict[str, object],
+        legend: str = "",
+        aggregate: str = "mean",
+        log_scale: bool = False,
     ) -> list[str]:
-        """Paint ``{node_name: number | category}`` as overlay ``name``; returns unmatched names."""
+        """Paint ``{node_name: number | category}`` as overlay ``name``; returns unmatched names.
+
+        While a graph is still being laid out the overlay waits and is painted once it is shown.
+        """
+        if self.path and self.loaded_path != self.path:
+            self.pending_overlays.append((name, values, legend, aggregate, log_scale))
+            return []
         if self.model is None:
             raise UserError("Open a model before adding an overlay.")
         overlay, unmatched = overlay_from_mapping(self.model.ir, name, values, legend, aggregate)
+        overlay.log_scale = log_scale
         self.add_overlay(overlay)
         return unmatched
 
@@ -296,6 +316,19 @@ class GraphPanel(QWidget):
             self.canvas.selected = (BOX_NODE, node)
             self.canvas.center_on_box(int(self.canvas.scene.node_box[node]), zoom_to=1.2)
             self.properties.show_node(model.ir, node)
+
+    def reveal_name(self, name: str) -> bool:
+        """Select and centre the node called ``name`` (from the Validate table); False if absent."""
+        model = self.model
+        if model is None:
+            return False
+        ir = model.ir
+        for node in np.flatnonzero(ir.kind == OP):
+            if ir.label(int(node)) == name:
+                self.reveal(int(node))
+                return True
+        self.sig_message.emit(f"No node named {name} in this graph.")
+        return False
 
     # -- selection, search, context menu ----------
     def _on_selected(self, kind: int, ref: int) -> None:

@@ -26,9 +26,6 @@ class EmptyStatePanel(QWidget):
 
 # Panel title -> what it will hold and which issue brings it.
 UPCOMING_PANELS: dict[str, str] = {
-    "Validate": "The Validate panel arrives with issue #6: PyTorch ↔ ONNX Runtime (↔ TensorRT) "
-    "outputs layer by layer and the first diverging node. Output comparison already runs "
-    "headless: deploylens validate MODEL --torch SPEC.",
     "Build": "Engine build settings arrive with issue #7: version-aware TensorRT settings, "
     "INT8 calibration and the equivalent trtexec command.",
     "Timeline": "The profiler timeline arrives with issue #8: streams, H2D/D2H copies and "

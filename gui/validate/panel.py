@@ -1,0 +1,388 @@
+"""Validate panel: ONNX Runtime against PyTorch (or ONNX Runtime unoptimized), output by output
+and layer by layer, in the worker; the first diverging node, a sortable per-node table that
+selects nodes in the graph, error against depth, and the error painted on the graph."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.errors import UserError
+from deploylens.core.export.plugin_api import plugin_entries
+from deploylens.core.export.sources import grant_consent, parse_spec
+from deploylens.core.settings import config_dir
+from deploylens.core.validate.results import load_result, node_errors, save_csv, save_result
+from deploylens.core.validate.tolerances import STATISTICS, Tolerances, parse_tolerance
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.job_manager import JobManager
+from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
+
+OVERLAY_NAME = "validation error (rel L2)"
+PASS_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px; font-weight:bold"
+FAIL_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px; font-weight:bold"
+IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
+
+
+def results_dir() -> Path:
+    return config_dir() / "results"
+
+
+class ValidatePanel(QWidget):
+    sig_node_selected = Signal(str)  # ONNX node name
+    sig_overlay = Signal(str, dict)  # overlay name, {node name: error}
+    sig_result = Signal(object)  # the result dict, after it was saved
+    sig_message = Signal(str)
+
+    def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.jobs = jobs
+        self.model_path: str = ""
+        self.result: dict[str, Any] | None = None
+        self.result_path: Path | None = None
+        self.job: Any = None
+        self.plot: Any = None
+        self.torch_spec = QLineEdit()
+        self.torch_spec.setPlaceholderText(
+            "reference model: torchvision:resnet18, sample:NAME, FILE.py:factory, MODEL.pt2 — "
+            "empty: ONNX Runtime with optimizations off"
+        )
+        self.trust = QCheckBox("I trust this Python file (the reference runs its code)")
+        self.inputs = QLineEdit()
+        self.inputs.setPlaceholderText("inputs .npz by input name (empty: seeded random)")
+        self.rtol = QLineEdit("1e-4")
+        self.atol = QLineEdit("1e-4")
+        for box in (self.rtol, self.atol):
+            box.setToolTip("N, or N; OUTPUT:N; … per output")
+        self.statistic = QComboBox()
+        self.statistic.addItems(list(STATISTICS))
+        self.layerwise = QCheckBox("Layer by layer (every mapped intermediate tensor)")
+        self.layerwise.setChecked(True)
+        self.budget = QDoubleSpinBox()
+        self.budget.setRange(16, 65536)
+        self.budget.setValue(256)
+        self.budget.setSuffix(" MB")
+        self.budget.setToolTip("activations held at once; bigger models are compared in chunks")
+        self.run_button = QPushButton("Validate")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.open_button = QPushButton("Open result…")
+        self.open_button.clicked.connect(self._choose_open)
+        self.save_button = QPushButton("Export…")
+        self.save_button.setToolTip("the result as JSON, or the per-node table as CSV")
+        self.save_button.clicked.connect(self._choose_export)
+        self.banner = QLabel("No validation yet.")
+        self.banner.setStyleSheet(IDLE_STYLE)
+        self.banner.setWordWrap(True)
+        self.outputs = QTableWidget(0, 7)
+        self.outputs.setHorizontalHeaderLabels(
+            ["Output", "Max abs", "Mean abs", "Max rel", "Cosine", "Within", "NaN"]
+        )
+        self.outputs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.layers_model = LayersTableModel()
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.layers_model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.layers = QTableView()
+        self.layers.setModel(self.proxy)
+        self.layers.setSortingEnabled(True)
+        self.layers.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.layers.clicked.connect(self._on_layer_clicked)
+        self.unmapped = QTableWidget(0, 2)
+        self.unmapped.setHorizontalHeaderLabels(["Module call", "Why it is not compared"])
+        self.unmapped.horizontalHeader().setStretchLastSection(True)
+        self.plot_host = QWidget()
+        self.plot_host.setLayout(QVBoxLayout())
+        self.plot_host.layout().setContentsMargins(0, 0, 0, 0)
+        self._build()
+
+    def _build(self) -> None:
+        form = QFormLayout()
+        form.addRow("Reference", self.torch_spec)
+        form.addRow("", self.trust)
+        form.addRow("Inputs", self.inputs)
+        tolerances = QHBoxLayout()
+        for label, widget in (("rtol", self.rtol), ("atol", self.atol), ("", self.statistic)):
+            if label:
+                tolerances.addWidget(QLabel(label))
+            tolerances.addWidget(widget)
+        form.addRow("Tolerances", tolerances)
+        depth = QHBoxLayout()
+        depth.addWidget(self.layerwise)
+        depth.addWidget(QLabel("memory budget"))
+        depth.addWidget(self.budget)
+        form.addRow("", depth)
+        buttons = QHBoxLayout()
+        for button in (self.run_button, self.cancel_button, self.open_button, self.save_button):
+            buttons.addWidget(button)
+        buttons.addStretch()
+        tabs = QTabWidget()
+        tabs.addTab(self.layers, "Layers")
+        tabs.addTab(self.plot_host, "Error vs depth")
+        tabs.addTab(self.outputs, "Outputs")
+        tabs.addTab(self.unmapped, "Unmapped")
+        self.tabs = tabs
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addLayout(form)
+        top_layout.addLayout(buttons)
+        top_layout.addWidget(self.banner)
+        splitter.addWidget(top)
+        splitter.addWidget(tabs)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+
+    # -- settings (and the project table that keeps them) ----------
+    def set_model(self, path: str, table: dict[str, Any] | None = None) -> None:
+        """A newly opened model; ``table`` is the project's [validate] table, if any."""
+        self.model_path = path
+        table = table or {}
+        self.torch_spec.setText(str(table.get("torch", "")))
+        self.inputs.setText(str(table.get("inputs", "")))
+        self.rtol.setText(str(table.get("rtol", "1e-4")))
+        self.atol.setText(str(table.get("atol", "1e-4")))
+        self.statistic.setCurrentText(str(table.get("statistic", "elemwise")))
+        self.layerwise.setChecked(bool(table.get("layerwise", True)))
+        self.budget.setValue(float(table.get("budget_mb", 256)))
+        last = table.get("last_result")
+        self.result = None
+        self.banner.setText("No validation yet.")
+        self.banner.setStyleSheet(IDLE_STYLE)
+        if last and Path(last).is_file():
+            try:
+                self.show_result(load_result(last), Path(last))
+            except UserError as exc:
+                self.sig_message.emit(f"The last validation could not be re-opened: {exc.message}")
+
+    def project_table(self) -> dict[str, Any]:
+        table: dict[str, Any] = {
+            "torch": self.torch_spec.text().strip(),
+            "inputs": self.inputs.text().strip(),
+            "rtol": self.rtol.text().strip(),
+            "atol": self.atol.text().strip(),
+            "statistic": self.statistic.currentText(),
+            "layerwise": self.layerwise.isChecked(),
+            "budget_mb": self.budget.value(),
+        }
+        if self.result_path is not None:
+            table["last_result"] = str(self.result_path)
+        return table
+
+    def tolerances(self) -> Tolerances:
+        def values(box: QLineEdit) -> list[str]:
+            return [v.strip() for v in box.text().replace(",", ";").split(";") if v.strip()]
+
+        return Tolerances(
+            rtol=parse_tolerance(values(self.rtol), 1e-4),
+            atol=parse_tolerance(values(self.atol), 1e-4),
+            statistic=self.statistic.currentText(),
+        )
+
+    def params(self) -> dict[str, Any]:
+        if not self.model_path:
+            raise UserError("Open an ONNX model first.")
+        tolerances = self.tolerances()
+        params: dict[str, Any] = {
+            "path": self.model_path,
+            "tolerances": {
+                "rtol": tolerances.rtol,
+                "atol": tolerances.atol,
+                "statistic": tolerances.statistic,
+            },
+            "layerwise": self.layerwise.isChecked(),
+            "budget_mb": self.budget.value(),
+            "plugin_entries": plugin_entries(),
+        }
+        if self.inputs.text().strip():
+            params["inputs"] = self.inputs.text().strip()
+        if self.torch_spec.text().strip():
+            source = parse_spec(self.torch_spec.text().strip())
+            if source.kind == "python":
+                if not self.trust.isChecked():
+                    raise UserError(
+                        f"The reference {Path(source.target).name} is Python code: tick 'I trust "
+                        "this Python file' to let the worker run it."
+                    )
+                grant_consent(source.target)
+            params["torch"] = source.to_dict()
+        return params
+
+    # -- running ----------
+    def run(self) -> None:
+        try:
+            params = self.params()
+        except UserError as exc:
+            self.sig_message.emit(exc.message)
+            self._set_banner(exc.message, IDLE_STYLE)
+            return
+        self._set_banner("Validating in the worker …", IDLE_STYLE)
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        job = self.jobs.submit("validate.outputs", params, f"Validate {Path(self.model_path).name}")
+        self.job = job
+        job.sig_progress.connect(self._on_progress)
+        job.sig_finished.connect(self._on_finished)
+        job.sig_failed.connect(self._on_failed)
+
+    def cancel(self) -> None:
+        if self.job is not None and self.job.active:
+            self.job.cancel()
+
+    def _on_progress(self, fraction: Any, text: str) -> None:
+        done = f" {fraction:.0%}" if isinstance(fraction, float) else ""
+        self._set_banner(f"Validating …{done} {text}", IDLE_STYLE)
+
+    def _on_failed(self, failure: JobFailure) -> None:
+        self._idle()
+        self._set_banner(f"{failure.message}\n{failure.hint}".strip(), FAIL_STYLE)
+        self.sig_message.emit(failure.message)
+
+    def _on_finished(self, result: dict[str, Any]) -> None:
+        self._idle()
+        path = results_dir() / f"{Path(self.model_path).stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        try:
+            save_result(result, path)
+        except OSError as exc:
+            self.sig_message.emit(f"The result could not be saved in {path.parent}: {exc}")
+            path = None  # type: ignore[assignment]
+        self.show_result(result, path)
+        self.sig_result.emit(result)
+
+    def _idle(self) -> None:
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+
+    # -- showing ----------
+    def _set_banner(self, text: str, style: str) -> None:
+        self.banner.setText(text)
+        self.banner.setStyleSheet(style)
+
+    def show_result(self, result: dict[str, Any], path: Path | None = None) -> None:
+        self.result, self.result_path = result, path
+        lw = result.get("layerwise") or {}
+        first = lw.get("first_diverging")
+        verdict = "PASS" if result["passed"] else "FAIL"
+        text = f"{verdict}: {result['candidate']} vs {result['reference']}"
+        if first:
+            text += f" — first diverging node {first['node']} ({first['op_type']})"
+        elif lw:
+            text += f" — all {lw['compared']} compared tensors agree"
+        self._set_banner(text, PASS_STYLE if result["passed"] else FAIL_STYLE)
+        self._fill_outputs(result["outputs"])
+        self.layers_model.set_layers(lw.get("layers", []), first["node"] if first else "")
+        self.layers.resizeColumnsToContents()
+        self._fill_unmapped(lw.get("unmapped", []))
+        if lw:
+            self._plot(lw)
+            errors = node_errors(result)
+            if errors:
+                self.sig_overlay.emit(OVERLAY_NAME, errors)
+
+    def _fill_outputs(self, outputs: list[dict[str, Any]]) -> None:
+        self.outputs.setRowCount(len(outputs))
+        for row, o in enumerate(outputs):
+            cells = [
+                ("✓ " if o["passed"] else "✗ ") + o["name"],
+                *(f"{o[k]:.3g}" for k in ("max_abs", "mean_abs", "max_rel")),
+                f"{o['cosine']:.6f}",
+                f"{o['within']:.2%}",
+                str(o["nan"]),
+            ]
+            for column, text in enumerate(cells):
+                self.outputs.setItem(row, column, QTableWidgetItem(text))
+
+    def _fill_unmapped(self, unmapped: list[dict[str, str]]) -> None:
+        self.unmapped.setRowCount(len(unmapped))
+        for row, item in enumerate(unmapped):
+            self.unmapped.setItem(row, 0, QTableWidgetItem(item["module"]))
+            self.unmapped.setItem(row, 1, QTableWidgetItem(item["reason"]))
+
+    def _plot(self, lw: dict[str, Any]) -> None:
+        """Rel L2 error against topological position (log scale), the first divergence marked."""
+        import pyqtgraph as pg  # ~200 ms to import: only once there is something to plot
+
+        if self.plot is None:
+            self.plot = pg.PlotWidget(background="w")
+            self.plot.setLogMode(y=True)
+            self.plot.setLabel("bottom", "node position (topological)")
+            self.plot.setLabel("left", "rel L2 error")
+            self.plot.showGrid(x=True, y=True, alpha=0.3)
+            self.plot_host.layout().addWidget(self.plot)
+        self.plot.clear()
+        points = [
+            (layer["index"], max(layer["rel_l2"], 1e-12))
+            for layer in lw["layers"]
+            if isinstance(layer["rel_l2"], float) and not math.isnan(layer["rel_l2"])
+        ]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            self.plot.plot(list(xs), list(ys), pen=pg.mkPen("#1f77b4", width=2), symbol="o",
+                           symbolSize=5, symbolBrush="#1f77b4")  # fmt: skip
+        first = lw.get("first_diverging")
+        if first:
+            self.plot.addItem(pg.InfiniteLine(first["index"], pen=pg.mkPen("#d62728", width=2)))
+        self.plot_points = points
+
+    def _on_layer_clicked(self, index: Any) -> None:
+        node = self.proxy.data(index, NODE_ROLE)
+        if node:
+            self.sig_node_selected.emit(str(node))
+
+    # -- files ----------
+    def _choose_open(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open validation result", str(results_dir()), "*.json"
+        )
+        if path:
+            self.open_result(path)
+
+    def open_result(self, path: str | Path) -> None:
+        try:
+            self.show_result(load_result(path), Path(path))
+        except UserError as exc:
+            self.sig_message.emit(exc.message)
+
+    def _choose_export(self) -> None:
+        if self.result is None:
+            self.sig_message.emit("Validate (or open a result) first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export validation", "validation.json", "JSON result (*.json);;CSV table (*.csv)"
+        )
+        if path:
+            self.export_to(path)
+
+    def export_to(self, path: str | Path) -> Path:
+        if self.result is None:
+            raise UserError("There is no result to export.")
+        path = Path(path)
+        if path.suffix.lower() == ".csv":
+            return save_csv(self.result, path)
+        return save_result(self.result, path)

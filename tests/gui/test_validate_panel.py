@@ -1,0 +1,87 @@
+"""The Validate panel with the real worker, torch and ONNX Runtime: a broken model, its first
+diverging node, the table selecting in the graph, the overlay, the project and the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from deploylens.core.graph.scene import BOX_NODE
+from deploylens.gui.validate.layers_model import NODE_ROLE
+from deploylens.gui.validate.panel import OVERLAY_NAME
+from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+from tests.helpers.perturb import perturb_first
+
+
+def test_broken_model_first_divergence_table_graph_and_project(  # type: ignore[no-untyped-def]
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "small_cnn.onnx"
+    perturbed = perturb_first(samples / "small_cnn.dynamo.onnx", broken)
+    window = make_window()
+    wait_opened(qtbot, window, broken)
+    panel = window.validate_panel
+    panel.torch_spec.setText("sample:small_cnn")
+    panel.rtol.setText("1e-4")
+    panel.atol.setText("1e-4")
+    with qtbot.waitSignal(panel.sig_result, timeout=120_000):
+        panel.run_button.click()
+    assert panel.banner.text().startswith("FAIL") and perturbed in panel.banner.text()
+    first = panel.proxy.index(0, 0)
+    panel.layers.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+    rows = [panel.proxy.data(panel.proxy.index(r, 1)) for r in range(panel.proxy.rowCount())]
+    assert perturbed in rows
+    # The first failing row in topological order is the perturbed node.
+    failing = [
+        panel.proxy.data(panel.proxy.index(r, 1))
+        for r in range(panel.proxy.rowCount())
+        if panel.proxy.data(panel.proxy.index(r, 9)) == "✗"
+    ]
+    assert failing[0] == perturbed
+    # Sorting by the error jump puts the perturbed node on top.
+    panel.layers.sortByColumn(6, Qt.SortOrder.DescendingOrder)
+    first = panel.proxy.index(0, 0)
+    assert panel.proxy.data(first, NODE_ROLE) == perturbed
+    # A click selects that node in the graph.
+    graph = window.graph_panel
+    qtbot.waitUntil(lambda: graph.model is not None and not graph.busy, timeout=JOB_TIMEOUT_MS)
+    panel.layers.clicked.emit(first)
+    qtbot.waitUntil(lambda: graph.canvas.selected[0] == BOX_NODE, timeout=JOB_TIMEOUT_MS)
+    assert graph.model.ir.label(graph.canvas.selected[1]) == perturbed
+    # The error is painted on the graph, on a log scale, as the overlay now shown.
+    overlay = graph.overlays[OVERLAY_NAME]
+    assert graph.overlay_box.currentText() == OVERLAY_NAME and overlay.log_scale
+    assert overlay.value_range()[1] > 1e-3
+    assert panel.plot is not None and len(panel.plot_points) == panel.layers_model.rowCount()
+    # The project remembers the settings and the result; a re-open shows it again.
+    assert panel.export_to(tmp_path / "layers.csv").read_text().startswith("index,node")
+    saved = json.loads(panel.export_to(tmp_path / "result.json").read_text())
+    assert saved["layerwise"]["first_diverging"]["node"] == perturbed
+    project = window.document.save_project(tmp_path / "p.deploylens.toml")
+    second = make_window()
+    wait_opened(qtbot, second, project)
+    again = second.validate_panel
+    assert again.torch_spec.text() == "sample:small_cnn" and again.rtol.text() == "1e-4"
+    assert again.result is not None and again.banner.text() == panel.banner.text()
+
+
+def test_bad_settings_and_files_are_explained(  # type: ignore[no-untyped-def]
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    window = make_window()
+    panel = window.validate_panel
+    with qtbot.waitSignal(panel.sig_message) as message:
+        panel.run_button.click()
+    assert message.args[0] == "Open an ONNX model first."
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel.rtol.setText("tight")
+    with qtbot.waitSignal(panel.sig_message) as message:
+        panel.run_button.click()
+    assert "use a number or OUTPUT:number" in message.args[0]
+    (tmp_path / "junk.json").write_text("[1, 2")
+    with qtbot.waitSignal(panel.sig_message) as message:
+        panel.open_result(tmp_path / "junk.json")
+    assert "not a readable validation result" in message.args[0]
+    assert panel.run_button.isEnabled()
