@@ -89,7 +89,17 @@ def _parser() -> argparse.ArgumentParser:
         help="the PyTorch source: sample:NAME, torchvision:NAME, "
         "FILE.py:factory, MODEL.pt, MODEL.pt2",
     )
-    validate.add_argument("--inputs", help=".npz of inputs by input name (default: seeded random)")
+    validate.add_argument(
+        "--inputs",
+        help=".npz of inputs by input name, or a folder of images/.npy/.npz "
+        "(default: seeded random)",
+    )
+    validate.add_argument(
+        "--preprocess",
+        default="",
+        help="for image folders: imagenet, or resize=256,crop=224,mean=a/b/c,std=a/b/c,"
+        "scale=1/255,layout=NCHW,order=RGB",
+    )
     validate.add_argument("--rtol", action="append", default=[], help="N or OUTPUT:N")
     validate.add_argument("--atol", action="append", default=[], help="N or OUTPUT:N")
     validate.add_argument(
@@ -297,7 +307,10 @@ def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
         },
     }
     if args.inputs:
+        if not Path(args.inputs).exists():
+            raise UserError(f"{args.inputs} does not exist.")
         params["inputs"] = str(Path(args.inputs).resolve())
+        params["preprocess"] = args.preprocess
     if args.torch:
         from deploylens.core.export.sources import grant_consent, parse_spec
 

@@ -32,8 +32,20 @@ def session(path: str, optimized: bool = True, plugins: list[Any] | None = None)
     return plugin_session(path, plugins or [], optimized)[0]
 
 
-def make_feeds(sess: Any, npz: str = "", seed: int = 0) -> dict[str, np.ndarray]:
-    """Inputs from an .npz (no pickles) or seeded random ones matching the model's inputs."""
+def make_feeds(
+    sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
+) -> dict[str, np.ndarray]:
+    """Inputs from an .npz (no pickles), the first batch of a data folder (images with a
+    preprocessing spec, or arrays), or seeded random ones matching the model's inputs."""
+    if npz and Path(npz).is_dir():
+        from deploylens.core.data.preprocess import batches, parse_preprocess
+
+        metas = sess.get_inputs()
+        inputs = [(m.name, list(m.shape)) for m in metas]
+        batch = metas[0].shape[0] if metas[0].shape and isinstance(metas[0].shape[0], int) else 1
+        spec = parse_preprocess(preprocess) if preprocess else None
+        feeds = next(batches(npz, inputs, max(batch, 1), spec, limit=1))
+        return {m.name: feeds[m.name].astype(ORT_DTYPES.get(m.type, np.float32)) for m in metas}
     if npz:
         with np.load(npz, allow_pickle=False) as data:
             missing = [i.name for i in sess.get_inputs() if i.name not in data.files]
@@ -87,10 +99,11 @@ def validate_outputs(
     budget_mb: float = 256.0,
     progress: Any = None,
     scratch: str | None = None,
+    preprocess: str = "",
 ) -> dict[str, Any]:
     started = time.perf_counter()
     sess = session(path, plugins=plugins)
-    feeds = make_feeds(sess, npz, seed)
+    feeds = make_feeds(sess, npz, seed, preprocess)
     got = sess.run(None, feeds)
     names = [o.name for o in sess.get_outputs()]
     module = _torch_module(torch_source) if torch_source else None
@@ -115,6 +128,7 @@ def validate_outputs(
         "inputs": {k: list(v.shape) for k, v in feeds.items()},
         "seed": seed if not npz else None,
         "inputs_file": npz,
+        "preprocess": preprocess,
         "tolerances": {
             "rtol": tolerances.rtol,
             "atol": tolerances.atol,
@@ -159,4 +173,5 @@ def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         budget_mb=float(params.get("budget_mb", 256.0)),
         progress=lambda f, m: ctx.progress(0.2 + 0.8 * f, m),
         scratch=ctx.workdir,
+        preprocess=params.get("preprocess", ""),
     )

@@ -1,0 +1,210 @@
+"""Real inputs from a folder: images with a preprocessing spec, or ``.npy``/``.npz`` arrays.
+
+Validation and INT8 calibration both need "the data the model will see", not random noise. A
+spec is one line, so it fits a CLI flag, a project table and a trtexec-style reproducer::
+
+    resize=256,crop=224,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,scale=1/255,layout=NCHW
+
+``imagenet`` is that line. Arrays are taken as they are (``.npz``: one array per input name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deploylens.core.errors import UserError
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".webp", ".tif", ".tiff"}
+ARRAY_SUFFIXES = {".npy", ".npz"}
+PRESETS = {
+    "imagenet": "resize=256,crop=224,mean=0.485/0.456/0.406,std=0.229/0.224/0.225,scale=1/255",
+    "unit": "scale=1/255",
+}
+
+
+@dataclass
+class Preprocess:
+    resize: int | tuple[int, int] | None = None  # int: shorter side; (H, W): exact
+    crop: tuple[int, int] | None = None  # centre crop (H, W)
+    mean: list[float] = field(default_factory=lambda: [0.0])
+    std: list[float] = field(default_factory=lambda: [1.0])
+    scale: float = 1.0 / 255.0
+    layout: str = "NCHW"
+    order: str = "RGB"
+
+    def to_spec(self) -> str:
+        parts = []
+        if self.resize is not None:
+            size = self.resize
+            parts.append(f"resize={size if isinstance(size, int) else f'{size[0]}x{size[1]}'}")
+        if self.crop is not None:
+            parts.append(f"crop={self.crop[0]}x{self.crop[1]}")
+        parts.append("mean=" + "/".join(f"{m:g}" for m in self.mean))
+        parts.append("std=" + "/".join(f"{s:g}" for s in self.std))
+        parts.append(f"scale={self.scale!r}")
+        parts.append(f"layout={self.layout}")
+        parts.append(f"order={self.order}")
+        return ",".join(parts)
+
+
+def _size(text: str) -> tuple[int, int]:
+    h, _, w = text.lower().partition("x")
+    return int(h), int(w or h)
+
+
+def parse_preprocess(spec: str) -> Preprocess:
+    """``"imagenet"`` or ``key=value,…`` (keys: resize crop mean std scale layout order)."""
+    spec = PRESETS.get(spec.strip(), spec.strip())
+    result = Preprocess()
+    for item in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            if key == "resize":
+                result.resize = int(value) if "x" not in value else _size(value)
+            elif key == "crop":
+                result.crop = _size(value)
+            elif key in ("mean", "std"):
+                setattr(result, key, [float(v) for v in value.split("/")])
+            elif key == "scale":
+                num, _, den = value.partition("/")
+                result.scale = float(num) / float(den or 1)
+            elif key == "layout" and value.upper() in ("NCHW", "NHWC"):
+                result.layout = value.upper()
+            elif key == "order" and value.upper() in ("RGB", "BGR"):
+                result.order = value.upper()
+            else:
+                raise ValueError
+        except ValueError:
+            raise UserError(
+                f"Preprocessing '{item}' is not understood: use resize=N|HxW, crop=HxW, "
+                "mean=a/b/c, std=a/b/c, scale=1/255, layout=NCHW|NHWC, order=RGB|BGR, "
+                f"or a preset ({', '.join(PRESETS)})."
+            ) from None
+    if 0.0 in result.std:
+        raise UserError("Preprocessing: std must not be 0.")
+    return result
+
+
+def load_image(path: Path, spec: Preprocess) -> np.ndarray:
+    """One image as a float32 array (C, H, W) or (H, W, C) following ``spec``."""
+    try:
+        from PIL import Image
+    except ModuleNotFoundError:
+        raise UserError(
+            "Reading images needs Pillow: pip install pillow (or give .npy/.npz arrays)."
+        ) from None
+    try:
+        with Image.open(path) as opened:
+            image = opened.convert("RGB")
+    except OSError as exc:
+        raise UserError(f"{path.name} is not a readable image: {exc}.") from None
+    if spec.resize is not None:
+        if isinstance(spec.resize, int):
+            w, h = image.size
+            short, long = min(w, h), max(w, h)
+            long = int(spec.resize * long / short)  # truncated, as torchvision's Resize does
+            target = (spec.resize, long) if w <= h else (long, spec.resize)
+            image = image.resize(target, Image.BILINEAR)
+        else:
+            image = image.resize((spec.resize[1], spec.resize[0]), Image.BILINEAR)
+    if spec.crop is not None:
+        w, h = image.size
+        ch, cw = spec.crop
+        if ch > h or cw > w:
+            raise UserError(f"{path.name}: crop {ch}x{cw} is larger than the image ({h}x{w}).")
+        left, top = round((w - cw) / 2), round((h - ch) / 2)  # as torchvision's CenterCrop
+        image = image.crop((left, top, left + cw, top + ch))
+    array = np.asarray(image, dtype=np.float32) * np.float32(spec.scale)
+    if spec.order == "BGR":
+        array = array[..., ::-1]
+    array = (array - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)
+    if spec.layout == "NCHW":
+        array = array.transpose(2, 0, 1)
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def list_samples(folder: str | Path) -> list[Path]:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder of images or arrays.")
+    files = sorted(
+        p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES | ARRAY_SUFFIXES
+    )
+    if not files:
+        raise UserError(
+            f"{folder} has no images ({', '.join(sorted(IMAGE_SUFFIXES))}) or .npy/.npz files."
+        )
+    return files
+
+
+def iter_samples(
+    folder: str | Path, inputs: list[tuple[str, list[Any]]], spec: Preprocess | None = None
+) -> Iterator[dict[str, np.ndarray]]:
+    """One ``{input name: array without the batch axis}`` per file, in name order.
+
+    Images feed the first input; ``.npy`` too (a single-input model); ``.npz`` names its inputs.
+    """
+    spec = spec or Preprocess()
+    first = inputs[0][0]
+    for path in list_samples(folder):
+        suffix = path.suffix.lower()
+        if suffix in IMAGE_SUFFIXES:
+            yield {first: load_image(path, spec)}
+        elif suffix == ".npy":
+            yield {first: np.load(path, allow_pickle=False)}
+        else:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [name for name, _ in inputs if name not in data.files]
+                if missing:
+                    raise UserError(f"{path.name} has no array for input '{missing[0]}'.")
+                yield {name: data[name] for name, _ in inputs}
+
+
+def batches(
+    folder: str | Path,
+    inputs: list[tuple[str, list[Any]]],
+    batch_size: int,
+    spec: Preprocess | None = None,
+    limit: int | None = None,
+) -> Iterator[dict[str, np.ndarray]]:
+    """Samples stacked into batches of ``batch_size`` (a per-sample array that already has the
+    model's rank is taken as a batch of its own)."""
+    pending: list[dict[str, np.ndarray]] = []
+    produced = 0
+    for sample in iter_samples(folder, inputs, spec):
+        if limit is not None and produced >= limit:
+            return
+        ranks = {name: len(shape) for name, shape in inputs}
+        if all(sample[n].ndim == ranks[n] for n in sample):
+            yield _check(sample, inputs)
+            produced += 1
+            continue
+        pending.append(sample)
+        if len(pending) == batch_size:
+            yield _check({n: np.stack([s[n] for s in pending]) for n in pending[0]}, inputs)
+            produced += 1
+            pending = []
+    if pending and (limit is None or produced < limit):
+        yield _check({n: np.stack([s[n] for s in pending]) for n in pending[0]}, inputs)
+
+
+def _check(
+    feeds: dict[str, np.ndarray], inputs: list[tuple[str, list[Any]]]
+) -> dict[str, np.ndarray]:
+    for name, shape in inputs:
+        array = feeds[name]
+        if len(shape) != array.ndim or any(
+            isinstance(d, int) and d > 0 and d != s for d, s in zip(shape, array.shape, strict=True)
+        ):
+            raise UserError(
+                f"Input '{name}' wants shape {shape} but the data gives {list(array.shape)}: "
+                "check the preprocessing (resize/crop/layout)."
+            )
+    return feeds
