@@ -71,7 +71,13 @@ class ValidatePanel(QWidget):
         )
         self.trust = QCheckBox("I trust this Python file (the reference runs its code)")
         self.inputs = QLineEdit()
-        self.inputs.setPlaceholderText("inputs .npz by input name (empty: seeded random)")
+        self.inputs.setPlaceholderText(
+            "inputs: .npz by input name, or a folder of images/arrays (empty: seeded random)"
+        )
+        self.preprocess = QLineEdit()
+        self.preprocess.setPlaceholderText(
+            "image folders: imagenet, or resize=256,crop=224,mean=a/b/c,std=a/b/c,scale=1/255"
+        )
         self.rtol = QLineEdit("1e-4")
         self.atol = QLineEdit("1e-4")
         for box in (self.rtol, self.atol):
@@ -125,6 +131,7 @@ class ValidatePanel(QWidget):
         form.addRow("Reference", self.torch_spec)
         form.addRow("", self.trust)
         form.addRow("Inputs", self.inputs)
+        form.addRow("Preprocess", self.preprocess)
         tolerances = QHBoxLayout()
         for label, widget in (("rtol", self.rtol), ("atol", self.atol), ("", self.statistic)):
             if label:
@@ -166,6 +173,7 @@ class ValidatePanel(QWidget):
         table = table or {}
         self.torch_spec.setText(str(table.get("torch", "")))
         self.inputs.setText(str(table.get("inputs", "")))
+        self.preprocess.setText(str(table.get("preprocess", "")))
         self.rtol.setText(str(table.get("rtol", "1e-4")))
         self.atol.setText(str(table.get("atol", "1e-4")))
         self.statistic.setCurrentText(str(table.get("statistic", "elemwise")))
@@ -185,6 +193,7 @@ class ValidatePanel(QWidget):
         table: dict[str, Any] = {
             "torch": self.torch_spec.text().strip(),
             "inputs": self.inputs.text().strip(),
+            "preprocess": self.preprocess.text().strip(),
             "rtol": self.rtol.text().strip(),
             "atol": self.atol.text().strip(),
             "statistic": self.statistic.currentText(),
@@ -221,7 +230,10 @@ class ValidatePanel(QWidget):
             "plugin_entries": plugin_entries(),
         }
         if self.inputs.text().strip():
+            if not Path(self.inputs.text().strip()).exists():
+                raise UserError(f"{self.inputs.text().strip()} does not exist.")
             params["inputs"] = self.inputs.text().strip()
+            params["preprocess"] = self.preprocess.text().strip()
         if self.torch_spec.text().strip():
             source = parse_spec(self.torch_spec.text().strip())
             if source.kind == "python":
