@@ -15,7 +15,18 @@ from deploylens.core import __version__
 from deploylens.core.errors import UserError
 from deploylens.core.worker.client import JobFailure
 
-COMMANDS = ("inspect", "graph", "support", "export", "diagnose", "validate", "demo", "env", "gui")
+COMMANDS = (
+    "inspect",
+    "graph",
+    "support",
+    "export",
+    "diagnose",
+    "validate",
+    "engine",
+    "demo",
+    "env",
+    "gui",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,6 +134,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("--csv", type=Path, help="write the per-node table (or outputs) as CSV")
     validate.add_argument("--open", type=Path, help="show a saved result instead of running")
+    engine = commands.add_parser(
+        "engine",
+        help="a TensorRT engine's layers (trtexec --exportLayerInfo), profile, times and diff; "
+        "no TensorRT needed",
+    )
+    engine.add_argument("layers", type=Path, help="trtexec --exportLayerInfo JSON")
+    engine.add_argument("--profile", type=Path, help="trtexec --exportProfile JSON")
+    engine.add_argument("--times", type=Path, help="trtexec --exportTimes JSON")
+    engine.add_argument("--log", type=Path, help="trtexec log (or TREx *.profile.metadata.json)")
+    engine.add_argument("--diff", type=Path, help="another engine's layer info to compare with")
+    engine.add_argument("--diff-profile", type=Path, help="that engine's --exportProfile JSON")
+    engine.add_argument("--json", action="store_true")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -324,6 +347,54 @@ def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
     return run_job("validate.outputs", params, python=args.python)
 
 
+def cmd_engine(args: argparse.Namespace) -> int:
+    from deploylens.core.engine.layers import load_layer_info
+    from deploylens.core.engine.timings import (
+        layer_time_dicts,
+        load_profile,
+        load_summary,
+        load_times,
+    )
+    from deploylens.core.engine.view import (
+        diff_engines,
+        diff_text,
+        engine_text,
+        layer_table,
+        unmatched_times,
+    )
+
+    info = load_layer_info(args.layers)
+    times = load_profile(args.profile)[1] if args.profile else None
+    rows = layer_table(info, times)
+    report: dict[str, Any] = {"layers": rows, "bindings": info.bindings, "detailed": info.detailed}
+    text = [engine_text(info, rows)]
+    if times is not None:
+        report["profile"] = layer_time_dicts(times)
+        stray = unmatched_times(info, times)
+        report["profile_unmatched"] = stray
+        if stray:
+            text.append(f"  {len(stray)} profile entries match no layer (another engine?)")
+    if args.times:
+        report["times"] = load_times(args.times)
+        t = report["times"]
+        text.append(
+            f"  --exportTimes: {t['inferences']} inferences, latency median "
+            f"{t['latency']['median']:.4f} ms (p99 {t['latency']['p99']:.4f}), compute median "
+            f"{t['compute']['median']:.4f} ms"
+        )
+    if args.log:
+        report["summary"] = load_summary(args.log)
+        s = report["summary"]["summary"]
+        text.append(f"  trtexec summary: throughput {s.get('throughput_qps', 0):.1f} qps")
+    if args.diff:
+        other = load_layer_info(args.diff)
+        other_times = load_profile(args.diff_profile)[1] if args.diff_profile else None
+        report["diff"] = diff_engines(info, other, times, other_times)
+        text.append(diff_text(report["diff"]))
+    print(json.dumps(report, indent=2) if args.json else "\n".join(text))
+    return 0
+
+
 def cmd_gui(file: Path | None) -> int:
     from deploylens.core.frontends import load_frontend
 
@@ -340,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         "graph": cmd_graph,
         "support": cmd_support,
         "validate": cmd_validate,
+        "engine": cmd_engine,
         "export": lambda a: _export_command("cmd_export", a),
         "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,

@@ -1,0 +1,164 @@
+"""TensorRT engine layers from ``trtexec --exportLayerInfo`` / ``IEngineInspector`` JSON.
+
+Works without TensorRT. Three shapes exist in the wild: the detailed form (a ``Layers`` list of
+objects with inputs, outputs, formats and tactics, plus ``Bindings``), the names-only form
+(``ProfilingVerbosity.LAYER_NAMES_ONLY``: ``Layers`` is a list of strings) and single-layer
+objects. The ONNX nodes a layer implements come from ``Metadata`` (``[ONNX Layer: name]``, since
+TensorRT 8.6/10) or, failing that, from the layer name: TensorRT joins fused node names with
+`` + `` and wraps pointwise fusions in ``PWN(...)``; Myelin regions are ``{ForeignNode[a...b]}``
+and only name their first and last node, so they are listed as regions, not guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.errors import UserError
+
+_META_NODE = re.compile(r"\[ONNX Layer: ([^\]]*)\]")
+_PRECISION = re.compile(
+    r"\b(FP32|FP16|BF16|FP8|FP4|INT8|INT4|INT32|INT64|UINT8|Bool|Float|Half|Int8|Int32|Int64)\b"
+)
+_ALIASES = {"Float": "FP32", "Half": "FP16", "Int8": "INT8", "Int32": "INT32", "Int64": "INT64"}
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    dims: list[int]
+    format: str
+    precision: str
+
+
+@dataclass
+class EngineLayer:
+    name: str
+    type: str = ""
+    inputs: list[TensorInfo] = field(default_factory=list)
+    outputs: list[TensorInfo] = field(default_factory=list)
+    tactic: str = ""
+    tactic_name: str = ""
+    onnx_nodes: list[str] = field(default_factory=list)
+    region: str = ""  # "ForeignNode[first...last]" for Myelin regions
+    origin: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def is_reformat(self) -> bool:
+        return self.origin == "REFORMAT" or self.name.startswith("Reformatting CopyNode")
+
+    @property
+    def precision(self) -> str:
+        """The output precision (what the layer computes in, for overlays and diffs)."""
+        found = [t.precision for t in self.outputs if t.precision]
+        return found[0] if found else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("raw")
+        data["precision"] = self.precision
+        return data
+
+
+@dataclass
+class EngineInfo:
+    path: str
+    layers: list[EngineLayer]
+    bindings: list[str]
+    detailed: bool  # False for the names-only form
+
+    def by_name(self) -> dict[str, EngineLayer]:
+        return {layer.name: layer for layer in self.layers}
+
+    def onnx_to_layer(self) -> dict[str, str]:
+        """ONNX node name → the engine layer that implements it."""
+        return {node: layer.name for layer in self.layers for node in layer.onnx_nodes}
+
+
+def precision_of(text: str) -> str:
+    match = _PRECISION.search(text or "")
+    return _ALIASES.get(match.group(1), match.group(1)) if match else ""
+
+
+def onnx_nodes_from_name(name: str) -> tuple[list[str], str]:
+    """(ONNX node names, Myelin region) from a TensorRT layer name."""
+    if name.startswith("Reformatting CopyNode"):
+        return [], ""
+    region = re.search(r"ForeignNode\[(.*)\]", name)
+    if region:
+        ends = [e for e in region.group(1).split("...") if e]
+        return ends, f"ForeignNode[{region.group(1)}]"
+    nodes: list[str] = []
+    for part in name.split(" + "):
+        part = part.strip()
+        while part.startswith("PWN(") and part.endswith(")"):
+            part = part[4:-1]
+        nodes.extend(p.strip().strip("()") for p in re.split(r",\s*|PWN\(", part) if p.strip("() "))
+    return [n for n in nodes if n], ""
+
+
+def _tensor(data: dict[str, Any]) -> TensorInfo:
+    fmt = str(data.get("Format/Datatype", ""))
+    dims = data.get("Dimensions") or []
+    return TensorInfo(str(data.get("Name", "")), [int(d) for d in dims], fmt, precision_of(fmt))
+
+
+def _layer(data: dict[str, Any] | str) -> EngineLayer:
+    if isinstance(data, str):
+        nodes, region = onnx_nodes_from_name(data)
+        return EngineLayer(name=data, onnx_nodes=nodes, region=region)
+    name = str(data.get("Name", ""))
+    metadata = str(data.get("Metadata", "") or "")
+    from_meta = _META_NODE.findall(metadata)
+    nodes, region = onnx_nodes_from_name(name)
+    layer = EngineLayer(
+        name=name,
+        type=str(data.get("LayerType", "")),
+        inputs=[_tensor(t) for t in data.get("Inputs", []) if isinstance(t, dict)],
+        outputs=[_tensor(t) for t in data.get("Outputs", []) if isinstance(t, dict)],
+        tactic=str(data.get("TacticValue", "")),
+        tactic_name=str(data.get("TacticName", "")),
+        onnx_nodes=from_meta or nodes,
+        region=region,
+        origin=str(data.get("Origin", "")),
+        raw=data,
+    )
+    if layer.type == "Myelin" and not layer.region:
+        layer.region = name
+    return layer
+
+
+def load_layer_info(path: str | Path) -> EngineInfo:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path.name} is not readable layer-info JSON: {exc}.") from None
+    return parse_layer_info(data, str(path))
+
+
+def parse_layer_info(data: Any, source: str = "") -> EngineInfo:
+    name = Path(source).name or "the layer info"
+    if isinstance(data, list) and all(
+        isinstance(x, str) or (isinstance(x, dict) and "Name" in x) for x in data
+    ):  # some tools write the Layers list alone
+        data = {"Layers": data}
+    if not isinstance(data, dict) or not isinstance(data.get("Layers"), list):
+        raise UserError(
+            f"{name} is not trtexec --exportLayerInfo output: it has no 'Layers' list "
+            "(is it an --exportProfile or --exportTimes file?)."
+        )
+    raw_layers = data["Layers"]
+    bad = [x for x in raw_layers if not isinstance(x, dict | str)]
+    if bad:
+        raise UserError(f"{name}: a layer entry is {type(bad[0]).__name__}, not an object.")
+    layers = [_layer(x) for x in raw_layers]
+    detailed = any(isinstance(x, dict) and "LayerType" in x for x in raw_layers)
+    bindings = [str(b) for b in data.get("Bindings", [])]
+    return EngineInfo(source, layers, bindings, detailed)

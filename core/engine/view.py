@@ -1,0 +1,176 @@
+"""The engine view's data: a layer table joined with per-layer times, overlays for the ONNX graph,
+and the diff of two engines (or two profiles of one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deploylens.core.engine.layers import EngineInfo
+from deploylens.core.engine.timings import LayerTime
+
+
+def layer_table(info: EngineInfo, times: list[LayerTime] | None = None) -> list[dict[str, Any]]:
+    """One row per layer: name, type, precisions and formats, tactic, ONNX nodes, time, share."""
+    by_name = {t.name: t for t in times or []}
+    total = sum(t.average_ms for t in times or []) or 0.0
+    rows = []
+    for layer in info.layers:
+        timing = by_name.get(layer.name)
+        rows.append(
+            {
+                "name": layer.name,
+                "type": layer.type,
+                "in_precision": "/".join(
+                    dict.fromkeys(t.precision for t in layer.inputs if t.precision)
+                ),
+                "out_precision": layer.precision,
+                "in_formats": [t.format for t in layer.inputs],
+                "out_formats": [t.format for t in layer.outputs],
+                "tactic": layer.tactic_name or layer.tactic,
+                "onnx_nodes": layer.onnx_nodes,
+                "region": layer.region,
+                "reformat": layer.is_reformat,
+                "time_ms": timing.average_ms if timing else None,
+                "percent": 100.0 * timing.average_ms / total if timing and total else None,
+            }
+        )
+    return rows
+
+
+def unmatched_times(info: EngineInfo, times: list[LayerTime]) -> list[str]:
+    """Profile entries with no layer of that name (a profile of another engine?)."""
+    names = {layer.name for layer in info.layers}
+    return [t.name for t in times if t.name not in names]
+
+
+def latency_overlay(info: EngineInfo, times: list[LayerTime]) -> dict[str, float]:
+    """ONNX node → ms; a fused layer's time is shared equally among its nodes so sums hold."""
+    by_name = {t.name: t.average_ms for t in times}
+    result: dict[str, float] = {}
+    for layer in info.layers:
+        if layer.name in by_name and layer.onnx_nodes and not layer.region:
+            share = by_name[layer.name] / len(layer.onnx_nodes)
+            for node in layer.onnx_nodes:
+                result[node] = result.get(node, 0.0) + share
+    return result
+
+
+def precision_overlay(info: EngineInfo) -> dict[str, str]:
+    return {
+        node: layer.precision or "unknown"
+        for layer in info.layers
+        if not layer.region
+        for node in layer.onnx_nodes
+    }
+
+
+def _groups(info: EngineInfo) -> dict[str, frozenset[str]]:
+    """ONNX node → the set of ONNX nodes fused with it into one layer."""
+    result: dict[str, frozenset[str]] = {}
+    for layer in info.layers:
+        group = frozenset(layer.onnx_nodes)
+        for node in layer.onnx_nodes:
+            result[node] = group
+    return result
+
+
+def diff_engines(
+    a: EngineInfo,
+    b: EngineInfo,
+    times_a: list[LayerTime] | None = None,
+    times_b: list[LayerTime] | None = None,
+) -> dict[str, Any]:
+    """What changed from engine ``a`` to engine ``b``: layers, fusions, precisions, times."""
+    names_a, names_b = a.by_name(), b.by_name()
+    groups_a, groups_b = _groups(a), _groups(b)
+    fused: dict[tuple[str, str], dict[str, Any]] = {}
+    for node in sorted(set(groups_a) & set(groups_b)):
+        if groups_a[node] != groups_b[node]:
+            la, lb = a.onnx_to_layer()[node], b.onnx_to_layer()[node]
+            fused.setdefault((la, lb), {"a": la, "b": lb, "nodes": []})["nodes"].append(node)
+    precision = []
+    layer_a_of, layer_b_of = a.onnx_to_layer(), b.onnx_to_layer()
+    seen: set[tuple[str, str]] = set()
+    for node in sorted(set(layer_a_of) & set(layer_b_of)):
+        la, lb = names_a[layer_a_of[node]], names_b[layer_b_of[node]]
+        if (la.name, lb.name) in seen or not la.precision or not lb.precision:
+            continue
+        seen.add((la.name, lb.name))
+        if la.precision != lb.precision:
+            precision.append({"a": la.name, "b": lb.name, "from": la.precision, "to": lb.precision})
+    result: dict[str, Any] = {
+        "added": [n for n in names_b if n not in names_a],
+        "removed": [n for n in names_a if n not in names_b],
+        "fused_differently": list(fused.values()),
+        "precision_changes": precision,
+        "onnx_only_in_a": sorted(set(groups_a) - set(groups_b)),
+        "onnx_only_in_b": sorted(set(groups_b) - set(groups_a)),
+    }
+    if times_a is not None and times_b is not None:
+        result["times"] = _time_deltas(times_a, times_b)
+    return result
+
+
+def _time_deltas(times_a: list[LayerTime], times_b: list[LayerTime]) -> dict[str, Any]:
+    ta = {t.name: t.average_ms for t in times_a}
+    tb = {t.name: t.average_ms for t in times_b}
+    common = [
+        {"layer": n, "a_ms": ta[n], "b_ms": tb[n], "delta_ms": tb[n] - ta[n]} for n in ta if n in tb
+    ]
+    common.sort(key=lambda row: -abs(row["delta_ms"]))
+    return {
+        "total_a_ms": sum(ta.values()),
+        "total_b_ms": sum(tb.values()),
+        "common": common,
+        "only_a_ms": sum(v for n, v in ta.items() if n not in tb),
+        "only_b_ms": sum(v for n, v in tb.items() if n not in ta),
+    }
+
+
+def engine_text(info: EngineInfo, rows: list[dict[str, Any]], top: int = 15) -> str:
+    kinds: dict[str, int] = {}
+    for layer in info.layers:
+        kinds[layer.type or "?"] = kinds.get(layer.type or "?", 0) + 1
+    precisions: dict[str, int] = {}
+    for layer in info.layers:
+        if not layer.is_reformat:
+            precisions[layer.precision or "?"] = precisions.get(layer.precision or "?", 0) + 1
+    lines = [
+        f"{info.path}: {len(info.layers)} layers"
+        + ("" if info.detailed else " (names only: build with --profilingVerbosity=detailed)"),
+        "  layer types: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda x: -x[1])),
+        "  output precision: " + ", ".join(f"{k} {v}" for k, v in sorted(precisions.items())),
+        f"  reformat layers: {sum(1 for layer in info.layers if layer.is_reformat)}",
+        f"  Myelin/ForeignNode regions: {sum(1 for layer in info.layers if layer.region)}",
+    ]
+    timed = [r for r in rows if r["time_ms"] is not None]
+    if timed:
+        total = sum(r["time_ms"] for r in timed)
+        lines.append(f"  profiled time: {total:.4f} ms per inference; slowest layers:")
+        for row in sorted(timed, key=lambda r: -r["time_ms"])[:top]:
+            lines.append(
+                f"    {row['time_ms']:9.4f} ms {row['percent']:5.1f}%  "
+                f"{row['out_precision'] or '?':5s} {row['type'][:18]:18s} {row['name'][:70]}"
+            )
+    return "\n".join(lines)
+
+
+def diff_text(diff: dict[str, Any], top: int = 10) -> str:
+    lines = [
+        f"layers added {len(diff['added'])}, removed {len(diff['removed'])}, fused differently "
+        f"{len(diff['fused_differently'])}, precision changes {len(diff['precision_changes'])}"
+    ]
+    for item in diff["fused_differently"][:top]:
+        lines.append(f"  fusion: {item['a']}  →  {item['b']}")
+    for item in diff["precision_changes"][:top]:
+        lines.append(f"  precision {item['from']} → {item['to']}: {item['b']}")
+    times = diff.get("times")
+    if times:
+        lines.append(
+            f"  total {times['total_a_ms']:.4f} ms → {times['total_b_ms']:.4f} ms "
+            f"({times['total_b_ms'] - times['total_a_ms']:+.4f} ms)"
+        )
+        for row in times["common"][:top]:
+            lines.append(f"    {row['delta_ms']:+9.4f} ms  {row['layer'][:70]}")
+    return "\n".join(lines)

@@ -1,0 +1,139 @@
+"""Engine and profile import on every real trtexec/TREx file in ../shared/artifacts (TensorRT
+8.x–10.x, A100 and desktop GPUs): no TensorRT needed. Plus the names-only form and bad files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from deploylens.core.engine.layers import load_layer_info, onnx_nodes_from_name, parse_layer_info
+from deploylens.core.engine.timings import load_profile, load_summary, load_times, parse_trtexec_log
+from deploylens.core.engine.view import (
+    diff_engines,
+    latency_overlay,
+    layer_table,
+    precision_overlay,
+    unmatched_times,
+)
+from deploylens.core.errors import UserError
+
+
+def files(artifacts: Path, pattern: str) -> list[Path]:
+    found = sorted(artifacts.rglob(pattern))
+    assert found, pattern
+    return found
+
+
+def test_every_layer_info_file_parses_and_joins_its_profile(artifacts: Path) -> None:
+    graphs = files(artifacts, "*.graph.json")
+    assert len(graphs) >= 6
+    for graph in graphs:
+        info = load_layer_info(graph)
+        assert info.detailed and info.layers and info.bindings, graph
+        compute = [x for x in info.layers if not x.is_reformat and x.type != "NoOp"]
+        assert all(x.onnx_nodes or x.region for x in compute), graph
+        assert all(x.precision for x in compute if x.outputs), graph
+        profile = graph.with_name(graph.name.replace(".graph.json", ".profile.json"))
+        if profile.exists():
+            count, times = load_profile(profile)
+            assert count >= 1 and times
+            assert unmatched_times(info, times) == [], graph  # same engine, same names
+            rows = layer_table(info, times)
+            shares = [r["percent"] for r in rows if r["percent"] is not None]
+            assert sum(shares) == pytest.approx(100.0, abs=0.5)
+            overlay = latency_overlay(info, times)
+            assert all(v >= 0 for v in overlay.values()) and sum(overlay.values()) > 0
+
+
+def test_int8_qat_engines_show_int8_layers_and_diff_against_fp16(artifacts: Path) -> None:
+    root = artifacts / "nvidia-tensorrt-trex/examples/pytorch/resnet/A100"
+    qat = load_layer_info(root / "qat/resnet-qat.onnx.engine.graph.json")
+    fp16 = load_layer_info(root / "fp16/resnet.onnx.engine.graph.json")
+    assert "INT8" in set(precision_overlay(qat).values())
+    diff = diff_engines(
+        fp16,
+        load_layer_info(root / "fp32/resnet.onnx.engine.graph.json"),
+        load_profile(root / "fp16/resnet.onnx.engine.profile.json")[1],
+        load_profile(root / "fp32/resnet.onnx.engine.profile.json")[1],
+    )
+    changes = {(c["from"], c["to"]) for c in diff["precision_changes"]}
+    assert changes == {("FP16", "FP32")}
+    assert diff["times"]["total_b_ms"] > diff["times"]["total_a_ms"]  # FP32 is slower on A100
+    assert diff["fused_differently"] == []  # the same ONNX model, the same fusions
+
+
+def test_times_and_summaries(artifacts: Path) -> None:
+    for timing in files(artifacts, "*.timing.json"):
+        stats = load_times(timing)
+        assert stats["inferences"] > 100 and stats["latency"]["median"] > 0
+        assert stats["throughput_qps"] > 0
+    for meta in files(artifacts, "*.profile.metadata.json"):
+        summary = load_summary(meta)["summary"]
+        assert summary["throughput_qps"] > 0 and summary["Latency"]["median"] > 0
+    logs = files(artifacts, "output-fp*.txt")
+    for log in logs:
+        parsed = load_summary(log)
+        assert parsed["tensorrt_version"] == "8.0.3"
+        assert parsed["summary"]["throughput_qps"] > 1000
+        assert parsed["summary"]["Latency"]["p99"] >= parsed["summary"]["Latency"]["median"]
+
+
+def test_names_only_and_myelin_and_pointwise_names() -> None:
+    info = parse_layer_info(
+        {
+            "Layers": [
+                "Conv_0 + Relu_1",
+                "{ForeignNode[/blocks/Add.../head/MatMul]}",
+                "PWN(PWN(Sigmoid_3), Mul_4)",
+            ]
+        }
+    )
+    assert not info.detailed
+    assert info.layers[0].onnx_nodes == ["Conv_0", "Relu_1"]
+    assert info.layers[1].region == "ForeignNode[/blocks/Add.../head/MatMul]"
+    assert info.layers[2].onnx_nodes == ["Sigmoid_3", "Mul_4"]
+    assert onnx_nodes_from_name("Reformatting CopyNode for Input Tensor 0 to Conv_0") == ([], "")
+    meta = parse_layer_info(
+        {
+            "Layers": [
+                {
+                    "Name": "fused",
+                    "LayerType": "CaskConvolution",
+                    "Metadata": "[ONNX Layer: a][ONNX Layer: b]",
+                }
+            ]
+        }
+    )
+    assert meta.layers[0].onnx_nodes == ["a", "b"]
+
+
+def test_bad_files_are_explained(artifacts: Path, tmp_path: Path) -> None:
+    profile = files(artifacts, "*.profile.json")[0]
+    with pytest.raises(UserError, match="has no 'Layers' list"):
+        load_layer_info(profile)
+    (tmp_path / "cut.json").write_text('{"Layers": [{"Name": ')
+    with pytest.raises(UserError, match="not readable layer-info JSON"):
+        load_layer_info(tmp_path / "cut.json")
+    with pytest.raises(UserError, match="is it an --exportProfile"):
+        load_times(profile)
+    with pytest.raises(UserError, match="performance summary"):
+        parse_trtexec_log("[I] nothing here")
+
+
+def test_engine_cli(artifacts: Path) -> None:
+    from tests.core.test_cli import DEPLOYLENS
+
+    root = artifacts / "nvidia-tensorrt-trex/examples/pytorch/resnet/A100"
+    result = subprocess.run(
+        [DEPLOYLENS, "engine", str(root / "qat/resnet-qat.onnx.engine.graph.json"),
+         "--profile", str(root / "qat/resnet-qat.onnx.engine.profile.json"),
+         "--diff", str(root / "fp16/resnet.onnx.engine.graph.json"), "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["detailed"] and report["diff"]["added"] and report["diff"]["removed"]
+    assert {"INT8"} <= {row["out_precision"] for row in report["layers"]}
