@@ -23,6 +23,7 @@ COMMANDS = (
     "diagnose",
     "validate",
     "engine",
+    "build",
     "demo",
     "env",
     "gui",
@@ -146,6 +147,17 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--diff", type=Path, help="another engine's layer info to compare with")
     engine.add_argument("--diff-profile", type=Path, help="that engine's --exportProfile JSON")
     engine.add_argument("--json", action="store_true")
+    build = commands.add_parser(
+        "build", help="check TensorRT build settings for a version; print trtexec/Polygraphy lines"
+    )
+    build.add_argument("model", type=Path)
+    build.add_argument("--settings", type=Path, help="TOML ([build] table or top level)")
+    build.add_argument("--trt-version", default="10.16", help="8.6, 10.x or 11.x (default 10.16)")
+    build.add_argument("--engine", default="", help="--saveEngine path for the command")
+    build.add_argument("--print-trtexec", action="store_true")
+    build.add_argument("--polygraphy", action="store_true", help="print the Polygraphy line")
+    build.add_argument("--migrate", action="store_true", help="show the TensorRT 11 recipe")
+    build.add_argument("--json", action="store_true")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -395,6 +407,49 @@ def cmd_engine(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    from deploylens.core.build.settings import (
+        BuildSettings,
+        check,
+        load_settings,
+        migrate_to_11,
+        polygraphy_command,
+        trtexec_command,
+    )
+    from deploylens.core.model.loading import read_model
+
+    settings = load_settings(args.settings) if args.settings else BuildSettings()
+    model = read_model(args.model)
+    init = {t.name for t in model.graph.initializer}
+    inputs = {
+        i.name: [
+            d.dim_value if d.HasField("dim_value") else -1 for d in i.type.tensor_type.shape.dim
+        ]
+        for i in model.graph.input
+        if i.name not in init
+    }
+    report: dict[str, Any] = {"version": args.trt_version}
+    problems = check(settings, args.trt_version, inputs)
+    report["problems"] = [p.__dict__ for p in problems]
+    lines = [f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems]
+    if args.migrate:
+        migration = migrate_to_11(settings, str(args.model))
+        report["migration"] = {**migration, "settings": migration["settings"].to_dict()}
+        lines.append("TensorRT 11 recipe:")
+        lines.extend(f"  {n}. {step}" for n, step in enumerate(migration["steps"], 1))
+        lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
+    elif not problems:
+        if args.print_trtexec or not args.polygraphy:
+            command = trtexec_command(settings, args.trt_version, str(args.model), args.engine)
+            report["trtexec"] = command
+            lines.append(command)
+        if args.polygraphy:
+            report["polygraphy"] = polygraphy_command(settings, str(args.model))
+            lines.append(report["polygraphy"])
+    print(json.dumps(report, indent=2) if args.json else "\n".join(lines))
+    return 1 if problems and not args.migrate else 0
+
+
 def cmd_gui(file: Path | None) -> int:
     from deploylens.core.frontends import load_frontend
 
@@ -412,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         "support": cmd_support,
         "validate": cmd_validate,
         "engine": cmd_engine,
+        "build": cmd_build,
         "export": lambda a: _export_command("cmd_export", a),
         "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,

@@ -1,0 +1,158 @@
+"""Build settings for TensorRT 8.6, 10.x and 11.x: checks, the exact trtexec command per version,
+the Polygraphy line, the 11.x migration and TOML. All real (no TensorRT is needed for these)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import onnx
+import pytest
+
+from deploylens.core.build.flags import FLAGS, family, flag_table
+from deploylens.core.build.settings import (
+    BuildSettings,
+    Calibration,
+    Profile,
+    check,
+    load_settings,
+    migrate_to_11,
+    polygraphy_command,
+    trtexec_args,
+    trtexec_command,
+)
+from deploylens.core.errors import UserError
+from tests.helpers.onnx_models import chain_model
+
+INPUTS = {"x": [-1, 8]}
+PROFILE = Profile({"x": ([1, 8], [4, 8], [16, 8])})
+
+
+def ten_style() -> BuildSettings:
+    return BuildSettings(
+        precisions=["fp16", "int8"],
+        workspace_mb=2048,
+        optimization_level=4,
+        profiles=[PROFILE],
+        timing_cache="t.cache",
+        calibration=Calibration(method="entropy", data="calib", cache="calib.cache"),
+    )
+
+
+def test_version_families_and_the_flag_table() -> None:
+    assert [family(v) for v in ("8.6.1", "9.3", "10.16", "11.4")] == ["8.6", "10", "10", "11"]
+    for bad in ("8.5", "7.2", "x"):
+        with pytest.raises(ValueError):
+            family(bad)
+    for gone in ("--fp16", "--int8", "--bf16", "--fp8", "--best", "--calib", "--layerPrecisions",
+                 "--layerOutputTypes", "--precisionConstraints"):  # fmt: skip
+        assert FLAGS[gone].available("10") and not FLAGS[gone].available("11"), gone
+    assert not FLAGS["--stripWeights"].available("8.6") and FLAGS["--stripWeights"].available("11")
+    assert len(flag_table()) == len(FLAGS)
+
+
+def test_exact_trtexec_commands_per_version() -> None:
+    settings = ten_style()
+    assert check(settings, "10.16", INPUTS) == []
+    assert trtexec_command(settings, "10.16", "m.onnx", "m.plan") == (
+        "trtexec --onnx=m.onnx --saveEngine=m.plan --minShapes=x:1x8 --optShapes=x:4x8 "
+        "--maxShapes=x:16x8 --fp16 --int8 --calib=calib.cache --memPoolSize=workspace:2048M "
+        "--builderOptimizationLevel=4 --timingCacheFile=t.cache --profilingVerbosity=detailed"
+    )
+    with pytest.raises(UserError, match="TensorRT 11 has no precision flags"):
+        trtexec_args(settings, "11.4", "m.onnx")
+    plain = BuildSettings(profiles=[PROFILE], strip_weights=True, plugins=["libmy.so"])
+    assert "--staticPlugins=libmy.so" in trtexec_args(plain, "11.4", "m.onnx")
+    assert (
+        trtexec_args(BuildSettings(plugins=["libmy.so"]), "8.6", "m.onnx")[-1]
+        == "--plugins=libmy.so"
+    )
+    line = polygraphy_command(settings, "m.onnx")
+    assert "--trt-min-shapes 'x:[1,8]'" in line and "--pool-limit=workspace:2048M" in line
+
+
+def test_precise_messages_for_impossible_settings() -> None:
+    def messages(settings: BuildSettings, version: str = "10.16") -> list[str]:
+        return [p.message for p in check(settings, version, INPUTS)]
+
+    eleven = check(ten_style(), "11.4", INPUTS)
+    assert {p.field for p in eleven} == {"precisions", "calibration"}
+    assert all("--migrate" in p.fix for p in eleven)
+    assert (
+        "INT8 needs calibration data"
+        in messages(BuildSettings(precisions=["int8"], profiles=[PROFILE]))[0]
+    )
+    bad_order = Profile({"x": ([4, 8], [2, 8], [16, 8])})
+    assert "min ≤ opt ≤ max" in messages(BuildSettings(profiles=[bad_order]))[0]
+    fixed = Profile({"x": ([1, 4], [4, 8], [16, 8])})
+    assert "axis 1 is fixed at 8" in " ".join(messages(BuildSettings(profiles=[fixed])))
+    assert (
+        "has rank 2, the profile 3"
+        in messages(BuildSettings(profiles=[Profile({"x": ([1, 8, 1],) * 3})]))[0]
+    )
+    assert "no input 'y'" in messages(BuildSettings(profiles=[Profile({"y": ([1], [1], [1])})]))[0]
+    assert "dynamic input 'x' has no shapes" in messages(BuildSettings(profiles=[Profile({})]))[0]
+    assert (
+        "needs a percentile"
+        in messages(
+            BuildSettings(
+                precisions=["int8"],
+                profiles=[PROFILE],
+                calibration=Calibration("percentile", data="d"),
+            )
+        )[0]
+    )
+    assert (
+        "needs TensorRT 9.0"
+        in messages(BuildSettings(precisions=["bf16"], profiles=[PROFILE]), "8.6")[0]
+    )
+    assert "FP16 or INT8" in messages(BuildSettings(dla_core=0, profiles=[PROFILE]))[0]
+    assert "0 to 5" in messages(BuildSettings(optimization_level=7, profiles=[PROFILE]))[0]
+    assert "not supported" in messages(BuildSettings(), "7.1")[0]
+
+
+def test_migration_to_11_is_a_diff_and_two_steps() -> None:
+    migration = migrate_to_11(ten_style(), "m.onnx")
+    assert migration["model"] == "m.qdq.onnx"
+    assert migration["steps"][0].startswith(
+        "calibrate m.onnx into a Q/DQ model (entropy over calib"
+    )
+    assert migration["steps"][1].startswith(
+        "build the strongly typed network: trtexec --onnx=m.qdq.onnx"
+    )
+    assert {d["field"] for d in migration["diff"]} == {"precisions", "calibration"}
+    assert check(migration["settings"], "11.4", INPUTS) == []
+
+
+def test_toml_round_trip_and_bad_files(tmp_path: Path) -> None:
+    settings = ten_style()
+    path = tmp_path / "s.toml"
+    path.write_text(settings.to_toml())
+    assert load_settings(path) == settings
+    assert "tactic_sources" not in settings.to_toml()  # only what the user changed
+    path.write_text("[build]\nfp17 = true\n")
+    with pytest.raises(UserError, match="Unknown build setting 'fp17'"):
+        load_settings(path)
+    path.write_text("precisions = [")
+    with pytest.raises(UserError, match="not a readable settings file"):
+        load_settings(path)
+
+
+def test_build_cli(tmp_path: Path) -> None:
+    from tests.core.test_cli import DEPLOYLENS
+
+    model = tmp_path / "chain.onnx"
+    onnx.save(chain_model(), str(model))
+    settings = tmp_path / "s.toml"
+    settings.write_text(ten_style().to_toml())
+    base = [DEPLOYLENS, "build", str(model), "--settings", str(settings)]
+    ok = subprocess.run(
+        [*base, "--print-trtexec", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["trtexec"].startswith(f"trtexec --onnx={model}")
+    refused = subprocess.run(
+        [*base, "--trt-version", "11.4"], capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 1 and "TensorRT 11 has no precision flags" in refused.stdout
