@@ -1,0 +1,399 @@
+"""TensorRT build settings, version-aware. Every field is optional and ``None`` means
+"TensorRT's default" (Polygraphy's ``CreateConfig`` is the model), so a reproducer holds only
+what the user changed. Checks give precise messages; outputs are the exact trtexec command for
+the target version, a Polygraphy line, and TOML for the project."""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from deploylens.core.build.flags import FLAGS, family
+from deploylens.core.errors import UserError
+
+PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
+CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
+REMOVED_IN_11 = (
+    "precisions",
+    "precision_constraints",
+    "layer_precisions",
+    "layer_output_types",
+    "calibration",
+    "strongly_typed",
+)
+
+
+@dataclass
+class Profile:
+    """One optimization profile: ``{input: (min, opt, max)}`` shapes."""
+
+    shapes: dict[str, tuple[list[int], list[int], list[int]]] = field(default_factory=dict)
+
+
+@dataclass
+class Calibration:
+    method: str = "entropy"
+    percentile: float | None = None
+    data: str = ""
+    preprocess: str = ""
+    batch_size: int | None = None
+    batches: int | None = None
+    cache: str = ""
+
+
+@dataclass
+class BuildSettings:
+    precisions: list[str] | None = None  # ≤10: builder flags
+    no_tf32: bool | None = None
+    strongly_typed: bool | None = None
+    precision_constraints: str | None = None  # "prefer" | "obey" (≤10)
+    layer_precisions: dict[str, str] | None = None  # layer name or pattern → fp16/fp32/int8 …
+    layer_output_types: dict[str, str] | None = None
+    workspace_mb: int | None = None
+    tactic_dram_mb: int | None = None
+    optimization_level: int | None = None
+    profiles: list[Profile] | None = None
+    timing_cache: str | None = None
+    tactic_sources: list[str] | None = None  # e.g. ["-CUDNN", "+CUBLAS"]
+    sparsity: str | None = None  # "disable" | "enable" | "force"
+    dla_core: int | None = None
+    gpu_fallback: bool | None = None
+    hardware_compatibility: str | None = None  # "none" | "ampere+" | "sameComputeCapability"
+    version_compatible: bool | None = None
+    max_aux_streams: int | None = None
+    profiling_verbosity: str | None = "detailed"  # rich layer info unless the user says otherwise
+    refit: bool | None = None
+    strip_weights: bool | None = None
+    calibration: Calibration | None = None
+    plugins: list[str] | None = None
+
+    # -- TOML ----------
+    def to_dict(self) -> dict[str, Any]:
+        """Only what was set; profiles as ``[[profiles]]`` tables of ``input = [min, opt, max]``."""
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if f.name == "profiles":
+                value = [{k: [list(s) for s in v] for k, v in p.shapes.items()} for p in value]
+            elif f.name == "calibration":
+                value = {k: v for k, v in asdict(value).items() if v not in (None, "")}
+            data[f.name] = value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BuildSettings:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"Unknown build setting '{unknown[0]}'.")
+        values = dict(data)
+        if "profiles" in values:
+            values["profiles"] = [
+                Profile({k: (list(v[0]), list(v[1]), list(v[2])) for k, v in p.items()})
+                for p in values["profiles"]
+            ]
+        if "calibration" in values:
+            values["calibration"] = Calibration(**values["calibration"])
+        return cls(**values)
+
+    def to_toml(self) -> str:
+        return tomli_w.dumps(self.to_dict())
+
+
+def load_settings(path: str | Path) -> BuildSettings:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UserError(f"{path.name} is not a readable settings file: {exc}.") from None
+    try:
+        return BuildSettings.from_dict(data.get("build", data))
+    except (TypeError, IndexError, ValueError) as exc:
+        raise UserError(f"{path.name}: {exc}.") from None
+
+
+# -- checks ----------
+@dataclass
+class Problem:
+    field: str
+    message: str
+    fix: str = ""  # e.g. "deploylens build --migrate" or the flag to use instead
+
+
+def check(
+    settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None = None
+) -> list[Problem]:
+    """Everything TensorRT ``version`` would refuse, said before a 20-minute build starts.
+
+    ``inputs``: the model's inputs, ``{name: dims}`` with ints for fixed dims.
+    """
+    try:
+        fam = family(version)
+    except ValueError:
+        return [Problem("version", f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x.")]
+    problems: list[Problem] = []
+    migrate = "run `deploylens build … --migrate` for the 11.x recipe (calibrate → QDQ model)"
+    if fam == "11":
+        if settings.precisions:
+            problems.append(Problem("precisions", f"TensorRT 11 has no precision flags "
+                                    f"({', '.join(settings.precisions)}): networks are strongly "
+                                    "typed, precision comes from the model.", migrate))  # fmt: skip
+        for name in ("precision_constraints", "layer_precisions", "layer_output_types"):
+            if getattr(settings, name):
+                problems.append(Problem(name, f"TensorRT 11 removed {name.replace('_', ' ')}: "
+                                        "set types in the model instead.", migrate))  # fmt: skip
+        if settings.calibration is not None:
+            problems.append(Problem("calibration", "TensorRT 11 removed the INT8 calibrator: "
+                                    "calibrate offline into a Q/DQ model.", migrate))  # fmt: skip
+    else:
+        precisions = settings.precisions or []
+        unknown = [p for p in precisions if p not in PRECISIONS]
+        if unknown:
+            problems.append(Problem("precisions", f"Unknown precision '{unknown[0]}'; use "
+                                    f"{', '.join(PRECISIONS)}."))  # fmt: skip
+        for flag, name in (("--bf16", "bf16"), ("--fp8", "fp8")):
+            if name in precisions and not FLAGS[flag].available(fam):
+                problems.append(Problem("precisions", f"{name} needs TensorRT 9.0 or newer."))
+        if settings.strongly_typed and precisions:
+            problems.append(Problem("precisions", "A strongly typed network ignores precision "
+                                    "flags: drop them or the strongly typed option."))  # fmt: skip
+        if settings.strongly_typed and fam == "8.6":
+            problems.append(Problem("strongly_typed", "Strongly typed networks need TensorRT 9.0+."))
+        if "int8" in precisions and settings.calibration is None:
+            problems.append(Problem("calibration", "INT8 needs calibration data (a folder and a "
+                                    "method) or a model with Q/DQ nodes.",
+                                    "add a [calibration] table, or calibrate into a QDQ model"))  # fmt: skip
+        if settings.precision_constraints not in (None, "prefer", "obey", "none"):
+            problems.append(Problem("precision_constraints", "Use prefer, obey or none."))
+    if settings.strip_weights and fam == "8.6":
+        problems.append(Problem("strip_weights", "Weight stripping needs TensorRT 10.0 or newer."))
+    if settings.optimization_level is not None and not 0 <= settings.optimization_level <= 5:
+        problems.append(Problem("optimization_level", "The builder optimization level is 0 to 5."))
+    if settings.calibration is not None:
+        problems.extend(_check_calibration(settings.calibration))
+    problems.extend(_check_profiles(settings.profiles or [], inputs))
+    if settings.dla_core is not None:
+        if settings.dla_core < 0:
+            problems.append(Problem("dla_core", "The DLA core is 0 or higher."))
+        if settings.precisions and not {"fp16", "int8"} & set(settings.precisions):
+            problems.append(Problem("dla_core", "DLA runs FP16 or INT8 only: add fp16 or int8."))
+        if fam != "11" and not settings.precisions:
+            problems.append(Problem("dla_core", "DLA runs FP16 or INT8 only: add fp16 or int8."))
+        if settings.profiles and len(settings.profiles) > 1:
+            problems.append(Problem("profiles", "DLA engines support one profile only."))
+    if settings.sparsity not in (None, "disable", "enable", "force"):
+        problems.append(Problem("sparsity", "Use disable, enable or force."))
+    return problems
+
+
+def _check_calibration(calibration: Calibration) -> list[Problem]:
+    problems = []
+    if calibration.method not in CALIBRATION_METHODS:
+        problems.append(Problem("calibration", f"Unknown calibration method "
+                                f"'{calibration.method}'; use {', '.join(CALIBRATION_METHODS)}."))  # fmt: skip
+    if calibration.method == "percentile" and not (
+        calibration.percentile and 50.0 <= calibration.percentile <= 100.0
+    ):
+        problems.append(Problem("calibration", "Percentile calibration needs a percentile "
+                                "between 50 and 100 (e.g. 99.99)."))  # fmt: skip
+    if not calibration.data and not calibration.cache:
+        problems.append(Problem("calibration", "Give a calibration data folder or a cache file."))
+    return problems
+
+
+def _check_profiles(profiles: list[Profile], inputs: dict[str, list[Any]] | None) -> list[Problem]:
+    problems = []
+    dynamic = {n for n, dims in (inputs or {}).items() if any(not isinstance(d, int) or d < 0 for d in dims)}
+    for number, profile in enumerate(profiles, 1):
+        where = f"profile {number}"
+        for name, (low, opt, high) in profile.shapes.items():
+            if not len(low) == len(opt) == len(high):
+                problems.append(Problem("profiles", f"{where}, {name}: min, opt and max have "
+                                        "different ranks."))  # fmt: skip
+                continue
+            if any(not a <= b <= c for a, b, c in zip(low, opt, high, strict=True)):
+                problems.append(Problem("profiles", f"{where}, {name}: need min ≤ opt ≤ max in "
+                                        f"every dimension ({low} / {opt} / {high})."))  # fmt: skip
+            if inputs is None:
+                continue
+            if name not in inputs:
+                problems.append(Problem("profiles", f"{where}: the model has no input '{name}' "
+                                        f"(it has {', '.join(inputs)})."))  # fmt: skip
+                continue
+            dims = inputs[name]
+            if len(dims) != len(low):
+                problems.append(Problem("profiles", f"{where}, {name}: the input has rank "
+                                        f"{len(dims)}, the profile {len(low)}."))  # fmt: skip
+                continue
+            for axis, (dim, a, c) in enumerate(zip(dims, low, high, strict=True)):
+                if isinstance(dim, int) and dim >= 0 and (a != dim or c != dim):
+                    problems.append(Problem("profiles", f"{where}, {name}: axis {axis} is fixed "
+                                            f"at {dim} in the model and cannot take a range "
+                                            f"({a}…{c})."))  # fmt: skip
+        if inputs is not None:
+            for name in sorted(dynamic - set(profile.shapes)):
+                problems.append(Problem("profiles", f"{where}: dynamic input '{name}' has no "
+                                        "shapes."))  # fmt: skip
+    return problems
+
+
+def assert_buildable(settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None) -> None:
+    problems = check(settings, version, inputs)
+    if problems:
+        first = problems[0]
+        raise UserError(first.message, first.fix)
+
+
+# -- outputs ----------
+def _shape(dims: list[int]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def trtexec_args(settings: BuildSettings, version: str, model: str, engine: str = "") -> list[str]:
+    """The exact trtexec argument list for ``version`` (only flags that release has)."""
+    assert_buildable(settings, version, None)  # never a command that silently drops settings
+    fam = family(version)
+    args = ["trtexec", f"--onnx={model}"]
+    if engine:
+        args.append(f"--saveEngine={engine}")
+    s = settings
+    for number, profile in enumerate(s.profiles or []):
+        if number:
+            args.append("--profile=" + str(number))  # trtexec: shapes after it go to profile N
+        for index, key in enumerate(("--minShapes", "--optShapes", "--maxShapes")):
+            value = ",".join(f"{n}:{_shape(v[index])}" for n, v in profile.shapes.items())
+            if value:
+                args.append(f"{key}={value}")
+    if fam != "11":
+        for precision in s.precisions or []:
+            if precision != "tf32":
+                args.append(f"--{precision}")
+        if s.strongly_typed:
+            args.append("--stronglyTyped")
+        if s.precision_constraints:
+            args.append(f"--precisionConstraints={s.precision_constraints}")
+        if s.layer_precisions:
+            args.append("--layerPrecisions=" + ",".join(f"{k}:{v}" for k, v in s.layer_precisions.items()))
+        if s.layer_output_types:
+            args.append("--layerOutputTypes=" + ",".join(f"{k}:{v}" for k, v in s.layer_output_types.items()))
+        if s.calibration is not None and s.calibration.cache:
+            args.append(f"--calib={s.calibration.cache}")
+    if s.no_tf32:
+        args.append("--noTF32")
+    pools = []
+    if s.workspace_mb is not None:
+        pools.append(f"workspace:{s.workspace_mb}M")
+    if s.tactic_dram_mb is not None and fam != "8.6":
+        pools.append(f"tacticSharedMem:{s.tactic_dram_mb}M")
+    if pools:
+        args.append("--memPoolSize=" + ",".join(pools))
+    if s.optimization_level is not None:
+        args.append(f"--builderOptimizationLevel={s.optimization_level}")
+    if s.timing_cache:
+        args.append(f"--timingCacheFile={s.timing_cache}")
+    if s.tactic_sources:
+        args.append("--tacticSources=" + ",".join(s.tactic_sources))
+    if s.sparsity:
+        args.append(f"--sparsity={s.sparsity}")
+    if s.dla_core is not None:
+        args.append(f"--useDLACore={s.dla_core}")
+        if s.gpu_fallback:
+            args.append("--allowGPUFallback")
+    if s.hardware_compatibility:
+        args.append(f"--hardwareCompatibilityLevel={s.hardware_compatibility}")
+    if s.version_compatible:
+        args.append("--versionCompatible")
+    if s.max_aux_streams is not None:
+        args.append(f"--maxAuxStreams={s.max_aux_streams}")
+    if s.profiling_verbosity:
+        args.append(f"--profilingVerbosity={s.profiling_verbosity}")
+    if s.refit:
+        args.append("--refit")
+    if s.strip_weights:
+        args.append("--stripWeights")
+    for plugin in s.plugins or []:
+        args.append(f"--plugins={plugin}" if fam == "8.6" else f"--staticPlugins={plugin}")
+    names = [a.split("=")[0] for a in args[1:]]
+    missing = [n for n in names if n in FLAGS and not FLAGS[n].available(fam)]
+    if missing:
+        raise UserError(
+            f"TensorRT {version} has no {missing[0]}: {FLAGS[missing[0]].replacement}.",
+            "run `deploylens build … --migrate`",
+        )
+    return args
+
+
+def trtexec_command(settings: BuildSettings, version: str, model: str, engine: str = "") -> str:
+    return " ".join(shlex.quote(a) for a in trtexec_args(settings, version, model, engine))
+
+
+def polygraphy_command(settings: BuildSettings, model: str, engine: str = "engine.plan") -> str:
+    """The equivalent ``polygraphy convert`` line (Polygraphy spells some options its own way)."""
+    s = settings
+    args = ["polygraphy", "convert", model, "--convert-to", "trt", "-o", engine]
+    for precision in s.precisions or []:
+        args.append(f"--{precision}")
+    if s.strongly_typed:
+        args.append("--strongly-typed")
+    if s.precision_constraints:
+        args.append(f"--precision-constraints={s.precision_constraints}")
+    for profile in s.profiles or []:
+        for index, key in enumerate(("--trt-min-shapes", "--trt-opt-shapes", "--trt-max-shapes")):
+            args.append(key)
+            args.extend(f"{n}:{list(v[index])}".replace(" ", "") for n, v in profile.shapes.items())
+    if s.workspace_mb is not None:
+        args.append(f"--pool-limit=workspace:{s.workspace_mb}M")
+    if s.optimization_level is not None:
+        args.append(f"--builder-optimization-level={s.optimization_level}")
+    if s.timing_cache:
+        args.append(f"--timing-cache={s.timing_cache}")
+    if s.calibration is not None and s.calibration.cache:
+        args.append(f"--calibration-cache={s.calibration.cache}")
+    if s.version_compatible:
+        args.append("--version-compatible")
+    if s.hardware_compatibility:
+        args.append(f"--hardware-compatibility-level={s.hardware_compatibility}")
+    if s.refit:
+        args.append("--refittable")
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def migrate_to_11(settings: BuildSettings, model: str) -> dict[str, Any]:
+    """A 10-style recipe (precision flags + calibrator) turned into the 11.x path."""
+    steps = []
+    new = BuildSettings.from_dict(settings.to_dict())
+    qdq_model = model
+    precisions = set(settings.precisions or [])
+    if "int8" in precisions or settings.calibration is not None:
+        calibration = settings.calibration or Calibration()
+        qdq_model = str(Path(model).with_suffix("")) + ".qdq.onnx"
+        steps.append(
+            f"calibrate {model} into a Q/DQ model ({calibration.method} over "
+            f"{calibration.data or 'a calibration folder'}; ONNX Runtime static quantization, "
+            f"QDQ format) → {qdq_model}"
+        )
+    elif precisions & {"fp16", "bf16"}:
+        qdq_model = str(Path(model).with_suffix("")) + ".fp16.onnx"
+        steps.append(
+            "convert the model to mixed precision offline (ModelOpt AutoCast, or "
+            f"onnxconverter-common's float16 conversion) → {qdq_model}"
+        )
+    for name in REMOVED_IN_11:
+        setattr(new, name, None)
+    steps.append("build the strongly typed network: " + trtexec_command(new, "11", qdq_model))
+    before, after = settings.to_dict(), new.to_dict()
+    diff = [
+        {"field": k, "before": before.get(k), "after": after.get(k)}
+        for k in sorted(set(before) | set(after))
+        if before.get(k) != after.get(k)
+    ]
+    return {"settings": new, "model": qdq_model, "steps": steps, "diff": diff}
