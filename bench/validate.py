@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MEMORY_CHILD = r"""
 import json, sys, warnings
 import numpy as np, onnx, torch, torchvision
-from deploylens.core.validate.layerwise import compare_layers, tensor_bytes
+from deploylens.core.validate.layerwise import activation_bytes, compare_layers
 from deploylens.core.validate.tolerances import Tolerances
 path, side, budget = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 torch.manual_seed(0)
@@ -38,7 +38,7 @@ model = onnx.load(path)
 x = np.random.default_rng(0).uniform(-1, 1, (1, 3, side, side)).astype(np.float32)
 feeds = {model.graph.input[0].name: x}
 result = compare_layers(model, feeds, Tolerances(), torch_module=module, budget_mb=budget)
-sizes = tensor_bytes(model, feeds)
+sizes = activation_bytes(model, feeds)
 probed = {layer["tensor"] for layer in result["layers"]}
 hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(json.dumps({

@@ -417,16 +417,13 @@ def cmd_build(args: argparse.Namespace) -> int:
         trtexec_command,
     )
     from deploylens.core.model.loading import read_model
+    from deploylens.core.model.summary import describe_type
 
     settings = load_settings(args.settings) if args.settings else BuildSettings()
     model = read_model(args.model)
     init = {t.name for t in model.graph.initializer}
     inputs = {
-        i.name: [
-            d.dim_value if d.HasField("dim_value") else -1 for d in i.type.tensor_type.shape.dim
-        ]
-        for i in model.graph.input
-        if i.name not in init
+        i.name: describe_type(i.type)[2] or [] for i in model.graph.input if i.name not in init
     }
     report: dict[str, Any] = {"version": args.trt_version}
     problems = check(settings, args.trt_version, inputs)

@@ -1,11 +1,16 @@
-"""Atomic file writes: a crash or a full disk never leaves a half-written file behind."""
+"""Atomic file writes (a crash or a full disk never leaves a half-written file behind) and one
+JSON reader whose errors say which file and what it should have been."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from deploylens.core.errors import UserError
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -33,3 +38,14 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """Parsed JSON, or a ``UserError``: "X does not exist" / "X is not a readable <what>: why"."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist.") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path.name} is not a readable {what}: {exc}.") from None

@@ -184,9 +184,7 @@ def check(
     if settings.dla_core is not None:
         if settings.dla_core < 0:
             problems.append(Problem("dla_core", "The DLA core is 0 or higher."))
-        if settings.precisions and not {"fp16", "int8"} & set(settings.precisions):
-            problems.append(Problem("dla_core", "DLA runs FP16 or INT8 only: add fp16 or int8."))
-        if fam != "11" and not settings.precisions:
+        if fam != "11" and not {"fp16", "int8"} & set(settings.precisions or []):
             problems.append(Problem("dla_core", "DLA runs FP16 or INT8 only: add fp16 or int8."))
         if settings.profiles and len(settings.profiles) > 1:
             problems.append(Problem("profiles", "DLA engines support one profile only."))

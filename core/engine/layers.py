@@ -11,13 +11,13 @@ and only name their first and last node, so they are listed as regions, not gues
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import read_json
 
 _META_NODE = re.compile(r"\[ONNX Layer: ([^\]]*)\]")
 _PRECISION = re.compile(
@@ -133,14 +133,7 @@ def _layer(data: dict[str, Any] | str) -> EngineLayer:
 
 
 def load_layer_info(path: str | Path) -> EngineInfo:
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path.name} is not readable layer-info JSON: {exc}.") from None
-    return parse_layer_info(data, str(path))
+    return parse_layer_info(read_json(path, "layer-info JSON"), str(path))
 
 
 def parse_layer_info(data: Any, source: str = "") -> EngineInfo:

@@ -4,7 +4,6 @@ trtexec log (or TREx's ``*.profile.metadata.json``, which holds the same summary
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import read_json
 
 
 @dataclass
@@ -24,20 +24,10 @@ class LayerTime:
     percentage: float
 
 
-def _read_json(path: str | Path, what: str) -> Any:
-    path = Path(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path.name} is not readable {what} JSON: {exc}.") from None
-
-
 def load_profile(path: str | Path) -> tuple[int, list[LayerTime]]:
     """``--exportProfile``: ``[{"count": N}, {"name", "timeMs", "averageMs", "medianMs",
     "percentage"}, …]`` → (iterations, per-layer times)."""
-    data = _read_json(path, "--exportProfile")
+    data = read_json(path, "trtexec --exportProfile JSON")
     name = Path(path).name
     if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         raise UserError(f"{name} is not trtexec --exportProfile output (a JSON list).")
@@ -64,7 +54,7 @@ TIME_KEYS = ("latencyMs", "computeMs", "h2dMs", "d2hMs")
 
 def load_times(path: str | Path) -> dict[str, Any]:
     """``--exportTimes``: statistics per stage and throughput from the per-inference records."""
-    data = _read_json(path, "--exportTimes")
+    data = read_json(path, "trtexec --exportTimes JSON")
     name = Path(path).name
     if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
         raise UserError(f"{name} is not trtexec --exportTimes output (a list of records).")
@@ -148,7 +138,7 @@ def load_summary(path: str | Path) -> dict[str, Any]:
     """A trtexec log, or TREx's ``*.profile.metadata.json`` (same figures, already parsed)."""
     path = Path(path)
     if path.suffix == ".json":
-        data = _read_json(path, "profile metadata")
+        data = read_json(path, "profile metadata JSON")
         if not isinstance(data, dict) or "performance_summary" not in data:
             raise UserError(f"{path.name} has no 'performance_summary'.")
         perf = data["performance_summary"]

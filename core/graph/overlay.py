@@ -7,7 +7,6 @@ category).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import read_json
 from deploylens.core.graph.ir import OP, GraphIR
 
 # Viridis at 9 anchors (matplotlib's data, sampled), interpolated in between.
@@ -196,12 +196,7 @@ def overlay_from_mapping(
 def load_overlay_json(path: str | Path, ir: GraphIR) -> tuple[Overlay, list[str]]:
     """Read ``{node_name: value}`` from a JSON file, with clear errors for bad files."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path.name} is not a readable JSON file: {exc}.") from None
+    data = read_json(path, "JSON file")
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise UserError(f"{path.name} must hold one JSON object: {{node_name: value}}.")
     bad = [

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.model.dtypes import tensor_bytes
+from deploylens.core.model.summary import describe_type
 from deploylens.core.validate.compare import compare
 from deploylens.core.validate.mapping import Call, ModuleMapping, map_calls
 from deploylens.core.validate.tolerances import Tolerances
@@ -103,7 +105,7 @@ def _elem_types(model: Any) -> dict[str, int]:
     return types
 
 
-def tensor_bytes(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, int]:
+def activation_bytes(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, int]:
     """Activation sizes for these feeds, by shape inference (unknown sizes are left out)."""
     import onnx
 
@@ -128,12 +130,12 @@ def tensor_bytes(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, int]:
         return {}
     sizes = {}
     for info in inferred.graph.value_info:
-        tensor_type = info.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
-        if not tensor_type.HasField("shape") or any(d < 0 for d in dims):
-            continue
-        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).itemsize
-        sizes[info.name] = int(math.prod(dims)) * itemsize
+        _, _, shape = describe_type(info.type)
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            continue  # symbolic or unknown dims: chunking assumes the largest known size
+        size = tensor_bytes(info.type.tensor_type.elem_type, math.prod(shape))
+        if size is not None:
+            sizes[info.name] = size
     return sizes
 
 
@@ -277,7 +279,7 @@ def compare_layers(
     report = progress or (lambda _f, _m: None)
     capture: TorchCapture | None = None
     mapping = ModuleMapping(style="onnx-only")
-    sizes = tensor_bytes(model, feeds)
+    sizes = activation_bytes(model, feeds)
     budget = budget_mb * 1024 * 1024
     spill = None  # over the budget, torch outputs go to disk as they are produced
     if torch_module is not None and (sum(sizes.values()) > budget or not sizes):
@@ -343,40 +345,23 @@ def _load(value: Any) -> np.ndarray | None:
     return np.load(value, mmap_mode="r") if isinstance(value, Path) else value
 
 
+# The statistics a layer row takes over from the tensor comparison.
+STAT_FIELDS = ("passed", "max_abs", "mean_abs", "max_rel", "rel_l2", "cosine", "within", "nan")
+
+
 def _row(probe: Probe, got: np.ndarray, want: np.ndarray | None, tol: Tolerances) -> LayerResult:
-    base = dict(
-        tensor=probe.tensor,
-        node=probe.node,
-        op_type=probe.op_type,
-        index=probe.index,
-        module=probe.module,
-        note=probe.note,
-    )
     nan = float("nan")
     if want is None:
-        return LayerResult(
-            **base, passed=False, max_abs=nan, mean_abs=nan, max_rel=nan, rel_l2=nan,
-            cosine=nan, within=0.0, nan=0, error_in=nan, jump=nan,
-            reason="the module produced no tensor",
-        )  # fmt: skip
-    got = np.asarray(got)
-    if got.shape != want.shape and got.size == want.size:
-        got = got.reshape(want.shape)  # e.g. a flatten the exporter folded into a reshape
-    c = compare(probe.tensor, got, want, tol)
-    return LayerResult(
-        **base,
-        passed=c.passed,
-        max_abs=c.max_abs,
-        mean_abs=c.mean_abs,
-        max_rel=c.max_rel,
-        rel_l2=c.rel_l2,
-        cosine=c.cosine,
-        within=c.within,
-        nan=c.nan,
-        error_in=nan,
-        jump=nan,
-        reason=c.reason,
-    )
+        stats: dict[str, Any] = dict.fromkeys(STAT_FIELDS, nan)
+        stats.update(passed=False, within=0.0, nan=0, reason="the module produced no tensor")
+    else:
+        got = np.asarray(got)
+        if got.shape != want.shape and got.size == want.size:
+            got = got.reshape(want.shape)  # e.g. a flatten the exporter folded into a reshape
+        c = compare(probe.tensor, got, want, tol)
+        stats = {name: getattr(c, name) for name in STAT_FIELDS}
+        stats["reason"] = c.reason
+    return LayerResult(**asdict(probe), **stats, error_in=nan, jump=nan)
 
 
 def _propagate(model: Any, rows: list[LayerResult]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.files import atomic_write_text, read_json
 from deploylens.core.validate.run import RESULT_VERSION
 
 KIND = "deploylens.validation"
@@ -48,12 +48,7 @@ def save_result(result: dict[str, Any], path: str | Path) -> Path:
 
 def load_result(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path.name} is not a readable validation result: {exc}.") from None
+    data = read_json(path, "validation result")
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UserError(f"{path.name} is not a DeployLens validation result (no kind '{KIND}').")
     if int(data.get("version", 0)) > RESULT_VERSION:

@@ -115,7 +115,7 @@ def test_bad_files_are_explained(artifacts: Path, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="has no 'Layers' list"):
         load_layer_info(profile)
     (tmp_path / "cut.json").write_text('{"Layers": [{"Name": ')
-    with pytest.raises(UserError, match="not readable layer-info JSON"):
+    with pytest.raises(UserError, match="not a readable layer-info JSON"):
         load_layer_info(tmp_path / "cut.json")
     with pytest.raises(UserError, match="is it an --exportProfile"):
         load_times(profile)
