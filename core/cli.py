@@ -24,6 +24,7 @@ COMMANDS = (
     "validate",
     "engine",
     "build",
+    "calibrate",
     "demo",
     "env",
     "gui",
@@ -157,7 +158,38 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--print-trtexec", action="store_true")
     build.add_argument("--polygraphy", action="store_true", help="print the Polygraphy line")
     build.add_argument("--migrate", action="store_true", help="show the TensorRT 11 recipe")
+    build.add_argument("--script", type=Path, help="write a standalone Python build script")
+    build.add_argument(
+        "--build", action="store_true", help="build for real with the installed TensorRT (GPU)"
+    )
+    build.add_argument("--python", help="worker interpreter for --build")
     build.add_argument("--json", action="store_true")
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="INT8 calibration on the CPU (ONNX Runtime, QDQ); accuracy vs fp32; TensorRT cache",
+    )
+    calibrate.add_argument("model", type=Path)
+    calibrate.add_argument("--data", type=Path, required=True, help="images or .npy/.npz files")
+    calibrate.add_argument(
+        "--method", default="entropy", choices=("minmax", "entropy", "percentile")
+    )
+    calibrate.add_argument("--percentile", type=float, default=99.99)
+    calibrate.add_argument("--preprocess", default="", help="as for validate (e.g. imagenet)")
+    calibrate.add_argument("--batch-size", type=int)
+    calibrate.add_argument("--batches", type=int, help="at most this many batches")
+    calibrate.add_argument(
+        "--out", type=Path, help="the Q/DQ model (default MODEL.METHOD.qdq.onnx)"
+    )
+    calibrate.add_argument(
+        "--trt-cache", type=Path, help="also write a TensorRT ≤10 calibration cache"
+    )
+    calibrate.add_argument("--trt-version", default="10.16", help="the cache header's TensorRT")
+    calibrate.add_argument(
+        "--evaluate", type=int, default=20, help="samples for the accuracy check"
+    )
+    calibrate.add_argument("--eval-data", type=Path, help="accuracy on this folder's first batch")
+    calibrate.add_argument("--python", help="worker interpreter")
+    calibrate.add_argument("--json", action="store_true")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -301,6 +333,12 @@ def _export_command(name: str, args: argparse.Namespace) -> int:
     return int(getattr(cli_export, name)(args))
 
 
+def _build_command(name: str, args: argparse.Namespace) -> int:
+    from deploylens.core.build import cli_build
+
+    return int(getattr(cli_build, name)(args))
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from deploylens.core.validate.report import validation_text
     from deploylens.core.validate.results import load_result, save_csv, save_result
@@ -407,46 +445,6 @@ def cmd_engine(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_build(args: argparse.Namespace) -> int:
-    from deploylens.core.build.settings import (
-        BuildSettings,
-        check,
-        load_settings,
-        migrate_to_11,
-        polygraphy_command,
-        trtexec_command,
-    )
-    from deploylens.core.model.loading import read_model
-    from deploylens.core.model.summary import describe_type
-
-    settings = load_settings(args.settings) if args.settings else BuildSettings()
-    model = read_model(args.model)
-    init = {t.name for t in model.graph.initializer}
-    inputs = {
-        i.name: describe_type(i.type)[2] or [] for i in model.graph.input if i.name not in init
-    }
-    report: dict[str, Any] = {"version": args.trt_version}
-    problems = check(settings, args.trt_version, inputs)
-    report["problems"] = [p.__dict__ for p in problems]
-    lines = [f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems]
-    if args.migrate:
-        migration = migrate_to_11(settings, str(args.model))
-        report["migration"] = {**migration, "settings": migration["settings"].to_dict()}
-        lines.append("TensorRT 11 recipe:")
-        lines.extend(f"  {n}. {step}" for n, step in enumerate(migration["steps"], 1))
-        lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
-    elif not problems:
-        if args.print_trtexec or not args.polygraphy:
-            command = trtexec_command(settings, args.trt_version, str(args.model), args.engine)
-            report["trtexec"] = command
-            lines.append(command)
-        if args.polygraphy:
-            report["polygraphy"] = polygraphy_command(settings, str(args.model))
-            lines.append(report["polygraphy"])
-    print(json.dumps(report, indent=2) if args.json else "\n".join(lines))
-    return 1 if problems and not args.migrate else 0
-
-
 def cmd_gui(file: Path | None) -> int:
     from deploylens.core.frontends import load_frontend
 
@@ -464,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
         "support": cmd_support,
         "validate": cmd_validate,
         "engine": cmd_engine,
-        "build": cmd_build,
+        "build": lambda a: _build_command("cmd_build", a),
+        "calibrate": lambda a: _build_command("cmd_calibrate", a),
         "export": lambda a: _export_command("cmd_export", a),
         "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,

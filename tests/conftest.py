@@ -65,3 +65,20 @@ def isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 @pytest.fixture
 def samples() -> Path:
     return REPO / "resources" / "samples"
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.gpu`` tests run only where CUDA is visible (never in CI)."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none visible to PyTorch)")
+        for item in gpu_items:
+            item.add_marker(skip)

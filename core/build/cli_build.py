@@ -1,0 +1,110 @@
+"""``deploylens build`` and ``deploylens calibrate``: settings checks and reproducers (no TensorRT
+needed), real builds through the worker where TensorRT exists, CPU calibration everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.errors import UserError
+from deploylens.core.files import atomic_write_text
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from deploylens.core.build.job import model_inputs
+    from deploylens.core.build.script import build_script
+    from deploylens.core.build.settings import (
+        BuildSettings,
+        check,
+        load_settings,
+        migrate_to_11,
+        polygraphy_command,
+        trtexec_command,
+    )
+    from deploylens.core.model.loading import read_model
+
+    settings = load_settings(args.settings) if args.settings else BuildSettings()
+    read_model(args.model)  # a clear error for a missing or corrupt model, before anything else
+    if args.build:
+        return _real_build(args, settings)
+    report: dict[str, Any] = {"version": args.trt_version}
+    problems = check(settings, args.trt_version, model_inputs(str(args.model)))
+    report["problems"] = [p.__dict__ for p in problems]
+    lines = [f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems]
+    if args.migrate:
+        migration = migrate_to_11(settings, str(args.model))
+        report["migration"] = {**migration, "settings": migration["settings"].to_dict()}
+        lines.append("TensorRT 11 recipe:")
+        lines.extend(f"  {n}. {step}" for n, step in enumerate(migration["steps"], 1))
+        lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
+    elif not problems:
+        if args.print_trtexec or not (args.polygraphy or args.script):
+            command = trtexec_command(settings, args.trt_version, str(args.model), args.engine)
+            report["trtexec"] = command
+            lines.append(command)
+        if args.polygraphy:
+            report["polygraphy"] = polygraphy_command(settings, str(args.model))
+            lines.append(report["polygraphy"])
+        if args.script:
+            engine = args.engine or str(args.model.with_suffix(".engine"))
+            atomic_write_text(args.script, build_script(settings, args.trt_version, str(args.model), engine))
+            report["script"] = str(args.script)
+            lines.append(f"wrote {args.script}")
+    print(json.dumps(report, indent=2) if args.json else "\n".join(lines))
+    return 1 if problems and not args.migrate else 0
+
+
+def _real_build(args: argparse.Namespace, settings: Any) -> int:
+    from deploylens.core.jobs import run_job
+
+    engine = args.engine or str(args.model.with_suffix(".engine"))
+    params = {"model": str(args.model.resolve()), "engine": str(Path(engine).resolve()),
+              "settings": settings.to_dict()}  # fmt: skip
+    result = run_job("build.engine", params, python=args.python,
+                     on_progress=lambda f, m: print(f"  {m}", flush=True) if not args.json else None)  # fmt: skip
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with TensorRT "
+              f"{result['tensorrt']} in {result['seconds']:.1f} s; layer info: {result['layers_json']}")  # fmt: skip
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from deploylens.core.jobs import run_job
+
+    if not args.model.is_file():
+        raise UserError(f"{args.model} does not exist.")
+    params: dict[str, Any] = {
+        "model": str(args.model.resolve()),
+        "data": str(args.data.resolve()),
+        "method": args.method,
+        "percentile": args.percentile,
+        "preprocess": args.preprocess,
+        "batch_size": args.batch_size,
+        "batches": args.batches,
+        "output": str(args.out.resolve()) if args.out else "",
+        "evaluate": args.evaluate,
+        "eval_data": str(args.eval_data.resolve()) if args.eval_data else "",
+        "trt_cache": str(args.trt_cache.resolve()) if args.trt_cache else "",
+        "trt_version": args.trt_version,
+    }
+    report = run_job("quantize.calibrate", params, python=args.python)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{report['method']}: {report['samples']} samples in {report['batches']} batches, "
+          f"{report['seconds']:.2f} s ({report['samples_per_s']:.1f} samples/s); "
+          f"{report['quantized_nodes']} QuantizeLinear nodes → {report['output']}")  # fmt: skip
+    accuracy = report.get("accuracy")
+    if accuracy:
+        top1 = accuracy["top1_agreement"]
+        print(f"vs fp32 on {accuracy['samples']} samples: max abs {accuracy['max_abs']:.4g}, "
+              f"rel L2 {accuracy['rel_l2']:.3g}, cosine {accuracy['cosine']:.5f}"
+              + (f", top-1 agreement {top1:.1%}" if top1 is not None else ""))  # fmt: skip
+    if report.get("trt_cache"):
+        cache = report["trt_cache"]
+        print(f"TensorRT calibration cache {cache['path']} ({cache['header']}, {cache['tensors']} tensors)")
+    return 0

@@ -1,0 +1,94 @@
+"""The ``build.engine`` worker job: check the settings against the installed TensorRT and the
+model's inputs, build with progress/cancel, save the engine and its layer information (the same
+JSON trtexec ``--exportLayerInfo`` writes), and summarize it for the engine view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.build.settings import BuildSettings, assert_buildable
+from deploylens.core.files import atomic_write_text
+
+
+def model_inputs(model: str) -> dict[str, list[Any]]:
+    """``{input: dims}`` with ints for fixed dims and names for symbolic ones."""
+    import onnx
+
+    graph = onnx.load(model, load_external_data=False).graph
+    initializers = {i.name for i in graph.initializer}
+    result = {}
+    for value in graph.input:
+        if value.name in initializers:
+            continue
+        dims = value.type.tensor_type.shape.dim
+        result[value.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
+    return result
+
+
+def calibration_batches(model: str, settings: BuildSettings) -> tuple[Any, int]:
+    from deploylens.core.data.preprocess import batches, parse_preprocess
+
+    calibration = settings.calibration
+    assert calibration is not None
+    if not calibration.data:
+        return None, calibration.batch_size or 1
+    inputs = list(model_inputs(model).items())
+    size = calibration.batch_size or (inputs[0][1][0] if isinstance(inputs[0][1][0], int) and inputs[0][1][0] > 0 else 1)
+    spec = parse_preprocess(calibration.preprocess) if calibration.preprocess else None
+    return batches(calibration.data, inputs, size, spec, limit=calibration.batches), size
+
+
+def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None) -> dict[str, Any]:
+    from deploylens.core.build.tensorrt_adapter import TensorRTAdapter, load_tensorrt
+    from deploylens.core.engine.layers import parse_layer_info
+
+    model, engine_path = params["model"], params["engine"]
+    settings = BuildSettings.from_dict(params.get("settings") or {})
+    trt = trt or load_tensorrt()
+    adapter = TensorRTAdapter(trt, progress, cancelled)
+    assert_buildable(settings, adapter.version, model_inputs(model))
+    calibrator = None
+    if settings.calibration is not None and adapter.family != "11":
+        from deploylens.core.build.trt_calibrator import make_calibrator
+
+        if device is None and settings.calibration.data:
+            from deploylens.core.build.device import TorchDevice
+
+            device = TorchDevice()
+        data, size = calibration_batches(model, settings)
+        calibrator = make_calibrator(trt, settings.calibration.method, data, size,
+                                     settings.calibration.cache, device)  # fmt: skip
+    report = adapter.build(model, settings, engine_path, calibrator)
+    progress(0.95, "inspecting the engine")
+    layers_path = str(Path(engine_path).with_suffix("")) + ".layers.json"
+    try:
+        engine = adapter.deserialize(Path(engine_path).read_bytes())
+        text = adapter.inspect(engine)
+        atomic_write_text(layers_path, text)
+        info = parse_layer_info(json.loads(text), Path(layers_path).name)
+        layers = len(info.layers)
+    except Exception as exc:  # noqa: BLE001 - the engine is built; inspection is a bonus
+        adapter.log.append(("warning", f"could not inspect the engine: {exc}"))
+        layers_path, layers = "", 0
+    return {
+        "engine": engine_path,
+        "engine_bytes": report.engine_bytes,
+        "seconds": report.seconds,
+        "tensorrt": report.version,
+        "layers_json": layers_path,
+        "layers": layers,
+        "phases": report.phases,
+        "log": [f"[{level}] {message}" for level, message in report.log[-200:]],
+    }
+
+
+def build_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from deploylens.core.build.tensorrt_adapter import BuildCancelled
+
+    try:
+        return build_engine(params, ctx.progress, lambda: ctx.cancelled)
+    except BuildCancelled:
+        ctx.check_cancelled()  # the worker's own Cancelled: reported as "cancelled"
+        raise

@@ -1,0 +1,134 @@
+"""A standalone Python build script for the settings (Polygraphy's ``add_to_script`` idea): what
+DeployLens would do, as plain TensorRT API calls an engineer can run and edit on a GPU box."""
+
+from __future__ import annotations
+
+from deploylens.core.build.flags import family
+from deploylens.core.build.settings import BuildSettings, assert_buildable
+from deploylens.core.build.tensorrt_adapter import HARDWARE_LEVELS, VERBOSITY
+
+
+def build_script(settings: BuildSettings, version: str, model: str, engine: str = "model.engine") -> str:
+    assert_buildable(settings, version, None)
+    fam, s = family(version), settings
+    lines = [
+        "#!/usr/bin/env python3",
+        f'"""Build {engine} from {model} with TensorRT {version} (written by DeployLens)."""',
+        "import ctypes" if fam == "8.6" and s.plugins else "",
+        "from pathlib import Path",
+        "",
+        "import tensorrt as trt",
+        "",
+        "logger = trt.Logger(trt.Logger.INFO)",
+        'trt.init_libnvinfer_plugins(logger, "")',
+    ]
+    for plugin in s.plugins or []:
+        lines.append(f"ctypes.CDLL({plugin!r}, mode=ctypes.RTLD_GLOBAL)" if fam == "8.6"
+                     else f"trt.get_plugin_registry().load_library({plugin!r})")  # fmt: skip
+    flags = "0"
+    if fam == "8.6":
+        flags = "1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)"
+    elif fam == "10" and s.strongly_typed:
+        flags = "1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)"
+    lines += [
+        "builder = trt.Builder(logger)",
+        f"network = builder.create_network({flags})",
+        "parser = trt.OnnxParser(network, logger)",
+        f"if not parser.parse_from_file({model!r}):",
+        "    for i in range(parser.num_errors):",
+        "        print(parser.get_error(i))",
+        '    raise SystemExit("the ONNX parser rejected the model")',
+        "config = builder.create_builder_config()",
+    ]
+    if s.workspace_mb is not None:
+        lines.append(f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {s.workspace_mb} << 20)")
+    if s.tactic_dram_mb is not None:
+        lines.append("config.set_memory_pool_limit(trt.MemoryPoolType.TACTIC_SHARED_MEMORY, "
+                     f"{s.tactic_dram_mb} << 20)")  # fmt: skip
+    if s.optimization_level is not None:
+        lines.append(f"config.builder_optimization_level = {s.optimization_level}")
+    if fam != "11":
+        for precision in s.precisions or []:
+            if precision != "tf32":
+                lines.append(f"config.set_flag(trt.BuilderFlag.{precision.upper()})")
+        if s.precision_constraints in ("obey", "prefer"):
+            lines.append(f"config.set_flag(trt.BuilderFlag.{s.precision_constraints.upper()}_PRECISION_CONSTRAINTS)")
+        if s.layer_precisions or s.layer_output_types:
+            lines += [
+                "import fnmatch",
+                "TYPES = {'fp32': trt.float32, 'fp16': trt.float16, 'int8': trt.int8}",
+                f"LAYER_PRECISIONS = {s.layer_precisions or {}!r}",
+                f"LAYER_OUTPUT_TYPES = {s.layer_output_types or {}!r}",
+                "for index in range(network.num_layers):",
+                "    layer = network.get_layer(index)",
+                "    for pattern, precision in LAYER_PRECISIONS.items():",
+                "        if fnmatch.fnmatchcase(layer.name, pattern):",
+                "            layer.precision = TYPES[precision]",
+                "    for pattern, precision in LAYER_OUTPUT_TYPES.items():",
+                "        if fnmatch.fnmatchcase(layer.name, pattern):",
+                "            for output in range(layer.num_outputs):",
+                "                layer.set_output_type(output, TYPES[precision])",
+            ]
+        if s.calibration is not None and s.calibration.cache:
+            lines += [
+                "# INT8 scales from DeployLens' calibration cache (no data needed at build time)",
+                f"class CacheCalibrator(trt.{'IInt8MinMaxCalibrator' if s.calibration.method == 'minmax' else 'IInt8EntropyCalibrator2'}):",
+                "    def __init__(self):",
+                "        super().__init__()",
+                "    def get_batch_size(self):",
+                "        return 1",
+                "    def get_batch(self, names):",
+                "        return None",
+                "    def read_calibration_cache(self):",
+                f"        return Path({s.calibration.cache!r}).read_bytes()",
+                "    def write_calibration_cache(self, cache):",
+                "        pass",
+                "calibrator = CacheCalibrator()",
+                "config.int8_calibrator = calibrator",
+            ]
+    if s.no_tf32:
+        lines.append("config.clear_flag(trt.BuilderFlag.TF32)")
+    for profile in s.profiles or []:
+        lines.append("profile = builder.create_optimization_profile()")
+        for name, (low, opt, high) in profile.shapes.items():
+            lines.append(f"profile.set_shape({name!r}, {tuple(low)}, {tuple(opt)}, {tuple(high)})")
+        lines.append("config.add_optimization_profile(profile)")
+    if s.timing_cache:
+        lines += [
+            f"cache_path = Path({s.timing_cache!r})",
+            'timing_cache = config.create_timing_cache(cache_path.read_bytes() if cache_path.is_file() else b"")',
+            "config.set_timing_cache(timing_cache, False)",
+        ]
+    for change in s.tactic_sources or []:
+        op = "|" if change.startswith("+") else "& ~"
+        lines.append(f"config.set_tactic_sources(config.get_tactic_sources() {op} "
+                     f"(1 << int(trt.TacticSource.{change[1:].upper()})))")  # fmt: skip
+    if s.sparsity in ("enable", "force"):
+        lines.append("config.set_flag(trt.BuilderFlag.SPARSE_WEIGHTS)")
+    if s.dla_core is not None:
+        lines += ["config.default_device_type = trt.DeviceType.DLA", f"config.DLA_core = {s.dla_core}"]
+        if s.gpu_fallback:
+            lines.append("config.set_flag(trt.BuilderFlag.GPU_FALLBACK)")
+    if s.hardware_compatibility:
+        lines.append("config.hardware_compatibility_level = "
+                     f"trt.HardwareCompatibilityLevel.{HARDWARE_LEVELS[s.hardware_compatibility]}")  # fmt: skip
+    if s.version_compatible:
+        lines.append("config.set_flag(trt.BuilderFlag.VERSION_COMPATIBLE)")
+    if s.max_aux_streams is not None:
+        lines.append(f"config.max_aux_streams = {s.max_aux_streams}")
+    if s.profiling_verbosity:
+        lines.append(f"config.profiling_verbosity = trt.ProfilingVerbosity.{VERBOSITY[s.profiling_verbosity]}")
+    if s.refit:
+        lines.append("config.set_flag(trt.BuilderFlag.REFIT)")
+    if s.strip_weights:
+        lines.append("config.set_flag(trt.BuilderFlag.STRIP_PLAN)")
+    lines += [
+        "engine = builder.build_serialized_network(network, config)",
+        "if engine is None:",
+        '    raise SystemExit("the build failed: see the log above")',
+        f"Path({engine!r}).write_bytes(bytes(engine))",
+    ]
+    if s.timing_cache:
+        lines.append("cache_path.write_bytes(bytes(config.get_timing_cache().serialize()))")
+    lines.append(f'print("wrote {engine}")')
+    return "\n".join(line for line in lines if line is not None) + "\n"

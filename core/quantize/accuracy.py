@@ -1,0 +1,74 @@
+"""How much INT8 costs: the Q/DQ model against the fp32 one on the same samples, through the
+validate comparison (max/mean abs error, rel L2, cosine) plus top-1 agreement for classifiers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from deploylens.core.validate.compare import compare
+from deploylens.core.validate.tolerances import Tolerances
+
+
+@dataclass
+class Accuracy:
+    samples: int
+    max_abs: float
+    mean_abs: float
+    rel_l2: float
+    cosine: float
+    top1_agreement: float | None  # None when the first output is not (batch, classes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def generated_samples(
+    inputs: list[Any], count: int, seed: int = 0
+) -> Iterable[dict[str, np.ndarray]]:
+    """Seeded uniform [0, 1) samples of batch 1 (the bench's "100 generated samples")."""
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        yield {
+            meta.name: rng.random([d if isinstance(d, int) and d > 0 else 1 for d in meta.shape],
+                                  dtype=np.float32)
+            for meta in inputs
+        }  # fmt: skip
+
+
+def measure(
+    fp32: Any,
+    qdq: Any,
+    feeds: Iterable[dict[str, np.ndarray]],
+    progress: Callable[[int], None] | None = None,
+) -> Accuracy:
+    """Run both ORT sessions on every feed; statistics over the first output, all samples."""
+    got_all, want_all = [], []
+    agree = total = 0
+    classifier = True
+    for number, feed in enumerate(feeds, 1):
+        want = np.asarray(fp32.run(None, feed)[0], dtype=np.float32)
+        got = np.asarray(qdq.run(None, feed)[0], dtype=np.float32)
+        want_all.append(want.ravel())
+        got_all.append(got.ravel())
+        if want.ndim == 2 and want.shape[1] > 1:
+            agree += int(np.sum(np.argmax(want, axis=1) == np.argmax(got, axis=1)))
+            total += want.shape[0]
+        else:
+            classifier = False
+        if progress:
+            progress(number)
+    if not want_all:
+        return Accuracy(0, float("nan"), float("nan"), float("nan"), float("nan"), None)
+    stats = compare("output", np.concatenate(got_all), np.concatenate(want_all), Tolerances())
+    return Accuracy(
+        samples=len(want_all),
+        max_abs=stats.max_abs,
+        mean_abs=stats.mean_abs,
+        rel_l2=stats.rel_l2,
+        cosine=stats.cosine,
+        top1_agreement=agree / total if classifier and total else None,
+    )

@@ -1,0 +1,211 @@
+"""INT8 calibration that really runs on the CPU: ONNX Runtime static quantization (QDQ format)
+over a calibration folder, with MinMax, Entropy or Percentile ranges.
+
+The Q/DQ model is what TensorRT 11 builds (strongly typed, explicit quantization); the same ranges
+become a TensorRT ≤10 calibration cache (``trt_cache``). Quantization is symmetric INT8 for
+activations and weights, per-channel weights — what TensorRT accepts from Q/DQ nodes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deploylens.core.errors import UserError
+
+METHODS = ("minmax", "entropy", "percentile")
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class CalibrationRequest:
+    model: str
+    data: str
+    output: str = ""  # the Q/DQ model; default: <model>.qdq.onnx
+    method: str = "entropy"
+    percentile: float = 99.99
+    preprocess: str = ""
+    batch_size: int | None = None  # default: the model's batch axis when fixed, else 1
+    batches: int | None = None  # default: every sample in the folder
+    per_channel: bool = True
+    exclude: list[str] = field(default_factory=list)  # node names kept in float
+
+
+@dataclass
+class CalibrationResult:
+    output: str
+    method: str
+    batches: int
+    samples: int
+    seconds: float
+    ranges: dict[str, tuple[float, float]]
+    quantized_nodes: int
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples / self.seconds if self.seconds else 0.0
+
+
+def default_output(model: str, method: str) -> str:
+    return str(Path(model).with_suffix("")) + f".{method}.qdq.onnx"
+
+
+class FolderReader:
+    """ONNX Runtime's ``CalibrationDataReader`` over ``core.data`` batches, reporting progress.
+
+    ``progress`` may raise (the worker's cancel does) — that stops the calibration where it is.
+    """
+
+    def __init__(self, request: CalibrationRequest, inputs: list[Any], progress: Progress) -> None:
+        from deploylens.core.data.preprocess import batches, list_samples, parse_preprocess
+
+        self._inputs = [(i.name, list(i.shape)) for i in inputs]
+        self._dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
+        first = self._inputs[0][1]
+        fixed = first[0] if first and isinstance(first[0], int) and first[0] > 0 else None
+        if request.batch_size and fixed and request.batch_size != fixed:
+            raise UserError(
+                f"The model's batch axis is fixed at {fixed}; a calibration batch of "
+                f"{request.batch_size} cannot feed it (re-export with a dynamic batch)."
+            )
+        self.batch_size = request.batch_size or fixed or 1
+        files = len(list_samples(request.data))
+        available = max(1, -(-files // self.batch_size))
+        self.total = min(available, request.batches) if request.batches else available
+        spec = parse_preprocess(request.preprocess) if request.preprocess else None
+        self._iter: Iterator[dict[str, np.ndarray]] = batches(
+            request.data, self._inputs, self.batch_size, spec, limit=self.total
+        )
+        self._progress = progress
+        self.produced = 0
+        self.samples = 0
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        batch = next(self._iter, None)
+        if batch is None:
+            return None
+        self.produced += 1
+        self.samples += len(next(iter(batch.values())))
+        self._progress(
+            self.produced / self.total, f"calibration batch {self.produced}/{self.total}"
+        )
+        return {k: v.astype(self._dtypes[k], copy=False) for k, v in batch.items()}
+
+    # CalibrationDataReader protocol (ORT checks for get_next; iteration is a convenience)
+    def __iter__(self) -> FolderReader:
+        return self
+
+    def __next__(self) -> dict[str, np.ndarray]:
+        batch = self.get_next()
+        if batch is None:
+            raise StopIteration
+        return batch
+
+
+def _numpy_dtype(ort_type: str) -> Any:
+    from deploylens.core.validate.run import ORT_DTYPES
+
+    return ORT_DTYPES.get(ort_type, np.float32)
+
+
+def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> CalibrationResult:
+    """Calibrate ``request.model`` and write its Q/DQ model; ranges come back for TensorRT."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.calibrate import load_tensors_data
+
+    if request.method not in METHODS:
+        raise UserError(f"Unknown calibration method '{request.method}'; use {', '.join(METHODS)}.")
+    if request.method == "percentile" and not 50.0 <= request.percentile <= 100.0:
+        raise UserError("The percentile is between 50 and 100 (e.g. 99.99).")
+    progress = progress or (lambda f, m: None)
+    output = request.output or default_output(request.model, request.method)
+    sess = ort.InferenceSession(request.model, providers=["CPUExecutionProvider"])
+    reader = FolderReader(request, sess.get_inputs(), lambda f, m: progress(0.9 * f, m))
+    del sess
+    method = {
+        "minmax": CalibrationMethod.MinMax,
+        "entropy": CalibrationMethod.Entropy,
+        "percentile": CalibrationMethod.Percentile,
+    }[request.method]
+    extra = {
+        "ActivationSymmetric": True,  # TensorRT's INT8 is symmetric: zero points must be 0
+        "WeightSymmetric": True,
+        "CalibTensorRangeSymmetric": True,
+        "QuantizeBias": False,  # TensorRT fuses float biases; int32 bias Q/DQ is not its format
+        "CalibPercentile": request.percentile,
+    }
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="deploylens-calib-") as scratch:
+        ranges_path = Path(scratch) / "ranges.json"
+        model = _preprocessed(request.model, Path(scratch) / "prepared.onnx", progress)
+        try:
+            quantize_static(
+                model,
+                output + ".partial",
+                reader,
+                quant_format=QuantFormat.QDQ,
+                per_channel=request.per_channel,
+                activation_type=QuantType.QInt8,
+                weight_type=QuantType.QInt8,
+                nodes_to_exclude=request.exclude or None,
+                calibrate_method=method,
+                extra_options=extra,
+                calibration_cache_path=ranges_path,
+            )
+        except Exception:
+            Path(output + ".partial").unlink(missing_ok=True)
+            raise
+        Path(output + ".partial").replace(output)  # never a half-written model under the name
+        data = load_tensors_data(ranges_path)
+    seconds = time.perf_counter() - start
+    if reader.produced == 0:
+        raise UserError(f"{request.data} gave no calibration batches.")
+    progress(0.95, "reading the Q/DQ model")
+    ranges = {
+        name: (float(np.min(td.range_value[0])), float(np.max(td.range_value[1])))
+        for name, td in data.data.items()
+    }
+    return CalibrationResult(
+        output=output,
+        method=request.method,
+        batches=reader.produced,
+        samples=reader.samples,
+        seconds=seconds,
+        ranges=ranges,  # type: ignore[arg-type]
+        quantized_nodes=_count_qdq(output),
+    )
+
+
+def _preprocessed(model: str, target: Path, progress: Progress) -> str:
+    """ORT's recommended preparation (shape inference, Conv+BN folding) so Q/DQ lands where a
+    deployment runtime fuses it; a model it cannot prepare is calibrated as it is."""
+    import logging
+
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    progress(0.0, "preparing the model (shape inference, folding)")
+    logging.getLogger().setLevel(logging.ERROR)  # ORT warns through the root logger
+    try:
+        quant_pre_process(model, str(target), skip_symbolic_shape=True)
+    except Exception:
+        return model
+    return str(target)
+
+
+def _count_qdq(path: str) -> int:
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    return sum(1 for n in model.graph.node if n.op_type == "QuantizeLinear")

@@ -1,0 +1,71 @@
+"""The ``quantize.calibrate`` worker job: calibrate → Q/DQ model → accuracy vs fp32 → optional
+TensorRT calibration cache, with progress and cancel (the worker's ``ctx``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+from deploylens.core.quantize.calibrate import CalibrationRequest, calibrate
+
+RESULT_VERSION = 1
+
+
+def calibrate_and_measure(
+    params: dict[str, Any], progress: Any = None, log: Any = None
+) -> dict[str, Any]:
+    """Shared by the job, the CLI and the bench: everything a calibration run reports."""
+    import onnxruntime as ort
+
+    from deploylens.core.quantize import accuracy, trt_cache
+    from deploylens.core.validate.run import make_feeds
+
+    progress = progress or (lambda f, m: None)
+    known = {f.name for f in fields(CalibrationRequest)}
+    request = CalibrationRequest(**{k: v for k, v in params.items() if k in known})
+    result = calibrate(request, lambda f, m: progress(0.8 * f, m))
+    report: dict[str, Any] = {
+        "kind": "deploylens.calibration",
+        "version": RESULT_VERSION,
+        "model": request.model,
+        **{k: v for k, v in asdict(result).items() if k != "ranges"},
+        "samples_per_s": result.samples_per_s,
+        "tensors": len(result.ranges),
+    }
+    evaluate = int(params.get("evaluate", 20))
+    if evaluate > 0:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(params.get("threads", 0))
+        fp32 = ort.InferenceSession(request.model, options, providers=["CPUExecutionProvider"])
+        qdq = ort.InferenceSession(result.output, options, providers=["CPUExecutionProvider"])
+        source = params.get("eval_data") or ""
+        if source:
+            feeds = [make_feeds(fp32, source, preprocess=request.preprocess)]
+        else:
+            feeds = list(accuracy.generated_samples(fp32.get_inputs(), evaluate, seed=1))
+        measured = accuracy.measure(
+            fp32,
+            qdq,
+            feeds,
+            lambda n: progress(0.8 + 0.15 * n / len(feeds), f"accuracy {n}/{len(feeds)}"),
+        )
+        report["accuracy"] = measured.to_dict()
+    cache_path = params.get("trt_cache") or ""
+    if cache_path:
+        version = params.get("trt_version") or "10.16"
+        cache = trt_cache.from_ranges(result.ranges, version, request.method)
+        trt_cache.write_cache(cache, cache_path)
+        report["trt_cache"] = {
+            "path": cache_path,
+            "header": cache.header,
+            "tensors": len(cache.scales),
+        }
+        if request.method == "percentile" and log:
+            log("TensorRT has no percentile calibrator: the cache carries the percentile ranges "
+                "under the EntropyCalibration2 header.")  # fmt: skip
+    progress(1.0, "done")
+    return report
+
+
+def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    return calibrate_and_measure(params, ctx.progress, ctx.log)
