@@ -47,6 +47,7 @@ bench: install
 	$(BIN)/python bench/support_crosscheck.py --json bench/results/support_crosscheck.json
 	$(BIN)/python bench/export_overhead.py --json bench/results/export_overhead.json
 	$(BIN)/python bench/validate.py --json bench/results/validate.json
+	$(BIN)/python bench/calibrate.py --json bench/results/calibrate.json
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -12,6 +12,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.build.panel import BuildPanel
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.export.panel import ExportPanel
@@ -65,6 +66,10 @@ class MainWindow(QMainWindow):
         )
         self.validate_panel.sig_result.connect(self._remember_validation)
         self.validate_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
+        self.build_panel = BuildPanel(self.jobs)
+        self.build_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
+        self.build_panel.sig_overlay.connect(self._engine_overlay)
+        self.build_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -101,6 +106,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(first, self._dock("Op support", self.support_panel, right))
         self.tabifyDockWidget(first, self._dock("Export", self.export_panel, right))
         self.tabifyDockWidget(first, self._dock("Validate", self.validate_panel, right))
+        self.tabifyDockWidget(first, self._dock("Build", self.build_panel, right))
         for title, text in UPCOMING_PANELS.items():
             self.tabifyDockWidget(first, self._dock(title, EmptyStatePanel(title, text), right))
         first.raise_()
@@ -158,6 +164,16 @@ class MainWindow(QMainWindow):
         """The export panel's fix ladder uses the support matrix once it is loaded."""
         self.export_panel.matrix = matrix  # type: ignore[assignment]
 
+    def _engine_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
+        """Engine latency (summed over collapsed groups) or precision (their most common one)."""
+        if self.graph_panel.path is None:
+            return  # an engine opened without its model: the table still works
+        unmatched = self.graph_panel.overlay(
+            name, values, legend, "sum" if log_scale else "mode", log_scale=log_scale
+        )
+        if unmatched and len(unmatched) == len(values):
+            self.statusBar().showMessage(f"{name}: no layer maps to a node of this model", 8000)
+
     def _remember_validation(self, _result: object) -> None:
         """The project keeps the validate settings and where the last result was saved."""
         self.document.project.tables["validate"] = self.validate_panel.project_table()
@@ -174,6 +190,7 @@ class MainWindow(QMainWindow):
         suggested = str(self.document.model_path.with_suffix(PROJECT_SUFFIX))
         path, _ = QFileDialog.getSaveFileName(self, "Save project", suggested, f"*{PROJECT_SUFFIX}")
         if path:
+            self.document.project.tables["build"] = self.build_panel.project_table()
             try:
                 saved = self.document.save_project(path)
             except UserError as exc:
@@ -209,6 +226,8 @@ class MainWindow(QMainWindow):
         self.graph_panel.load(summary.path)
         self.support_panel.set_model(summary.path)
         self.validate_panel.set_model(summary.path, self.document.project.tables.get("validate"))
+        inputs = {v.name: list(v.shape or []) for v in summary.inputs}
+        self.build_panel.set_model(summary.path, inputs, self.document.project.tables.get("build"))
         self._fill_recent()
         self.notification_bar.dismiss()
         if summary.problems:

@@ -20,6 +20,14 @@ import numpy as np
 from deploylens.core.errors import UserError
 
 METHODS = ("minmax", "entropy", "percentile")
+# Entropy: 512 histogram bins searched for the 128-level threshold with the least KL divergence.
+# TensorRT uses 2048 bins, but ORT's search is Python and O(bins²): on resnet18 (50 tensors) 2048
+# bins took 32 s, 512 take 7 s; ORT's own default (128 bins) can never clip, i.e. equals MinMax.
+CALIBRATOR_OPTIONS: dict[str, dict[str, Any]] = {
+    "minmax": {"symmetric": True},
+    "entropy": {"symmetric": True, "num_bins": 512, "num_quantized_bins": 128},
+    "percentile": {"symmetric": True, "num_bins": 2048},
+}
 Progress = Callable[[float, str], None]
 
 
@@ -123,7 +131,11 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
         QuantType,
         quantize_static,
     )
-    from onnxruntime.quantization.calibrate import load_tensors_data
+    from onnxruntime.quantization.calibrate import (
+        create_calibrator,
+        load_tensors_data,
+        save_tensors_data,
+    )
 
     if request.method not in METHODS:
         raise UserError(f"Unknown calibration method '{request.method}'; use {', '.join(METHODS)}.")
@@ -142,19 +154,31 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
     extra = {
         "ActivationSymmetric": True,  # TensorRT's INT8 is symmetric: zero points must be 0
         "WeightSymmetric": True,
-        "CalibTensorRangeSymmetric": True,
         "QuantizeBias": False,  # TensorRT fuses float biases; int32 bias Q/DQ is not its format
-        "CalibPercentile": request.percentile,
     }
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="deploylens-calib-") as scratch:
         ranges_path = Path(scratch) / "ranges.json"
         model = _preprocessed(request.model, Path(scratch) / "prepared.onnx", progress)
+        # Ranges first, with histogram settings quantize_static cannot pass (CALIBRATOR_OPTIONS).
+        calibrator = create_calibrator(
+            Path(model),
+            augmented_model_path=str(Path(scratch) / "augmented.onnx"),
+            calibrate_method=method,
+            extra_options=CALIBRATOR_OPTIONS[request.method] | {"percentile": request.percentile},
+        )
+        calibrator.collect_data(reader)
+        if reader.produced == 0:
+            raise UserError(f"{request.data} gave no calibration batches.")
+        save_tensors_data(calibrator.compute_data(), ranges_path)
+        del calibrator
+        progress(0.92, "writing the Q/DQ model")
+        partial = output + ".partial"
         try:
             quantize_static(
                 model,
-                output + ".partial",
-                reader,
+                partial,
+                None,  # the ranges come from the cache written above
                 quant_format=QuantFormat.QDQ,
                 per_channel=request.per_channel,
                 activation_type=QuantType.QInt8,
@@ -165,14 +189,11 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
                 calibration_cache_path=ranges_path,
             )
         except Exception:
-            Path(output + ".partial").unlink(missing_ok=True)
+            Path(partial).unlink(missing_ok=True)
             raise
-        Path(output + ".partial").replace(output)  # never a half-written model under the name
+        Path(partial).replace(output)  # never a half-written model under the final name
         data = load_tensors_data(ranges_path)
     seconds = time.perf_counter() - start
-    if reader.produced == 0:
-        raise UserError(f"{request.data} gave no calibration batches.")
-    progress(0.95, "reading the Q/DQ model")
     ranges = {
         name: (float(np.min(td.range_value[0])), float(np.max(td.range_value[1])))
         for name, td in data.data.items()

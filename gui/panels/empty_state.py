@@ -26,8 +26,6 @@ class EmptyStatePanel(QWidget):
 
 # Panel title -> what it will hold and which issue brings it.
 UPCOMING_PANELS: dict[str, str] = {
-    "Build": "Engine build settings arrive with issue #7: version-aware TensorRT settings, "
-    "INT8 calibration and the equivalent trtexec command.",
     "Timeline": "The profiler timeline arrives with issue #8: streams, H2D/D2H copies and "
     "per-kernel latency from PyTorch, ONNX Runtime, Nsight Systems and trtexec traces.",
 }

@@ -1,0 +1,167 @@
+"""Engine view: a built (or imported) engine's layers — type, precisions, formats, tactic, the
+ONNX nodes each layer fused, time and share — with latency/precision overlays on the graph and a
+diff against another engine or profile. Reads trtexec/TREx JSON; no TensorRT needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.engine.layers import EngineInfo, load_layer_info
+from deploylens.core.engine.timings import LayerTime, load_profile
+from deploylens.core.engine.view import (
+    diff_engines,
+    diff_text,
+    engine_text,
+    latency_overlay,
+    layer_table,
+    precision_overlay,
+)
+from deploylens.core.errors import UserError
+
+COLUMNS = ["Layer", "Type", "In", "Out", "Formats", "Tactic", "ONNX nodes", "ms", "%"]
+JSON_FILTER = "TensorRT JSON (*.json)"
+
+
+class NumberItem(QTableWidgetItem):
+    """Sorts by number, blanks last."""
+
+    def __init__(self, value: float | None, digits: int = 3) -> None:
+        super().__init__("" if value is None else f"{value:.{digits}f}")
+        self.value = float("inf") if value is None else value
+        self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        return self.value < getattr(other, "value", float("inf"))
+
+
+class EngineView(QWidget):
+    sig_node_selected = Signal(str)
+    sig_overlay = Signal(str, dict, str, bool)  # name, values, legend, log scale
+    sig_message = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.info: EngineInfo | None = None
+        self.times: list[LayerTime] = []
+        self.rows: list[dict[str, Any]] = []
+        self.summary = QLabel("Open a layer-info JSON (trtexec --exportLayerInfo), or build an engine.")
+        self.summary.setWordWrap(True)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.cellClicked.connect(self._on_clicked)
+        self.diff = QPlainTextEdit()
+        self.diff.setReadOnly(True)
+        self.diff.setPlaceholderText("Diff: open a second engine's layer info (and profile).")
+        buttons = QHBoxLayout()
+        for text, slot in (("Open layers…", self._choose_layers), ("Open profile…", self._choose_profile),
+                           ("Diff with…", self._choose_diff)):  # fmt: skip
+            button = QPushButton(text)
+            button.clicked.connect(slot)
+            buttons.addWidget(button)
+        buttons.addStretch()
+        tabs = QTabWidget()
+        tabs.addTab(self.table, "Layers")
+        tabs.addTab(self.diff, "Diff")
+        self.tabs = tabs
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(buttons)
+        layout.addWidget(self.summary)
+        layout.addWidget(tabs)
+
+    # -- loading ----------------------------------------------------------------------------------
+    def load(self, layers: str | Path, profile: str | Path | None = None) -> None:
+        self.info = load_layer_info(layers)
+        self.times = load_profile(profile)[1] if profile else []
+        self._show()
+
+    def load_profile(self, profile: str | Path) -> None:
+        if self.info is None:
+            raise UserError("Open the engine's layer info first; the profile names its layers.")
+        self.times = load_profile(profile)[1]
+        self._show()
+
+    def diff_with(self, layers: str | Path, profile: str | Path | None = None) -> dict[str, Any]:
+        if self.info is None:
+            raise UserError("Open the first engine's layer info first.")
+        other = load_layer_info(layers)
+        other_times = load_profile(profile)[1] if profile else None
+        diff = diff_engines(self.info, other, self.times or None, other_times)  # times: both or none
+        self.diff.setPlainText(diff_text(diff))
+        self.tabs.setCurrentWidget(self.diff)
+        return diff
+
+    def _show(self) -> None:
+        assert self.info is not None
+        self.rows = layer_table(self.info, self.times)
+        self.summary.setText(engine_text(self.info, self.rows, top=5).split("\n", 1)[0])
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(self.rows))
+        for row, r in enumerate(self.rows):
+            cells: list[QTableWidgetItem] = [
+                QTableWidgetItem(r["name"]),
+                QTableWidgetItem(r["type"]),
+                QTableWidgetItem(r["in_precision"]),
+                QTableWidgetItem(r["out_precision"]),
+                QTableWidgetItem(" → ".join(filter(None, ["/".join(dict.fromkeys(r["in_formats"])),
+                                                          "/".join(dict.fromkeys(r["out_formats"]))]))),
+                QTableWidgetItem(r["tactic"]),
+                QTableWidgetItem(r["region"] or ", ".join(r["onnx_nodes"])),
+                NumberItem(r["time_ms"]),
+                NumberItem(r["percent"], 1),
+            ]  # fmt: skip
+            cells[0].setData(Qt.ItemDataRole.UserRole, r["onnx_nodes"])
+            for column, item in enumerate(cells):
+                self.table.setItem(row, column, item)
+        self.table.setSortingEnabled(True)
+        self.table.resizeColumnsToContents()
+        if self.times:
+            self.sig_overlay.emit("TensorRT latency (ms)", latency_overlay(self.info, self.times),
+                                  "ms per ONNX node (fused layers shared equally)", True)  # fmt: skip
+        self.sig_overlay.emit("TensorRT precision", precision_overlay(self.info), "layer output precision", False)
+
+    def _on_clicked(self, row: int, _column: int) -> None:
+        nodes = self.table.item(row, 0).data(Qt.ItemDataRole.UserRole) or []
+        if nodes:
+            self.sig_node_selected.emit(nodes[0])
+
+    # -- dialogs ----------------------------------------------------------------------------------
+    def _pick(self, title: str) -> str:
+        return QFileDialog.getOpenFileName(self, title, "", JSON_FILTER)[0]
+
+    def _guarded(self, action: Any, *args: Any) -> None:
+        try:
+            action(*args)
+        except UserError as exc:
+            self.sig_message.emit(exc.message)
+            self.summary.setText(exc.message)
+
+    def _choose_layers(self) -> None:
+        if path := self._pick("Engine layer info"):
+            self._guarded(self.load, path)
+
+    def _choose_profile(self) -> None:
+        if path := self._pick("trtexec --exportProfile JSON"):
+            self._guarded(self.load_profile, path)
+
+    def _choose_diff(self) -> None:
+        if path := self._pick("The other engine's layer info"):
+            self._guarded(self.diff_with, path)

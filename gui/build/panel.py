@@ -1,0 +1,307 @@
+"""Build panel: TensorRT settings for a target release, checked live against the model's inputs;
+the exact trtexec / Polygraphy / Python script / TOML for that release and the 10 → 11 migration;
+CPU calibration into a Q/DQ model (and a TensorRT cache); a real build where TensorRT exists;
+and the engine view. Long work runs in the worker with progress and cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.build.flags import family
+from deploylens.core.build.script import build_script
+from deploylens.core.build.settings import (
+    BuildSettings,
+    check,
+    load_settings,
+    migrate_to_11,
+    polygraphy_command,
+    trtexec_command,
+)
+from deploylens.core.errors import UserError
+from deploylens.core.files import atomic_write_text
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.build.engine_view import EngineView
+from deploylens.gui.build.settings_form import BuildSettingsForm
+from deploylens.gui.job_manager import JobManager
+
+VERSIONS = ["10.16", "11.4", "8.6.1"]
+OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
+BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
+IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
+
+
+def _text_box() -> QPlainTextEdit:
+    box = QPlainTextEdit()
+    box.setReadOnly(True)
+    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    return box
+
+
+class BuildPanel(QWidget):
+    sig_message = Signal(str)
+    sig_node_selected = Signal(str)
+    sig_overlay = Signal(str, dict, str, bool)
+
+    def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.jobs = jobs
+        self.model_path = ""
+        self.inputs: dict[str, list[Any]] | None = None
+        self.job: Any = None
+        self.version = QComboBox()
+        self.version.setEditable(True)
+        self.version.addItems(VERSIONS)
+        self.version.setToolTip("the TensorRT release the commands and checks are for")
+        self.form = BuildSettingsForm()
+        self.problems = QListWidget()
+        self.problems.setMaximumHeight(110)
+        self.banner = QLabel("Open a model to check build settings.")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet(IDLE_STYLE)
+        self.trtexec, self.polygraphy, self.script, self.toml, self.migration = (_text_box() for _ in range(5))
+        self.engine_view = EngineView()
+        self.engine_view.sig_node_selected.connect(self.sig_node_selected)
+        self.engine_view.sig_overlay.connect(self.sig_overlay)
+        self.engine_view.sig_message.connect(self.sig_message)
+        self.calibrate_button = QPushButton("Calibrate (CPU)")
+        self.calibrate_button.setToolTip("ONNX Runtime static quantization → Q/DQ model + TensorRT cache")
+        self.calibrate_button.clicked.connect(self.calibrate)
+        self.build_button = QPushButton("Build engine")
+        self.build_button.setToolTip("with the TensorRT installed in the worker interpreter (GPU)")
+        self.build_button.clicked.connect(self.build)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.load_button = QPushButton("Load…")
+        self.load_button.clicked.connect(self._choose_load)
+        self.save_button = QPushButton("Save…")
+        self.save_button.setToolTip("settings as TOML, or the Python build script")
+        self.save_button.clicked.connect(self._choose_save)
+        self._build()
+        self.form.sig_changed.connect(self.refresh)
+        self.version.currentTextChanged.connect(lambda _: self.refresh())
+        self.refresh()
+
+    def _build(self) -> None:
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.form)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("TensorRT"))
+        top.addWidget(self.version)
+        for button in (self.calibrate_button, self.build_button, self.cancel_button,
+                       self.load_button, self.save_button):  # fmt: skip
+            top.addWidget(button)
+        top.addStretch()
+        outputs = QTabWidget()
+        for widget, title in ((self.trtexec, "trtexec"), (self.polygraphy, "Polygraphy"),
+                              (self.script, "Python script"), (self.toml, "TOML"),
+                              (self.migration, "Migrate to 11"), (self.engine_view, "Engine")):  # fmt: skip
+            outputs.addTab(widget, title)
+        self.outputs = outputs
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(scroll)
+        left_layout.addWidget(QLabel("Problems"))
+        left_layout.addWidget(self.problems)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(outputs)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.banner)
+        layout.addWidget(splitter)
+
+    # -- model and project ------------------------------------------------------------------------
+    def set_model(self, path: str, inputs: dict[str, list[Any]] | None, table: dict[str, Any] | None = None) -> None:
+        self.model_path, self.inputs = path, inputs
+        table = table or {}
+        if table.get("trt_version"):
+            self.version.setCurrentText(str(table["trt_version"]))
+        try:
+            self.form.set_settings(BuildSettings.from_dict(table.get("settings") or {}))
+        except (UserError, TypeError) as exc:
+            self.sig_message.emit(f"The project's build settings could not be read: {exc}")
+        self.refresh()
+        layers = table.get("layers_json")
+        if layers and Path(layers).is_file():
+            try:
+                self.engine_view.load(layers)
+            except UserError as exc:
+                self.sig_message.emit(exc.message)
+
+    def project_table(self) -> dict[str, Any]:
+        table: dict[str, Any] = {"trt_version": self.version.currentText()}
+        try:
+            table["settings"] = self.form.settings().to_dict()
+        except UserError:
+            pass
+        if self.engine_view.info is not None:
+            table["layers_json"] = self.engine_view.info.path
+        return table
+
+    # -- live checks and outputs ------------------------------------------------------------------
+    def refresh(self) -> None:
+        version = self.version.currentText().strip()
+        self.problems.clear()
+        try:
+            settings = self.form.settings()
+            family(version)
+        except UserError as exc:
+            self._show_problems([exc.message])
+            return
+        except ValueError:
+            self._show_problems([f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x."])
+            return
+        self.toml.setPlainText(settings.to_toml() or "# every setting at TensorRT's default\n")
+        model = self.model_path or "model.onnx"
+        problems = check(settings, version, self.inputs)
+        migration = migrate_to_11(settings, model)
+        self.migration.setPlainText("\n".join(
+            [f"{n}. {step}" for n, step in enumerate(migration["steps"], 1)] + ["", "Settings diff:"]
+            + [f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"]]
+        ))  # fmt: skip
+        if problems:
+            self._show_problems([f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems])
+            for box in (self.trtexec, self.polygraphy, self.script):
+                box.setPlainText("Fix the problems on the left first: a command that silently drops a "
+                                 "setting would build another engine.")  # fmt: skip
+            return
+        engine = str(Path(model).with_suffix(".engine"))
+        self.trtexec.setPlainText(trtexec_command(settings, version, model, engine))
+        self.polygraphy.setPlainText(polygraphy_command(settings, model, engine))
+        self.script.setPlainText(build_script(settings, version, model, engine))
+        self._show_problems([])
+
+    def _show_problems(self, problems: list[str]) -> None:
+        self.problems.clear()
+        self.problems.addItems(problems or ["No problems for this TensorRT release."])
+        if not problems and self.job is None:
+            self._set_banner(f"Settings are valid for TensorRT {self.version.currentText()}.", OK_STYLE)
+        elif problems:
+            self._set_banner(f"{len(problems)} problem(s): {problems[0]}", BAD_STYLE)
+
+    def _set_banner(self, text: str, style: str) -> None:
+        self.banner.setText(text)
+        self.banner.setStyleSheet(style)
+
+    # -- jobs -------------------------------------------------------------------------------------
+    def calibrate(self) -> None:
+        try:
+            if not self.model_path:
+                raise UserError("Open an ONNX model first.")
+            params = {"model": self.model_path, **self.form.calibration_params(), "evaluate": 20}
+            if not params["data"]:
+                raise UserError("Tick INT8 calibration and give a data folder.")
+            cache = self.form.cache.text().strip()
+            if cache and family(self.version.currentText()) != "11":
+                params.update(trt_cache=cache, trt_version=self.version.currentText())
+        except UserError as exc:
+            self._set_banner(exc.message, BAD_STYLE)
+            return
+        self._start("quantize.calibrate", params, f"Calibrate {Path(self.model_path).name}")
+
+    def build(self) -> None:
+        try:
+            if not self.model_path:
+                raise UserError("Open an ONNX model first.")
+            params = {"model": self.model_path, "engine": str(Path(self.model_path).with_suffix(".engine")),
+                      "settings": self.form.settings().to_dict()}  # fmt: skip
+        except UserError as exc:
+            self._set_banner(exc.message, BAD_STYLE)
+            return
+        self._start("build.engine", params, f"Build {Path(self.model_path).name}")
+
+    def _start(self, method: str, params: dict[str, Any], title: str) -> None:
+        self.calibrate_button.setEnabled(False)
+        self.build_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self._set_banner(f"{title} …", IDLE_STYLE)
+        job = self.jobs.submit(method, params, title)
+        self.job = job
+        job.sig_progress.connect(lambda f, t: self._set_banner(
+            f"{title} …" + (f" {f:.0%}" if isinstance(f, float) else "") + f" {t}", IDLE_STYLE))  # fmt: skip
+        job.sig_finished.connect(lambda result: self._finished(method, result))
+        job.sig_failed.connect(self._failed)
+
+    def cancel(self) -> None:
+        if self.job is not None and self.job.active:
+            self.job.cancel()
+
+    def _idle(self) -> None:
+        self.job = None
+        self.calibrate_button.setEnabled(True)
+        self.build_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+
+    def _failed(self, failure: JobFailure) -> None:
+        self._idle()
+        self._set_banner(f"{failure.message}\n{failure.hint}".strip(), BAD_STYLE)
+        self.sig_message.emit(failure.message)
+
+    def _finished(self, method: str, result: dict[str, Any]) -> None:
+        self._idle()
+        if method == "quantize.calibrate":
+            self.last_calibration = result
+            accuracy = result.get("accuracy") or {}
+            top1 = accuracy.get("top1_agreement")
+            text = (f"Calibrated ({result['method']}, {result['samples']} samples, "
+                    f"{result['samples_per_s']:.1f}/s) → {result['output']}")  # fmt: skip
+            if accuracy:
+                text += f"; vs fp32: max abs {accuracy['max_abs']:.3g}, rel L2 {accuracy['rel_l2']:.3g}"
+                text += f", top-1 agreement {top1:.1%}" if top1 is not None else ""
+            if result.get("trt_cache"):
+                text += f"; TensorRT cache {result['trt_cache']['header']}"
+            self._set_banner(text, OK_STYLE)
+        else:
+            self._set_banner(f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB, "
+                             f"TensorRT {result['tensorrt']}, {result['seconds']:.1f} s)", OK_STYLE)  # fmt: skip
+            if result.get("layers_json"):
+                self.engine_view.load(result["layers_json"])
+                self.outputs.setCurrentWidget(self.engine_view)
+
+    # -- files ------------------------------------------------------------------------------------
+    def _choose_load(self) -> None:
+        path = QFileDialog.getOpenFileName(self, "Build settings", "", "TOML (*.toml)")[0]
+        if path:
+            try:
+                self.form.set_settings(load_settings(path))
+            except UserError as exc:
+                self._set_banner(exc.message, BAD_STYLE)
+
+    def _choose_save(self) -> None:
+        path = QFileDialog.getSaveFileName(self, "Save", "build.toml", "TOML (*.toml);;Python (*.py)")[0]
+        if path:
+            self.save(path)
+
+    def save(self, path: str) -> None:
+        try:
+            settings = self.form.settings()
+            if path.endswith(".py"):
+                model = self.model_path or "model.onnx"
+                engine = str(Path(model).with_suffix(".engine"))
+                text = build_script(settings, self.version.currentText(), model, engine)
+            else:
+                text = settings.to_toml()
+            atomic_write_text(path, text)
+        except (UserError, OSError) as exc:
+            self._set_banner(getattr(exc, "message", str(exc)), BAD_STYLE)

@@ -1,0 +1,115 @@
+"""The Build panel with real widgets and the real worker: live checks per TensorRT release,
+commands that follow the release, CPU calibration, the build's clear message where TensorRT is
+missing (always in CI), the engine view on real TREx files, and the project round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from deploylens.core.quantize.trt_cache import read_cache
+from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+
+
+def test_live_checks_commands_and_project(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel = window.build_panel
+    form = panel.form
+    assert panel.problems.item(0).text() == "No problems for this TensorRT release."
+    panel.version.setCurrentText("10.16")
+    form.precision["fp16"].setChecked(True)
+    form.workspace.setValue(512)
+    assert "--fp16" in panel.trtexec.toPlainText()
+    assert "--memPoolSize=workspace:512M" in panel.trtexec.toPlainText()
+    assert "config.set_flag(trt.BuilderFlag.FP16)" in panel.script.toPlainText()
+    assert "precisions = [" in panel.toml.toPlainText()
+    panel.version.setCurrentText("11.4")  # the same recipe is impossible in 11
+    assert "TensorRT 11 has no precision flags" in panel.problems.item(0).text()
+    assert "Fix the problems" in panel.trtexec.toPlainText()
+    assert "strongly typed" in panel.migration.toPlainText()
+    panel.version.setCurrentText("10.16")
+    form.profiles.setPlainText("image: 1x3x32x32 / 4x3x32x32 / 8x3x32x32")  # batch is fixed at 1
+    assert "axis 0 is fixed at 1" in panel.problems.item(0).text()
+    form.profiles.setPlainText("image: 1x3x32")
+    assert "INPUT: MIN / OPT / MAX" in panel.problems.item(0).text()
+    form.profiles.setPlainText("")
+    panel.save(str(tmp_path / "build.toml"))
+    assert 'precisions = [\n    "fp16",\n]' in (tmp_path / "build.toml").read_text()
+    project = window.document.project
+    project.tables["build"] = panel.project_table()
+    saved = window.document.save_project(tmp_path / "p.deploylens.toml")
+    second = make_window()
+    wait_opened(qtbot, second, saved)
+    again = second.build_panel
+    assert again.form.precision["fp16"].isChecked() and again.form.workspace.value() == 512
+    assert (
+        again.version.currentText() == "10.16"
+        and again.trtexec.toPlainText() == panel.trtexec.toPlainText()
+    )
+
+
+def test_calibrate_in_the_worker_and_build_without_tensorrt(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    model = tmp_path / "small_cnn.onnx"
+    model.write_bytes((samples / "small_cnn.dynamo.onnx").read_bytes())
+    images = tmp_path / "images"
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        Image.fromarray(rng.integers(0, 256, (36, 36, 3), dtype=np.uint8)).save(images / f"{i}.png")
+    window = make_window()
+    wait_opened(qtbot, window, model)
+    panel = window.build_panel
+    panel.version.setCurrentText("10.16")
+    form = panel.form
+    form.calibrate.setChecked(True)
+    form.method.setCurrentText("minmax")
+    form.data.setText(str(images))
+    form.preprocess.setText("resize=32x32,scale=1/255")
+    form.cache.setText(str(tmp_path / "calib.cache"))
+    form.precision["int8"].setChecked(True)
+    assert "--int8" in panel.trtexec.toPlainText() and "--calib=" in panel.trtexec.toPlainText()
+    panel.calibrate_button.click()
+    qtbot.waitUntil(lambda: panel.banner.text().startswith("Calibrated"), timeout=JOB_TIMEOUT_MS)
+    assert (
+        "top-1 agreement" in panel.banner.text()
+        and "TRT-101600-MinMaxCalibration" in panel.banner.text()
+    )
+    assert (tmp_path / "small_cnn.minmax.qdq.onnx").is_file()
+    assert "image" in read_cache(tmp_path / "calib.cache").scales
+    panel.build_button.click()  # no TensorRT in this interpreter: say so, keep the GUI alive
+    qtbot.waitUntil(lambda: panel.build_button.isEnabled(), timeout=JOB_TIMEOUT_MS)
+    assert "'tensorrt' is not installed" in panel.banner.text()
+    assert "pip install tensorrt" in panel.banner.text()
+
+
+def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+    root = next(artifacts.rglob("fp16/resnet.onnx.engine.graph.json")).parent.parent
+    window = make_window()
+    view = window.build_panel.engine_view
+    overlays: list[str] = []
+    view.sig_overlay.connect(lambda name, values, legend, log: overlays.append(name))
+    view.load(
+        root / "fp16/resnet.onnx.engine.graph.json", root / "fp16/resnet.onnx.engine.profile.json"
+    )
+    assert view.table.rowCount() == len(view.info.layers) > 10
+    assert overlays == ["TensorRT latency (ms)", "TensorRT precision"]
+    view.table.sortItems(
+        7, order=view.table.horizontalHeader().sortIndicatorOrder().DescendingOrder
+    )
+    slowest = float(view.table.item(0, 7).text())
+    assert slowest == round(max(r["time_ms"] or 0 for r in view.rows), 3)
+    row = next(r for r in range(view.table.rowCount()) if view.table.item(r, 6).text())
+    with qtbot.waitSignal(view.sig_node_selected) as selected:
+        view.table.cellClicked.emit(row, 0)
+    assert selected.args[0] in view.table.item(row, 6).text()
+    diff = view.diff_with(root / "qat/resnet-qat.onnx.engine.graph.json")
+    assert any("QuantizeLinear" in name for name in diff["added"])
+    assert view.diff.toPlainText().startswith(f"layers added {len(diff['added'])}")
+    assert "total" not in view.diff.toPlainText()  # one side has no profile: no time deltas
