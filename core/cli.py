@@ -25,6 +25,7 @@ COMMANDS = (
     "engine",
     "build",
     "calibrate",
+    "trace",
     "demo",
     "env",
     "gui",
@@ -191,6 +192,14 @@ def _parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--python", help="worker interpreter")
     calibrate.add_argument("--json", action="store_true")
 
+    trace = commands.add_parser(
+        "trace", help="a profiler trace's statistics (Kineto/Chrome, ONNX Runtime, nsys SQLite)"
+    )
+    trace.add_argument("file", type=Path)
+    trace.add_argument("--stats", action="store_true", help="print statistics (the default)")
+    trace.add_argument("--top", type=int, default=15, help="kernels in the table")
+    trace.add_argument("--json", action="store_true")
+
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
     demo.add_argument("--python", help="worker interpreter (default: this one)")
@@ -339,6 +348,12 @@ def _build_command(name: str, args: argparse.Namespace) -> int:
     return int(getattr(cli_build, name)(args))
 
 
+def _trace_command(args: argparse.Namespace) -> int:
+    from deploylens.core.trace.cli_trace import cmd_trace
+
+    return cmd_trace(args)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from deploylens.core.validate.report import validation_text
     from deploylens.core.validate.results import load_result, save_csv, save_result
@@ -464,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         "engine": cmd_engine,
         "build": lambda a: _build_command("cmd_build", a),
         "calibrate": lambda a: _build_command("cmd_calibrate", a),
+        "trace": _trace_command,
         "export": lambda a: _export_command("cmd_export", a),
         "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,

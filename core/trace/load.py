@@ -1,0 +1,29 @@
+"""Open any supported trace by its content, not its name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.errors import UserError
+from deploylens.core.trace.model import Trace
+
+
+def load_trace(path: str | Path, progress: Any = None) -> Trace:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path} does not exist.")
+    with open(path, "rb") as handle:
+        head = handle.read(16)
+    if head.startswith(b"SQLite format 3"):
+        from deploylens.core.trace.nsys import load_nsys
+
+        return load_nsys(path)
+    if path.suffix == ".nsys-rep" or path.suffix == ".qdrep":
+        raise UserError(
+            f"{path.name} is an Nsight Systems report: export it first with "
+            f"`nsys export --type sqlite {path.name}`."
+        )
+    from deploylens.core.trace.chrome import load_chrome
+
+    return load_chrome(path, progress)

@@ -1,0 +1,158 @@
+"""Traces: streaming import of real Kineto/Chrome traces (gzipped or not) and Nsight Systems
+SQLite exports of two schema generations, exact statistics on a hand-made trace, real ONNX
+Runtime and PyTorch CPU captures, clear errors for bad files; a GPU capture where CUDA exists."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.cli import main
+from deploylens.core.errors import UserError
+from deploylens.core.trace.capture import capture_ort, capture_torch
+from deploylens.core.trace.chrome import load_chrome
+from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+from deploylens.core.trace.stats import kernel_table, overlap, trace_stats
+
+
+def kineto_files(artifacts: Path) -> list[Path]:
+    return sorted(
+        p for p in artifacts.rglob("*.json*") if "trace" in p.name and p.suffix in (".gz", ".json")
+    )
+
+
+def test_every_kineto_trace_imports_with_gpu_lanes_and_exact_times(artifacts: Path) -> None:
+    files = kineto_files(artifacts)
+    assert len(files) >= 10
+    for path in files:
+        trace = load_trace(path)
+        assert len(trace) > 0, path
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt") as handle:
+            data = json.load(handle)
+        events = data["traceEvents"] if isinstance(data, dict) else data
+        complete = [e for e in events if e.get("ph") == "X"]
+        assert len(trace) <= len(complete)
+        kernels = [e for e in complete if str(e.get("cat", "")).lower() == "kernel"]
+        assert int((trace.kind == KIND["kernel"]).sum()) == len(kernels), path
+        if kernels:  # nanosecond-exact against the file's decimal microseconds
+            first = min(kernels, key=lambda e: float(e["ts"]))
+            index = int(
+                np.flatnonzero(trace.kind == KIND["kernel"])[
+                    np.argmin(trace.start[trace.kind == KIND["kernel"]])
+                ]
+            )
+            assert trace.event(index)["name"] == first["name"]
+            assert abs(trace.start[index] - round(float(first["ts"]) * 1000)) < 300
+
+
+def test_copy_directions_memory_kinds_and_kernel_details(artifacts: Path) -> None:
+    path = next(p for p in kineto_files(artifacts) if "simple_add/input" in str(p))
+    trace = load_chrome(path)
+    copies = np.flatnonzero(trace.kind == KIND["memcpy_h2d"])
+    event = trace.event(int(copies[0]))
+    assert (
+        event["detail"] == "Pageable → Device"
+        and event["bytes"] > 0
+        and event["lane"].startswith("GPU 0")
+    )
+    kernel = trace.event(int(np.flatnonzero(trace.kind == KIND["kernel"])[0]))
+    assert kernel["detail"].startswith("grid (") and kernel["correlation"] > 0
+    api = np.flatnonzero((trace.kind == KIND["cuda_api"]) & (trace.corr == kernel["correlation"]))
+    assert api.size == 1  # the launch that queued it: the flow arrow's other end
+
+
+def test_nsys_exports_of_two_schema_generations(artifacts: Path) -> None:
+    old = load_trace(next(artifacts.rglob("saxpy-mpi-cuda_nsys_perlmutter0.sqlite")))
+    new = load_trace(next(artifacts.rglob("perlmutter-cloverleaf-cuda.sqlite")))
+    assert old.meta["version"].startswith("2022.2") and new.meta["version"].startswith("2024.5")
+    assert {old.names[i] for i in old.name[old.kind == KIND["kernel"]]} == {"saxpy"}
+    assert (old.kind == KIND["nvtx"]).sum() > 0 and (new.kind == KIND["kernel"]).sum() == 1312
+    stats = trace_stats(new)
+    assert (
+        stats["kernels"][0]["name"] == "par_ranged2d_kernel" and stats["kernels"][0]["count"] == 331
+    )
+    assert sum(r["gpu_percent"] for r in stats["kernels"]) == pytest.approx(100.0)
+    assert any("pageable" in h for h in stats["hints"])
+    assert {c["memory"] for c in stats["copies"]} == {"Pageable → Device", "Device → Pageable"}
+
+
+def test_statistics_on_a_trace_with_known_answers() -> None:
+    builder = TraceBuilder()
+    s0 = builder.lane(Lane("GPU 0", "stream 1", 0, 1))
+    s1 = builder.lane(Lane("GPU 0", "stream 2", 0, 2))
+    builder.add(0, 100, s0, KIND["kernel"], "gemm")
+    builder.add(150, 50, s0, KIND["kernel"], "gemm")
+    builder.add(
+        50, 100, s1, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=1000, detail="Pinned → Device"
+    )
+    builder.add(300, 10, s1, KIND["kernel"], "relu")
+    trace = builder.finish()
+    ovl = overlap(trace)
+    assert ovl["copy_ns"] == 100 and ovl["hidden_ns"] == 50 and ovl["hidden_percent"] == 50.0
+    assert ovl["concurrency_ns"] == {1: 160, 2: 50} and ovl["idle_ns"] == 100
+    table = {r["name"]: r for r in kernel_table(trace)}
+    assert table["gemm"]["count"] == 2 and table["gemm"]["total_us"] == pytest.approx(0.15)
+    assert table["gemm"]["gpu_percent"] == pytest.approx(150 / 160 * 100)
+
+
+def test_bad_files_are_explained(tmp_path: Path) -> None:
+    truncated = tmp_path / "t.json"
+    truncated.write_text(
+        '{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2, "name": "a"}, {"ph": "X", "ts"'
+    )
+    with pytest.raises(UserError, match="truncated"):
+        load_trace(truncated)
+    (tmp_path / "x.json").write_text("hello")
+    with pytest.raises(UserError, match="not a JSON trace"):
+        load_trace(tmp_path / "x.json")
+    (tmp_path / "n.json").write_text('{"other": []}')
+    with pytest.raises(UserError, match='no "traceEvents"'):
+        load_trace(tmp_path / "n.json")
+    (tmp_path / "r.nsys-rep").write_bytes(b"\x00" * 32)
+    with pytest.raises(UserError, match="nsys export --type sqlite"):
+        load_trace(tmp_path / "r.nsys-rep")
+
+
+def test_real_onnxruntime_capture_and_cli(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ort.json"
+    summary = capture_ort(str(samples / "small_cnn.dynamo.onnx"), str(out), iterations=5)
+    assert summary["latency_ms_median"] > 0 and summary["profiler_overhead"] > 0
+    trace = load_trace(out)
+    assert trace.meta["format"] == "onnxruntime"
+    ops = {trace.names[i] for i in trace.detail[trace.kind == KIND["ort_node"]]}
+    assert "Conv on CPUExecutionProvider" in ops  # the op type and provider of each timed node
+    assert main(["trace", str(out)]) == 0
+    assert "ort_node" in capsys.readouterr().out
+
+
+def test_real_torch_cpu_capture(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+    summary = capture_torch(
+        module, torch.rand(2, 3, 16, 16), str(tmp_path / "t.json"), iterations=3
+    )
+    trace = load_trace(summary["trace"])
+    ops = {trace.names[i] for i in trace.name[trace.kind == KIND["cpu_op"]]}
+    assert "aten::conv2d" in ops and (trace.kind == KIND["nvtx"]).sum() == 3  # record_function
+
+
+@pytest.mark.gpu
+def test_cuda_capture_two_streams_pinned_copies(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    module = torch.nn.Sequential(*[torch.nn.Conv2d(64, 64, 3, padding=1) for _ in range(8)])
+    example = torch.rand(8, 64, 64, 64)
+    summary = capture_torch(module, example, str(tmp_path / "cuda.json"), iterations=16,
+                            streams=2, device="cuda")  # fmt: skip
+    trace = load_trace(summary["trace"])
+    stats = trace_stats(trace)
+    assert len([s for s in stats["streams"] if s["events"] > 0]) >= 2
+    assert {c["memory"] for c in stats["copies"]} >= {"Pinned → Device", "Device → Pinned"}
+    assert stats["overlap"]["hidden_percent"] is not None
