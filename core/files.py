@@ -40,12 +40,21 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_json(path: str | Path, what: str) -> Any:
-    """Parsed JSON, or a ``UserError``: "X does not exist" / "X is not a readable <what>: why"."""
+def read_text(path: str | Path, what: str, encoding: str = "utf-8") -> str:
+    """A text file, or a ``UserError``: "X does not exist" / "X is not a readable <what>: why"."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding=encoding)
     except FileNotFoundError:
         raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path.name} is not a readable {what}: {exc}.") from None
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """Parsed JSON, with ``read_text``'s errors and one for text that is not JSON."""
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{Path(path).name} is not a readable {what}: {exc}.") from None

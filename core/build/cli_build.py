@@ -23,14 +23,13 @@ def cmd_build(args: argparse.Namespace) -> int:
         polygraphy_command,
         trtexec_command,
     )
-    from deploylens.core.model.loading import read_model
 
     settings = load_settings(args.settings) if args.settings else BuildSettings()
-    read_model(args.model)  # a clear error for a missing or corrupt model, before anything else
+    inputs = model_inputs(str(args.model))  # a clear error for a missing or corrupt model first
     if args.build:
         return _real_build(args, settings)
     report: dict[str, Any] = {"version": args.trt_version}
-    problems = check(settings, args.trt_version, model_inputs(str(args.model)))
+    problems = check(settings, args.trt_version, inputs)
     report["problems"] = [p.__dict__ for p in problems]
     lines = [f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems]
     if args.migrate:

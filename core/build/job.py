@@ -13,31 +13,27 @@ from deploylens.core.files import atomic_write_text
 
 
 def model_inputs(model: str) -> dict[str, list[Any]]:
-    """``{input: dims}`` with ints for fixed dims and names for symbolic ones."""
-    import onnx
+    """``{input: dims}`` with ints for fixed dims and names for symbolic ones (weights stay on
+    disk; initializers listed as inputs are not inputs)."""
+    from deploylens.core.model.loading import read_model
+    from deploylens.core.model.summary import describe_type
 
-    graph = onnx.load(model, load_external_data=False).graph
+    graph = read_model(model).graph
     initializers = {i.name for i in graph.initializer}
-    result = {}
-    for value in graph.input:
-        if value.name in initializers:
-            continue
-        dims = value.type.tensor_type.shape.dim
-        result[value.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
-    return result
+    return {v.name: describe_type(v.type)[2] or [] for v in graph.input if v.name not in initializers}
 
 
-def calibration_batches(model: str, settings: BuildSettings) -> tuple[Any, int]:
-    from deploylens.core.data.preprocess import batches, parse_preprocess
+def calibration_batches(inputs: dict[str, list[Any]], settings: BuildSettings) -> tuple[Any, int]:
+    from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
 
     calibration = settings.calibration
     assert calibration is not None
     if not calibration.data:
         return None, calibration.batch_size or 1
-    inputs = list(model_inputs(model).items())
-    size = calibration.batch_size or (inputs[0][1][0] if isinstance(inputs[0][1][0], int) and inputs[0][1][0] > 0 else 1)
+    listed = list(inputs.items())
+    size = batch_size(listed[0][1], calibration.batch_size)
     spec = parse_preprocess(calibration.preprocess) if calibration.preprocess else None
-    return batches(calibration.data, inputs, size, spec, limit=calibration.batches), size
+    return batches(calibration.data, listed, size, spec, limit=calibration.batches), size
 
 
 def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None) -> dict[str, Any]:
@@ -48,7 +44,8 @@ def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any
     settings = BuildSettings.from_dict(params.get("settings") or {})
     trt = trt or load_tensorrt()
     adapter = TensorRTAdapter(trt, progress, cancelled)
-    assert_buildable(settings, adapter.version, model_inputs(model))
+    inputs = model_inputs(model)
+    assert_buildable(settings, adapter.version, inputs)
     calibrator = None
     if settings.calibration is not None and adapter.family != "11":
         from deploylens.core.build.trt_calibrator import make_calibrator
@@ -57,7 +54,7 @@ def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any
             from deploylens.core.build.device import TorchDevice
 
             device = TorchDevice()
-        data, size = calibration_batches(model, settings)
+        data, size = calibration_batches(inputs, settings)
         calibrator = make_calibrator(trt, settings.calibration.method, data, size,
                                      settings.calibration.cache, device)  # fmt: skip
     report = adapter.build(model, settings, engine_path, calibrator)

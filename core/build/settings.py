@@ -15,6 +15,7 @@ import tomli_w
 
 from deploylens.core.build.flags import FLAGS, family
 from deploylens.core.errors import UserError
+from deploylens.core.files import read_text
 
 PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
@@ -110,10 +111,8 @@ class BuildSettings:
 def load_settings(path: str | Path) -> BuildSettings:
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_text(path, "settings file"))
+    except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path.name} is not a readable settings file: {exc}.") from None
     try:
         return BuildSettings.from_dict(data.get("build", data))

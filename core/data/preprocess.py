@@ -167,6 +167,18 @@ def iter_samples(
                 yield {name: data[name] for name, _ in inputs}
 
 
+def batch_size(shape: list[Any], requested: int | None = None) -> int:
+    """The batch an input takes: its fixed leading dim, else ``requested``, else 1. Asking for
+    another batch than a fixed one is the user's error, said before any data is read."""
+    fixed = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else None
+    if requested and fixed and requested != fixed:
+        raise UserError(
+            f"The model's batch axis is fixed at {fixed}; a batch of {requested} cannot feed it "
+            "(re-export with a dynamic batch)."
+        )
+    return requested or fixed or 1
+
+
 def batches(
     folder: str | Path,
     inputs: list[tuple[str, list[Any]]],

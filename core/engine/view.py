@@ -106,7 +106,7 @@ def diff_engines(
         "onnx_only_in_a": sorted(set(groups_a) - set(groups_b)),
         "onnx_only_in_b": sorted(set(groups_b) - set(groups_a)),
     }
-    if times_a is not None and times_b is not None:
+    if times_a and times_b:  # one side without a profile would read as "everything got faster"
         result["times"] = _time_deltas(times_a, times_b)
     return result
 

@@ -26,19 +26,6 @@ class Accuracy:
         return asdict(self)
 
 
-def generated_samples(
-    inputs: list[Any], count: int, seed: int = 0
-) -> Iterable[dict[str, np.ndarray]]:
-    """Seeded uniform [0, 1) samples of batch 1 (the bench's "100 generated samples")."""
-    rng = np.random.default_rng(seed)
-    for _ in range(count):
-        yield {
-            meta.name: rng.random([d if isinstance(d, int) and d > 0 else 1 for d in meta.shape],
-                                  dtype=np.float32)
-            for meta in inputs
-        }  # fmt: skip
-
-
 def measure(
     fp32: Any,
     qdq: Any,

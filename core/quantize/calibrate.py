@@ -8,6 +8,8 @@ activations and weights, per-channel weights — what TensorRT accepts from Q/DQ
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -71,18 +73,16 @@ class FolderReader:
     """
 
     def __init__(self, request: CalibrationRequest, inputs: list[Any], progress: Progress) -> None:
-        from deploylens.core.data.preprocess import batches, list_samples, parse_preprocess
+        from deploylens.core.data.preprocess import (
+            batch_size,
+            batches,
+            list_samples,
+            parse_preprocess,
+        )
 
         self._inputs = [(i.name, list(i.shape)) for i in inputs]
         self._dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
-        first = self._inputs[0][1]
-        fixed = first[0] if first and isinstance(first[0], int) and first[0] > 0 else None
-        if request.batch_size and fixed and request.batch_size != fixed:
-            raise UserError(
-                f"The model's batch axis is fixed at {fixed}; a calibration batch of "
-                f"{request.batch_size} cannot feed it (re-export with a dynamic batch)."
-            )
-        self.batch_size = request.batch_size or fixed or 1
+        self.batch_size = batch_size(self._inputs[0][1], request.batch_size)
         files = len(list_samples(request.data))
         available = max(1, -(-files // self.batch_size))
         self.total = min(available, request.batches) if request.batches else available
@@ -157,7 +157,7 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
         "QuantizeBias": False,  # TensorRT fuses float biases; int32 bias Q/DQ is not its format
     }
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="deploylens-calib-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="deploylens-calib-") as scratch, _root_warnings_muted():
         ranges_path = Path(scratch) / "ranges.json"
         model = _preprocessed(request.model, Path(scratch) / "prepared.onnx", progress)
         # Ranges first, with histogram settings quantize_static cannot pass (CALIBRATOR_OPTIONS).
@@ -209,15 +209,25 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
     )
 
 
+@contextlib.contextmanager
+def _root_warnings_muted() -> Iterator[None]:
+    """ORT's quantization warns through the root logger ("consider pre-processing"); quiet it for
+    this call only, so the worker's own logging is left as it was."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
 def _preprocessed(model: str, target: Path, progress: Progress) -> str:
     """ORT's recommended preparation (shape inference, Conv+BN folding) so Q/DQ lands where a
     deployment runtime fuses it; a model it cannot prepare is calibrated as it is."""
-    import logging
-
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     progress(0.0, "preparing the model (shape inference, folding)")
-    logging.getLogger().setLevel(logging.ERROR)  # ORT warns through the root logger
     try:
         quant_pre_process(model, str(target), skip_symbolic_shape=True)
     except Exception:

@@ -42,7 +42,7 @@ def calibrate_and_measure(
         if source:
             feeds = [make_feeds(fp32, source, preprocess=request.preprocess)]
         else:
-            feeds = list(accuracy.generated_samples(fp32.get_inputs(), evaluate, seed=1))
+            feeds = [make_feeds(fp32, seed=1 + n) for n in range(evaluate)]  # seeded, batch 1
         measured = accuracy.measure(
             fp32,
             qdq,

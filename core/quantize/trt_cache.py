@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.files import atomic_write_text, read_text
 
 ALGORITHMS = {
     "entropy": "EntropyCalibration2",
@@ -99,14 +99,7 @@ def parse_cache(text: str, source: str = "calibration cache") -> CalibrationCach
 
 
 def read_cache(path: str | Path) -> CalibrationCache:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path.name} is not a text calibration cache: {exc}.") from None
-    return parse_cache(text, path.name)
+    return parse_cache(read_text(path, "text calibration cache", "ascii"), Path(path).name)
 
 
 def write_cache(cache: CalibrationCache, path: str | Path) -> None:

@@ -38,13 +38,12 @@ def make_feeds(
     """Inputs from an .npz (no pickles), the first batch of a data folder (images with a
     preprocessing spec, or arrays), or seeded random ones matching the model's inputs."""
     if npz and Path(npz).is_dir():
-        from deploylens.core.data.preprocess import batches, parse_preprocess
+        from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
 
         metas = sess.get_inputs()
         inputs = [(m.name, list(m.shape)) for m in metas]
-        batch = metas[0].shape[0] if metas[0].shape and isinstance(metas[0].shape[0], int) else 1
         spec = parse_preprocess(preprocess) if preprocess else None
-        feeds = next(batches(npz, inputs, max(batch, 1), spec, limit=1))
+        feeds = next(batches(npz, inputs, batch_size(inputs[0][1]), spec, limit=1))
         return {m.name: feeds[m.name].astype(ORT_DTYPES.get(m.type, np.float32)) for m in metas}
     if npz:
         with np.load(npz, allow_pickle=False) as data:

@@ -103,8 +103,8 @@ class EngineView(QWidget):
         if self.info is None:
             raise UserError("Open the first engine's layer info first.")
         other = load_layer_info(layers)
-        other_times = load_profile(profile)[1] if profile else None
-        diff = diff_engines(self.info, other, self.times or None, other_times)  # times: both or none
+        other_times = load_profile(profile)[1] if profile else []
+        diff = diff_engines(self.info, other, self.times, other_times)
         self.diff.setPlainText(diff_text(diff))
         self.tabs.setCurrentWidget(self.diff)
         return diff
