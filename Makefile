@@ -48,6 +48,7 @@ bench: install
 	$(BIN)/python bench/export_overhead.py --json bench/results/export_overhead.json
 	$(BIN)/python bench/validate.py --json bench/results/validate.json
 	$(BIN)/python bench/calibrate.py --json bench/results/calibrate.json
+	$(BIN)/python bench/timeline.py --json bench/results/timeline.json
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -26,6 +26,7 @@ COMMANDS = (
     "build",
     "calibrate",
     "trace",
+    "profile",
     "demo",
     "env",
     "gui",
@@ -199,6 +200,24 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--stats", action="store_true", help="print statistics (the default)")
     trace.add_argument("--top", type=int, default=15, help="kernels in the table")
     trace.add_argument("--json", action="store_true")
+    trace.add_argument("--chrome", type=Path, help="also write it as Chrome trace JSON (Perfetto)")
+    trace.add_argument("--csv", type=Path, help="write the tables as CSV files into this folder")
+
+    profile = commands.add_parser(
+        "profile", help="run a model repeatedly under a profiler and write a trace (worker)"
+    )
+    profile.add_argument(
+        "model",
+        help="ort: FILE.onnx; torch: an export spec (torchvision:NAME, FILE.py:f, …); "
+        "trt: FILE.engine",
+    )
+    profile.add_argument("--backend", choices=("ort", "torch", "trt"), default="ort")
+    profile.add_argument("--streams", type=int, default=2, help="CUDA streams (torch on a GPU)")
+    profile.add_argument("--iterations", type=int, default=20)
+    profile.add_argument("--device", help="torch device (default: cuda when available)")
+    profile.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")
+    profile.add_argument("--python", help="worker interpreter")
+    profile.add_argument("--json", action="store_true")
 
     demo = commands.add_parser("demo", help="run everything on the bundled samples")
     demo.add_argument("--out", type=Path, default=Path("deploylens-demo"))
@@ -348,10 +367,10 @@ def _build_command(name: str, args: argparse.Namespace) -> int:
     return int(getattr(cli_build, name)(args))
 
 
-def _trace_command(args: argparse.Namespace) -> int:
-    from deploylens.core.trace.cli_trace import cmd_trace
+def _trace_command(args: argparse.Namespace, name: str = "cmd_trace") -> int:
+    from deploylens.core.trace import cli_trace
 
-    return cmd_trace(args)
+    return int(getattr(cli_trace, name)(args))
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -480,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         "build": lambda a: _build_command("cmd_build", a),
         "calibrate": lambda a: _build_command("cmd_calibrate", a),
         "trace": _trace_command,
+        "profile": lambda a: _trace_command(a, "cmd_profile"),
         "export": lambda a: _export_command("cmd_export", a),
         "diagnose": lambda a: _export_command("cmd_diagnose", a),
         "demo": cmd_demo,

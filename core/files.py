@@ -4,23 +4,29 @@ JSON reader whose errors say which file and what it should have been."""
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from deploylens.core.errors import UserError
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write to a temp file in the same folder, fsync, then rename over ``path``."""
+@contextlib.contextmanager
+def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary handle on a temp file in ``path``'s folder; on success fsync + rename over
+    ``path`` (keeping its mode), on any error the temp file is removed and ``path`` untouched.
+    For outputs too large to build in memory first (a 1 GB Chrome trace)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         if path.exists():
@@ -34,6 +40,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write to a temp file in the same folder, fsync, then rename over ``path``."""
+    with atomic_open(path) as handle:
+        handle.write(data)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -58,3 +70,14 @@ def read_json(path: str | Path, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{Path(path).name} is not a readable {what}: {exc}.") from None
+
+
+def csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:
+    """Rows as CSV with a header; keys outside ``columns`` are left out."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(
+        buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+    )
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()

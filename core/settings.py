@@ -21,6 +21,13 @@ def config_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_config_dir("deploylens"))
 
 
+def cache_dir() -> Path:
+    """Where captures land when the user has not chosen a path (never next to their model);
+    under ``DEPLOYLENS_CONFIG_DIR`` when that is set."""
+    override = os.environ.get("DEPLOYLENS_CONFIG_DIR")
+    return Path(override) / "cache" if override else Path(platformdirs.user_cache_dir("deploylens"))
+
+
 @dataclass
 class AppSettings:
     worker_python: str = ""  # empty: the app's own interpreter

@@ -191,3 +191,67 @@ def capture_torch(
     )
     result["latency_ms_median"] = sum(result["stage_ms_median"].values())
     return result
+
+
+def capture_trt(
+    engine_path: str,
+    out: str,
+    iterations: int = 20,
+    shapes: dict[str, tuple[int, ...]] | None = None,
+    trt: Any = None,
+    device: Any = None,
+) -> dict[str, Any]:
+    """Run a TensorRT engine with an ``IProfiler`` (through the one adapter) and write the
+    per-layer times as a trace: one lane, each run's layers end to end. IProfiler reports
+    durations, not timestamps, so the layout is marked synthetic; its wall time includes the
+    profiler's per-layer synchronization."""
+    import numpy as np
+
+    from deploylens.core.build.tensorrt_adapter import TensorRTAdapter, load_tensorrt
+    from deploylens.core.trace.export import write_chrome
+    from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+
+    adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt())
+    engine = adapter.deserialize(Path(engine_path).read_bytes())
+    if device is None:
+        from deploylens.core.build.device import TorchDevice
+
+        device = TorchDevice()
+    feeds = {}
+    for i in range(engine.num_io_tensors):
+        name = engine.get_tensor_name(i)
+        if engine.get_tensor_mode(name) == adapter.trt.TensorIOMode.INPUT:
+            shape = (shapes or {}).get(name) or tuple(
+                max(int(d), 1) for d in engine.get_tensor_shape(name)
+            )
+            feeds[name] = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    start = time.perf_counter()
+    _, times = adapter.run(engine, feeds, device, iterations)
+    profiled_s = time.perf_counter() - start
+    builder = TraceBuilder()
+    lane = builder.lane(Lane("GPU 0", "TensorRT layers (IProfiler)", 0, 0))
+    clock = 0
+    per_run = [sum(t[k] for t in times.values() if k < len(t)) for k in range(iterations)]
+    for k in range(iterations):
+        for layer, values in times.items():
+            if k < len(values):
+                dur = round(values[k] * 1e6)
+                builder.add(clock, dur, lane, KIND["kernel"], layer, detail="TensorRT layer")
+                clock += dur
+        clock += 1000
+    builder.meta.update(
+        format="tensorrt-iprofiler",
+        synthetic_times="IProfiler layer durations laid end to end; start times are not measured",
+    )
+    write_chrome(builder.finish(), out)
+    return _summary(
+        "tensorrt",
+        [ms / 1e3 for ms in per_run],
+        profiled_s,
+        iterations,
+        out,
+        batch=1,
+        tensorrt=adapter.version,
+        note="latency is the sum of IProfiler layer times (TensorRT has no profiler-free "
+        "timing here); profiled_wall_s includes the per-layer synchronization",
+    )

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
+from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.stats import trace_stats
 
@@ -15,6 +17,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     trace = load_trace(args.file)
     stats = trace_stats(trace)
     stats["import_s"] = time.perf_counter() - started
+    if args.chrome:
+        write_chrome(trace, args.chrome)
+    if args.csv:
+        for table in ("kernels", "streams", "copies"):
+            write_csv(stats[table], args.csv / f"{table}.csv")
     if args.json:
         print(json.dumps(stats, indent=2, default=float))
         return 0
@@ -59,4 +66,30 @@ def cmd_trace(args: argparse.Namespace) -> int:
         )
     for hint in stats["hints"]:
         print(f"  hint: {hint}")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """The capture runs in the worker (it runs the model); the trace's statistics follow."""
+    from deploylens.core.jobs import run_job
+
+    params = {
+        "model": args.model if args.backend == "torch" else str(Path(args.model).resolve()),
+        "backend": args.backend,
+        "streams": args.streams,
+        "iterations": args.iterations,
+        "device": args.device,
+        "out": str(args.out.resolve()),
+    }
+    result = run_job("trace.profile", params, python=args.python)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    overhead = result.get("profiler_overhead")
+    print(
+        f"{args.backend}: median latency {result['latency_ms_median']:.3f} ms, "
+        f"{result['throughput_per_s']:.1f} samples/s without the profiler"
+        + (f"; profiler overhead {overhead:.2f}×" if overhead else "")
+    )
+    print(f"trace: {result['trace']}")
     return 0

@@ -1,91 +1,127 @@
-"""Stream the events of a Chrome-trace-shaped file one object at a time, gzipped or not: either
-``{"traceEvents": [...], ...}`` (Kineto, Perfetto) or a bare ``[...]`` (ONNX Runtime). Memory
-stays bounded by the chunk size plus one event, not by the file (``json.load`` of a 500 MB trace
-takes several GB)."""
+"""Read the event list of a Chrome-trace-shaped file in chunks of whole events, gzipped or not:
+``{"traceEvents": [...], ...}`` (Kineto, Perfetto) or a bare ``[...]`` (ONNX Runtime).
+
+Each chunk is the bytes of a JSON array (``[{...}, {...}]``) that a typed decoder turns into
+events at C speed; memory stays bounded by the chunk, not the file (``json.load`` of a 500 MB
+trace takes several GB, and a Python object per event is ~10× the file size). A chunk ends at
+``}``-``,``-``{`` between two events; a split that falls inside a string or a nested list is
+caught by the decoder (the piece is not valid JSON) and the chunk grows to the next candidate.
+"""
 
 from __future__ import annotations
 
 import gzip
-import json
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from deploylens.core.errors import UserError
 
-CHUNK = 1 << 20
-_WHITESPACE = " \t\r\n,"
+CHUNK = 8 << 20
+_BETWEEN = re.compile(rb"\}\s*,\s*\{")
+_LAST = re.compile(rb"\}\s*\]")
 
 
-def open_text(path: Path) -> IO[str]:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
-
-
-def iter_events(path: str | Path, counter: list[int] | None = None) -> Iterator[dict[str, Any]]:
-    """Yield each event object; ``counter[0]`` tracks characters read (for progress)."""
-    path = Path(path)
-    decoder = json.JSONDecoder(parse_float=str)  # exact: "ts": 1712867402349219.960 is ns-exact
+def open_binary(path: Path) -> IO[bytes]:
     try:
-        handle = open_text(path)
+        with open(path, "rb") as probe:
+            magic = probe.read(2)
+        return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
     except OSError as exc:
         raise UserError(f"{path} cannot be read: {exc.strerror or exc}.") from None
-    with handle:
-        buffer, position = _find_array(handle, path)
-        number = 0
+
+
+def iter_chunks(
+    path: str | Path,
+    decode: Callable[[bytes], list[Any]],
+    progress: Callable[[int], None] | None = None,
+    chunk: int = CHUNK,
+) -> Iterator[list[Any]]:
+    """Decoded lists of events, chunk by chunk; ``decode`` raises ``ValueError`` on bad JSON.
+    ``progress(compressed_or_plain_bytes_read)`` is called per chunk."""
+    path = Path(path)
+    with open_binary(path) as handle:
+        raw = getattr(handle, "fileobj", None) or handle  # gzip: report compressed position
+        buffer = _find_array(handle, path)
+        count = 0
+        ended = False
         while True:
-            while position < len(buffer) and buffer[position] in _WHITESPACE:
-                position += 1
-            if position >= len(buffer) or len(buffer) - position < 2:
-                more = handle.read(CHUNK)
-                if not more and position >= len(buffer):
-                    raise UserError(
-                        f"{path.name} ends inside the event list (truncated?) "
-                        f"after {number:,} events."
-                    )
-                buffer, position = buffer[position:] + more, 0
-                if counter is not None:
-                    counter[0] += len(more)
-                continue
-            if buffer[position] == "]":
+            while not ended and len(buffer) < chunk:
+                more = _read(handle, path, chunk)
+                ended = not more
+                buffer += more
+            if progress is not None:
+                progress(raw.tell())
+            stripped = buffer.lstrip()
+            if stripped.startswith(b"]"):
                 return
-            try:
-                event, end = decoder.raw_decode(buffer, position)
-            except json.JSONDecodeError as exc:
-                more = handle.read(CHUNK)
-                if not more:
+            cut = _decode_prefix(stripped, decode, chunk // 2, ended)
+            if cut is None:
+                if ended:
                     raise UserError(
-                        f"{path.name}: malformed event #{number + 1}: {exc.msg} "
-                        f"(truncated or not a trace?)."
-                    ) from None
-                buffer, position = buffer[position:] + more, 0
-                if counter is not None:
-                    counter[0] += len(more)
+                        f"{path.name} ends inside the event list (truncated or malformed) "
+                        f"after {count:,} events."
+                    )
+                more = _read(handle, path, chunk)
+                ended = not more
+                buffer = stripped + more
                 continue
-            position = end
-            number += 1
-            if isinstance(event, dict):
-                yield event
+            events, used, last = cut
+            count += len(events)
+            yield events
+            if last:
+                return
+            buffer = stripped[used:]
 
 
-def _find_array(handle: IO[str], path: Path) -> tuple[str, int]:
-    """Position just after the ``[`` that opens the event list."""
-    buffer = handle.read(CHUNK)
+def _read(handle: IO[bytes], path: Path, size: int) -> bytes:
+    try:
+        return handle.read(size)
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
+        raise UserError(f"{path.name} cannot be read to the end: {exc}.") from None
+
+
+def _decode_prefix(
+    data: bytes, decode: Callable[[bytes], list[Any]], start: int, ended: bool
+) -> tuple[list[Any], int, bool] | None:
+    """Decode the longest prefix of whole events that ends at a split point after ``start``
+    (or the closing ``]`` when the list ends in ``data``): (events, bytes used, list ended)."""
+    tries = 0
+    for match in _BETWEEN.finditer(data, min(start, max(len(data) - 1, 0))):
+        try:
+            return decode(b"[" + data[: match.start() + 1] + b"]"), match.end() - 1, False
+        except ValueError:
+            tries += 1
+            if tries > 8:
+                break
+    if not ended and len(data) < (start * 8):
+        return None  # read more, the list's end is not in sight
+    for match in reversed(list(_LAST.finditer(data))[-8:]):
+        try:
+            return decode(b"[" + data[: match.start() + 1] + b"]"), match.end(), True
+        except ValueError:
+            continue
+    if data.lstrip().startswith(b"]"):
+        return [], 0, True
+    return None
+
+
+def _find_array(handle: IO[bytes], path: Path) -> bytes:
+    """The bytes just after the ``[`` that opens the event list."""
+    buffer = _read(handle, path, 1 << 16)
     stripped = buffer.lstrip()
-    if stripped.startswith("["):
-        return buffer, buffer.index("[") + 1
-    if not stripped.startswith("{"):
+    if stripped.startswith(b"["):
+        return stripped[1:]
+    if not stripped.startswith(b"{"):
         raise UserError(f"{path.name} is not a JSON trace (it starts with {stripped[:20]!r}).")
     while True:
-        at = buffer.find('"traceEvents"')
+        at = buffer.find(b'"traceEvents"')
         if at >= 0:
-            bracket = buffer.find("[", at)
+            bracket = buffer.find(b"[", at)
             if bracket >= 0:
-                return buffer, bracket + 1
-        more = handle.read(CHUNK)
+                return buffer[bracket + 1 :]
+        more = _read(handle, path, CHUNK)
         if not more:
             raise UserError(f'{path.name} has no "traceEvents" list: not a Chrome/Kineto trace.')
         buffer = buffer[-64:] + more if at < 0 else buffer + more

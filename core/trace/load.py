@@ -1,4 +1,5 @@
-"""Open any supported trace by its content, not its name."""
+"""Open any supported trace by its content, not its name: Nsight Systems SQLite, trtexec
+``--exportTimes``/``--exportProfile`` JSON, or any Chrome-trace-shaped JSON (gzipped or not)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def load_trace(path: str | Path, progress: Any = None) -> Trace:
     if not path.is_file():
         raise UserError(f"{path} does not exist.")
     with open(path, "rb") as handle:
-        head = handle.read(16)
+        head = handle.read(4096)
     if head.startswith(b"SQLite format 3"):
         from deploylens.core.trace.nsys import load_nsys
 
@@ -24,6 +25,13 @@ def load_trace(path: str | Path, progress: Any = None) -> Trace:
             f"{path.name} is an Nsight Systems report: export it first with "
             f"`nsys export --type sqlite {path.name}`."
         )
+    from deploylens.core.trace import trtexec
+
+    flavour = trtexec.sniff(head)
+    if flavour == "times":
+        return trtexec.load_times(path)
+    if flavour == "profile":
+        return trtexec.load_profile_trace(path)
     from deploylens.core.trace.chrome import load_chrome
 
     return load_chrome(path, progress)

@@ -93,6 +93,26 @@ class Trace:
             "detail": self.names[int(self.detail[index])],
         }
 
+    def take(self, rows: np.ndarray, clip: tuple[int, int] | None = None) -> Trace:
+        """The events ``rows`` (in trace order) as a trace of their own, times clipped to
+        ``clip`` — the statistics of a selected range count only the time inside it."""
+        start, end = self.start[rows], self.start[rows] + self.dur[rows]
+        if clip is not None:
+            start, end = np.maximum(start, clip[0]), np.minimum(end, clip[1])
+        return Trace(
+            start=start,
+            dur=np.maximum(end - start, 0),
+            lane=self.lane[rows],
+            kind=self.kind[rows],
+            name=self.name[rows],
+            corr=self.corr[rows],
+            nbytes=self.nbytes[rows],
+            detail=self.detail[rows],
+            names=self.names,
+            lanes=self.lanes,
+            meta=dict(self.meta),
+        )
+
     def nbytes_in_memory(self) -> int:
         arrays = (
             self.start,
@@ -111,19 +131,20 @@ class TraceBuilder:
     """Appends rows into compact ``array`` buffers (8 bytes per number, no per-event objects)."""
 
     def __init__(self) -> None:
-        self._cols = {
-            c: array("q")
-            for c in ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
-        }
-        self._names: dict[str, int] = {"": 0}
+        self._cols = {c: array("q") for c in COLUMNS}
+        self._chunks: list[dict[str, np.ndarray]] = []
+        self._names: dict[str, int] = Interner({"": 0})
         self._lanes: dict[Lane, int] = {}
         self.meta: dict[str, Any] = {}
 
+    @property
+    def names(self) -> Interner:
+        """``names[text]`` is the id of ``text``, added on first use (a list comprehension over
+        it interns a column at C speed)."""
+        return self._names  # type: ignore[return-value]
+
     def intern(self, text: str) -> int:
-        found = self._names.get(text)
-        if found is None:
-            found = self._names[text] = len(self._names)
-        return found
+        return self._names[text]
 
     def lane(self, lane: Lane) -> int:
         found = self._lanes.get(lane)
@@ -152,19 +173,58 @@ class TraceBuilder:
         c["nbytes"].append(nbytes)
         c["detail"].append(self.intern(detail) if detail else 0)
 
-    def __len__(self) -> int:
-        return len(self._cols["start"])
+    def add_columns(self, **columns: np.ndarray) -> None:
+        """A block of events as arrays (``name``/``detail`` already interned ids); every column
+        of ``COLUMNS`` is required."""
+        self._chunks.append({k: np.asarray(columns[k], dtype=DTYPES[k]) for k in COLUMNS})
 
-    def finish(self) -> Trace:
-        """Arrays sorted by (lane, start) in compact dtypes; times stay absolute ns."""
-        c = {
-            k: np.frombuffer(v, dtype=np.int64) if len(v) else np.zeros(0, np.int64)
-            for k, v in self._cols.items()
-        }
+    def __len__(self) -> int:
+        return len(self._cols["start"]) + sum(c["start"].size for c in self._chunks)
+
+    def finish(
+        self, lanes: list[Lane] | None = None, remap: dict[str, np.ndarray] | None = None
+    ) -> Trace:
+        """Arrays sorted by (lane, start) in compact dtypes; times stay absolute ns. ``lanes``
+        replaces the builder's own lane registry when lane ids were assigned by the caller;
+        ``remap[column]`` is a lookup table applied to that column's ids before sorting."""
+        parts = [
+            {
+                k: np.frombuffer(v, dtype=np.int64) if len(v) else np.zeros(0, np.int64)
+                for k, v in self._cols.items()
+            },
+            *self._chunks,
+        ]
+        self._cols, self._chunks = {}, []
+        c = {k: np.concatenate([p[k] for p in parts]) for k in COLUMNS}
+        for column, table in (remap or {}).items():
+            c[column] = table[c[column]]
         order = np.lexsort((c["start"], c["lane"]))
-        dtypes = {"lane": np.int32, "kind": np.int8, "name": np.int32, "detail": np.int32}
-        columns = {
-            k: np.ascontiguousarray(v[order], dtype=dtypes.get(k, np.int64)) for k, v in c.items()
-        }
-        self._cols = {}
-        return Trace(**columns, names=list(self._names), lanes=list(self._lanes), meta=self.meta)
+        columns = {k: np.ascontiguousarray(c[k][order], dtype=DTYPES[k]) for k in COLUMNS}
+        del c
+        return Trace(
+            **columns,
+            names=list(self._names),
+            lanes=list(self._lanes) if lanes is None else lanes,
+            meta=self.meta,
+        )
+
+
+COLUMNS = ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
+DTYPES = {
+    "start": np.int64,
+    "dur": np.int64,
+    "lane": np.int32,
+    "kind": np.int8,
+    "name": np.int32,
+    "corr": np.int64,
+    "nbytes": np.int64,
+    "detail": np.int32,
+}
+
+
+class Interner(dict):
+    """``interner[text]`` → a stable id, assigned on first use."""
+
+    def __missing__(self, key: Any) -> int:
+        value = self[key] = len(self)
+        return value

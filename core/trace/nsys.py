@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from deploylens.core.errors import UserError
 from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
 
@@ -22,7 +24,13 @@ MEMORY_KINDS = {
     4: "Managed",
     5: "Device Static",
 }
-NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
+NVTX_RANGES = (59, 60)
+COPY_NAMES = {
+    "memcpy_h2d": "Memcpy HtoD",
+    "memcpy_d2h": "Memcpy DtoH",
+    "memcpy_d2d": "Memcpy DtoD",
+    "memcpy_p2p": "Memcpy PtoP",
+}  # NvtxPushPopRange, NvtxStartEndRange
 
 
 def _columns(db: sqlite3.Connection, table: str) -> set[str]:
@@ -63,31 +71,14 @@ def load_nsys(path: str | Path) -> Trace:
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             _copies(db, builder)
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-            for start, end, device, stream, corr, nbytes in db.execute(
-                "SELECT start, end, deviceId, streamId, correlationId, bytes "
-                "FROM CUPTI_ACTIVITY_KIND_MEMSET"
-            ):
-                lane = builder.lane(Lane(f"GPU {device}", f"stream {stream}", device, stream))
-                builder.add(
-                    start, end - start, lane, KIND["memset"], "Memset", corr or -1, nbytes or 0
-                )
+            rows = _rows(
+                db,
+                "SELECT start, end, deviceId, streamId, COALESCE(correlationId, -1), "
+                "COALESCE(bytes, 0) FROM CUPTI_ACTIVITY_KIND_MEMSET",
+            )
+            _add_gpu(builder, rows, KIND["memset"], builder.intern("Memset"), rows[:, 5])
         if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
-            cols = _columns(db, "CUPTI_ACTIVITY_KIND_RUNTIME")
-            for start, end, tid, corr, name_id in db.execute(
-                "SELECT start, end, globalTid, correlationId, nameId "
-                "FROM CUPTI_ACTIVITY_KIND_RUNTIME"
-                if "nameId" in cols
-                else "SELECT start, end, globalTid, correlationId, 0 "
-                "FROM CUPTI_ACTIVITY_KIND_RUNTIME"
-            ):
-                builder.add(
-                    start,
-                    end - start,
-                    builder.lane(_host_lane(tid)),
-                    KIND["cuda_api"],
-                    strings.get(name_id, "cuda API"),
-                    corr or -1,
-                )
+            _runtime(db, builder, strings)
         if "NVTX_EVENTS" in tables:
             _nvtx(db, builder, strings)
         return builder.finish()
@@ -105,53 +96,132 @@ def _host_lane(global_tid: int | None, prefix: str = "") -> Lane:
     return Lane(f"process {pid}", f"{prefix}thread {thread}")
 
 
+def _rows(db: sqlite3.Connection, query: str) -> np.ndarray:
+    """A query's integer rows as one int64 array (NULLs coalesced in SQL)."""
+    rows = db.execute(query).fetchall()
+    return np.array(rows, dtype=np.int64) if rows else np.zeros((0, 16), np.int64)
+
+
+def _interned(
+    builder: TraceBuilder, strings: dict[int, str], ids: np.ndarray, missing: str
+) -> np.ndarray:
+    """StringIds ids → the trace's name ids, one lookup per distinct id."""
+    unique, inverse = np.unique(ids, return_inverse=True)
+    table = np.array(
+        [builder.intern(strings.get(int(i), missing if i < 0 else str(i))) for i in unique],
+        np.int32,
+    )
+    return table[inverse.reshape(-1)] if unique.size else np.zeros(0, np.int32)
+
+
+def _add_gpu(
+    builder: TraceBuilder,
+    rows: np.ndarray,
+    kind: int | np.ndarray,
+    names: int | np.ndarray,
+    nbytes: np.ndarray | int = 0,
+    detail: np.ndarray | int = 0,
+) -> None:
+    """Rows of (start, end, deviceId, streamId, correlationId, …) on their stream lanes."""
+    if not len(rows):
+        return
+    pairs, inverse = np.unique(rows[:, 2:4], axis=0, return_inverse=True)
+    lanes = np.array(
+        [builder.lane(Lane(f"GPU {d}", f"stream {s}", int(d), int(s))) for d, s in pairs], np.int32
+    )
+    n = len(rows)
+    builder.add_columns(
+        start=rows[:, 0],
+        dur=np.maximum(rows[:, 1] - rows[:, 0], 0),
+        lane=lanes[inverse.reshape(-1)],
+        kind=np.broadcast_to(kind, n),
+        name=np.broadcast_to(names, n),
+        corr=rows[:, 4],
+        nbytes=np.broadcast_to(nbytes, n),
+        detail=np.broadcast_to(detail, n),
+    )
+
+
 def _kernels(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, str]) -> None:
     cols = _columns(db, "CUPTI_ACTIVITY_KIND_KERNEL")
     name_col = next((c for c in ("shortName", "demangledName", "mangledName") if c in cols), None)
     geometry = all(c in cols for c in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"))
-    query = (
-        "SELECT start, end, deviceId, streamId, correlationId, "
-        + (name_col or "0")
+    rows = _rows(
+        db,
+        "SELECT start, end, deviceId, streamId, COALESCE(correlationId, -1), "
+        + (f"COALESCE({name_col}, -1)" if name_col else "-1")
         + (", gridX, gridY, gridZ, blockX, blockY, blockZ" if geometry else "")
-        + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
+        + " FROM CUPTI_ACTIVITY_KIND_KERNEL",
     )
-    for row in db.execute(query):
-        start, end, device, stream, corr, name_id = row[:6]
-        detail = f"grid {tuple(row[6:9])} block {tuple(row[9:12])}" if geometry else ""
-        lane = builder.lane(Lane(f"GPU {device}", f"stream {stream}", device, stream))
-        builder.add(
-            start,
-            end - start,
-            lane,
-            KIND["kernel"],
-            strings.get(name_id, str(name_id)),
-            corr or -1,
-            0,
-            detail,
+    if not len(rows):
+        return
+    detail: np.ndarray | int = 0
+    if geometry:
+        shapes, inverse = np.unique(rows[:, 6:12], axis=0, return_inverse=True)
+        table = np.array(
+            [
+                builder.intern(f"grid {tuple(map(int, g[:3]))} block {tuple(map(int, g[3:]))}")
+                for g in shapes
+            ],
+            np.int32,
         )
+        detail = table[inverse.reshape(-1)]
+    names = _interned(builder, strings, rows[:, 5], "kernel")
+    _add_gpu(builder, rows, KIND["kernel"], names, 0, detail)
 
 
 def _copies(db: sqlite3.Connection, builder: TraceBuilder) -> None:
     cols = _columns(db, "CUPTI_ACTIVITY_KIND_MEMCPY")
     kinds = ", srcKind, dstKind" if {"srcKind", "dstKind"} <= cols else ", -1, -1"
-    for start, end, device, stream, corr, nbytes, copy_kind, src, dst in db.execute(
-        f"SELECT start, end, deviceId, streamId, correlationId, bytes, copyKind{kinds} "
-        "FROM CUPTI_ACTIVITY_KIND_MEMCPY"
-    ):
-        kind = COPY_KINDS.get(copy_kind, "memcpy")
-        detail = (
-            f"{MEMORY_KINDS.get(src, '?')} → {MEMORY_KINDS.get(dst, '?')}"
-            if src is not None and src >= 0
-            else ""
-        )
-        name = {
-            "memcpy_h2d": "Memcpy HtoD",
-            "memcpy_d2h": "Memcpy DtoH",
-            "memcpy_d2d": "Memcpy DtoD",
-            "memcpy_p2p": "Memcpy PtoP",
-        }.get(kind, "Memcpy")
-        lane = builder.lane(Lane(f"GPU {device}", f"stream {stream}", device, stream))
-        builder.add(start, end - start, lane, KIND[kind], name, corr or -1, nbytes or 0, detail)
+    rows = _rows(
+        db,
+        "SELECT start, end, deviceId, streamId, COALESCE(correlationId, -1), COALESCE(bytes, 0), "
+        f"copyKind{kinds} FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+    )
+    if not len(rows):
+        return
+    kind = np.full(len(rows), KIND["memcpy"], np.int8)
+    names = np.full(len(rows), builder.intern("Memcpy"), np.int32)
+    for copy_kind, label in COPY_KINDS.items():
+        on = rows[:, 6] == copy_kind
+        kind[on] = KIND[label]
+        names[on] = builder.intern(COPY_NAMES[label])
+    memory, inverse = np.unique(rows[:, 7:9], axis=0, return_inverse=True)
+    table = np.array(
+        [
+            builder.intern(f"{MEMORY_KINDS.get(int(s), '?')} → {MEMORY_KINDS.get(int(d), '?')}")
+            if s >= 0
+            else 0
+            for s, d in memory
+        ],
+        np.int32,
+    )
+    _add_gpu(builder, rows, kind, names, rows[:, 5], table[inverse.reshape(-1)])
+
+
+def _runtime(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, str]) -> None:
+    cols = _columns(db, "CUPTI_ACTIVITY_KIND_RUNTIME")
+    rows = _rows(
+        db,
+        "SELECT start, end, globalTid, COALESCE(correlationId, -1), "
+        + ("COALESCE(nameId, -1)" if "nameId" in cols else "-1")
+        + " FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+    )
+    if not len(rows):
+        return
+    tids, inverse = np.unique(rows[:, 2], return_inverse=True)
+    lanes = np.array([builder.lane(_host_lane(int(t))) for t in tids], np.int32)
+    n = len(rows)
+    builder.add_columns(
+        start=rows[:, 0],
+        dur=np.maximum(rows[:, 1] - rows[:, 0], 0),
+        lane=lanes[inverse.reshape(-1)],
+        kind=np.full(n, KIND["cuda_api"]),
+        name=_interned(builder, strings, rows[:, 4], "cuda API"),
+        corr=rows[:, 3],
+        nbytes=np.zeros(n),
+        detail=np.zeros(n),
+    )
 
 
 def _nvtx(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, str]) -> None:

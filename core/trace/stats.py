@@ -41,7 +41,11 @@ def covered(
 
 
 def kernel_table(trace: Trace) -> list[dict[str, Any]]:
+    """Per-name latency of GPU kernels, or of ONNX Runtime nodes in a trace without kernels
+    (``gpu_percent`` is then the share of the nodes' total time)."""
     mask = trace.kind == KIND["kernel"]
+    if not mask.any():
+        mask = trace.kind == KIND["ort_node"]
     names, durations = trace.name[mask], trace.dur[mask].astype(np.float64)
     total_gpu = float(durations.sum()) or 1.0
     order = np.lexsort((durations, names))

@@ -7,14 +7,12 @@ clear message instead of a half-filled panel. NaN/inf are written as JSON's non-
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text, read_json
+from deploylens.core.files import atomic_write_text, csv_text, read_json
 from deploylens.core.validate.run import RESULT_VERSION
 
 KIND = "deploylens.validation"
@@ -64,19 +62,11 @@ def load_result(path: str | Path) -> dict[str, Any]:
 def layers_csv(result: dict[str, Any]) -> str:
     """The per-node table, one row per compared tensor, in topological order."""
     layers = (result.get("layerwise") or {}).get("layers", [])
-    return _csv(LAYER_COLUMNS, layers)
+    return csv_text(LAYER_COLUMNS, layers)
 
 
 def outputs_csv(result: dict[str, Any]) -> str:
-    return _csv(OUTPUT_COLUMNS, result["outputs"])
-
-
-def _csv(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
+    return csv_text(OUTPUT_COLUMNS, result["outputs"])
 
 
 def save_csv(result: dict[str, Any], path: str | Path) -> Path:

@@ -32,21 +32,10 @@ from deploylens.core.engine.view import (
     precision_overlay,
 )
 from deploylens.core.errors import UserError
+from deploylens.gui.panels.table_items import NumberItem
 
 COLUMNS = ["Layer", "Type", "In", "Out", "Formats", "Tactic", "ONNX nodes", "ms", "%"]
 JSON_FILTER = "TensorRT JSON (*.json)"
-
-
-class NumberItem(QTableWidgetItem):
-    """Sorts by number, blanks last."""
-
-    def __init__(self, value: float | None, digits: int = 3) -> None:
-        super().__init__("" if value is None else f"{value:.{digits}f}")
-        self.value = float("inf") if value is None else value
-        self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        return self.value < getattr(other, "value", float("inf"))
 
 
 class EngineView(QWidget):

@@ -65,6 +65,7 @@ class GraphPanel(QWidget):
     sig_loaded = Signal(object)  # GraphScene
     sig_failed = Signal(str)
     sig_message = Signal(str)
+    sig_node_selected = Signal(str)  # an ONNX node's name, when the user selects one
 
     def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -317,8 +318,9 @@ class GraphPanel(QWidget):
             self.canvas.center_on_box(int(self.canvas.scene.node_box[node]), zoom_to=1.2)
             self.properties.show_node(model.ir, node)
 
-    def reveal_name(self, name: str) -> bool:
-        """Select and centre the node called ``name`` (from the Validate table); False if absent."""
+    def reveal_name(self, name: str, quiet: bool = False) -> bool:
+        """Select and centre the node called ``name`` (from the Validate table, the engine view
+        or the timeline); False if absent (said in the status bar unless ``quiet``)."""
         model = self.model
         if model is None:
             return False
@@ -327,7 +329,8 @@ class GraphPanel(QWidget):
             if ir.label(int(node)) == name:
                 self.reveal(int(node))
                 return True
-        self.sig_message.emit(f"No node named {name} in this graph.")
+        if not quiet:
+            self.sig_message.emit(f"No node named {name} in this graph.")
         return False
 
     # -- selection, search, context menu ----------
@@ -337,6 +340,7 @@ class GraphPanel(QWidget):
             self.properties.clear()
         elif kind == BOX_NODE:
             self.properties.show_node(model.ir, ref)
+            self.sig_node_selected.emit(model.ir.label(ref))
         else:
             self.properties.show_group(model, ref)
 

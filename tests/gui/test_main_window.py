@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -15,8 +14,8 @@ from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.error_details import ErrorDetailsDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.notifications import install_excepthook
-from deploylens.gui.panels.empty_state import UPCOMING_PANELS, EmptyStatePanel
 from deploylens.gui.qsettings import recent_files
+from deploylens.gui.timeline.panel import TimelinePanel
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 
 EXPECTED_DOCKS = {
@@ -31,13 +30,11 @@ EXPECTED_DOCKS = {
 }
 
 
-def test_docks_and_honest_empty_states(make_window) -> None:  # type: ignore[no-untyped-def]
+def test_every_dock_is_a_real_panel(make_window) -> None:  # type: ignore[no-untyped-def]
     window = make_window()
     assert set(window.docks) == EXPECTED_DOCKS
-    for title in UPCOMING_PANELS:
-        panel = window.docks[title].widget()
-        assert isinstance(panel, EmptyStatePanel)
-        assert re.search(r"arrives? with issue #\d", panel.text)
+    assert window.docks["Timeline"].widget() is window.timeline_panel
+    assert isinstance(window.timeline_panel, TimelinePanel)
 
 
 def test_open_a_sample_fills_the_summary(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,244 @@
+"""Timeline benchmark: import throughput, open-to-first-paint, repaint and peak memory on synthetic
+traces (1M events, and 10M without --quick, on 16 lanes, as Chrome JSON and as nsys SQLite) and
+the largest real traces in ../shared/artifacts; plus the naive one-QGraphicsRectItem-per-event
+view at 20k events for the ratio.
+
+Each trace is measured in a child process (clean peak RSS). Targets (issue 8): 1M events
+interactive ≤ 3 s from open, repaint ≤ 16 ms, memory ≤ 2× file size.
+
+    python bench/timeline.py [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT.parent / "shared" / "artifacts"
+
+
+def rss_mb() -> float:
+    """Peak RSS of this process image: VmHWM (ru_maxrss survives exec on Linux, so a child
+    would report its parent's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def median_ms(action, runs: int = 9) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def measure(path: str) -> dict:
+    """In the child: open → index → stats → first paint; repaints; peak RSS over the baseline."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from deploylens.gui.timeline.panel import TimelinePanel, open_trace
+
+    app = QApplication.instance() or QApplication([])
+    panel = TimelinePanel(None)
+    panel.resize(1600, 1000)
+    panel.show()
+    app.processEvents()
+    baseline = rss_mb()
+    start = time.perf_counter()
+    from deploylens.core.trace.load import load_trace
+
+    trace = load_trace(path)
+    import_s = time.perf_counter() - start
+    del trace
+    start = time.perf_counter()
+    result = open_trace(path)
+    panel._on_loaded(path, *result)
+    panel.canvas.grab()
+    first_paint_s = time.perf_counter() - start
+    canvas = panel.canvas
+    full = median_ms(canvas.grab)
+    t0, t1 = canvas.t0, canvas.t1
+    middle = (t0 + t1) // 2
+    canvas.set_view(middle, middle + max((t1 - t0) // 1000, 1000))
+    zoomed = median_ms(canvas.grab)
+    canvas.set_view(middle, middle + (t1 - t0) // 20)
+    mid = median_ms(canvas.grab)
+    size = Path(path).stat().st_size
+    events = len(result[0])
+    return {
+        "events": events,
+        "file_mb": size / 1e6,
+        "import_s": import_s,
+        "import_mb_s": size / 1e6 / import_s,
+        "import_events_s": events / import_s,
+        "open_to_first_paint_s": first_paint_s,
+        "repaint_full_ms": full,
+        "repaint_zoom_5pct_ms": mid,
+        "repaint_zoom_0.1pct_ms": zoomed,
+        "peak_rss_over_baseline_mb": rss_mb() - baseline,
+        "memory_x_file": (rss_mb() - baseline) / (size / 1e6),
+        "canvas": f"{canvas.width()}x{canvas.height()}",
+    }
+
+
+def naive(events: int = 20_000) -> dict:
+    """One QGraphicsRectItem per event in a QGraphicsScene, vs our canvas on the same trace."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtGui import QBrush, QColor
+    from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView
+
+    from deploylens.core.trace.index import TimelineIndex
+    from deploylens.core.trace.synthetic import make_trace
+    from deploylens.gui.timeline.canvas import TimelineCanvas
+
+    app = QApplication.instance() or QApplication([])
+    trace = make_trace(events)
+    origin = int(trace.start.min())
+    start = time.perf_counter()
+    scene = QGraphicsScene()
+    brush = QBrush(QColor(66, 133, 244))
+    for s, d, lane in zip(
+        trace.start.tolist(), trace.dur.tolist(), trace.lane.tolist(), strict=True
+    ):
+        item = scene.addRect((s - origin) / 1e3, lane * 20.0, max(d / 1e3, 0.01), 16.0)
+        item.setBrush(brush)
+    view = QGraphicsView(scene)
+    view.resize(1400, 600)
+    view.show()
+    view.fitInView(scene.sceneRect())
+    app.processEvents()
+    view.grab()
+    build_s = time.perf_counter() - start
+    naive_ms = median_ms(view.grab, 5)
+    canvas = TimelineCanvas()
+    canvas.resize(1600, 600)
+    canvas.show()
+    start = time.perf_counter()
+    canvas.set_index(TimelineIndex(trace))
+    canvas.grab()
+    ours_open_s = time.perf_counter() - start
+    ours_ms = median_ms(canvas.grab)
+    return {
+        "events": events,
+        "naive_open_s": build_s,
+        "naive_repaint_ms": naive_ms,
+        "ours_open_s": ours_open_s,
+        "ours_repaint_ms": ours_ms,
+        "repaint_ratio": naive_ms / ours_ms,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1M events only")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--naive", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.child)))
+        return 0
+    if args.naive:
+        print(json.dumps(naive()))
+        return 0
+
+    from deploylens.core.trace.export import write_chrome
+    from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+
+    work = Path(tempfile.mkdtemp(prefix="deploylens-timeline-bench-"))
+    cases: list[tuple[str, Path]] = []
+    for events in (1_000_000,) if args.quick else (1_000_000, 10_000_000):
+        trace = make_trace(events, lanes=16)
+        label = f"{events // 1_000_000}M"
+        cases.append(
+            (f"synthetic {label} Chrome JSON", write_chrome(trace, work / f"{label}.json"))
+        )
+        cases.append(
+            (f"synthetic {label} nsys SQLite", write_nsys_sqlite(trace, work / f"{label}.sqlite"))
+        )
+        del trace
+    real = sorted(
+        (
+            p
+            for p in ARTIFACTS.rglob("*")
+            if p.is_file() and ("trace.json" in p.name or p.suffix == ".sqlite")
+        ),
+        key=lambda p: p.stat().st_size,
+    )
+    largest_json = [p for p in real if "trace.json" in p.name][-1:]
+    largest_sqlite = [p for p in real if p.suffix == ".sqlite"][-1:]
+    cases += [(f"real {p.name}", p) for p in largest_json + largest_sqlite]
+
+    results = {}
+    for label, path in cases:
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode:
+            results[label] = {"error": out.stderr[-500:]}
+            continue
+        results[label] = json.loads(out.stdout.strip().splitlines()[-1])
+    out = subprocess.run(
+        [sys.executable, __file__, "--naive"], capture_output=True, text=True, check=False
+    )
+    naive_result = (
+        json.loads(out.stdout.strip().splitlines()[-1])
+        if out.returncode == 0
+        else {"error": out.stderr[-500:]}
+    )
+
+    header = (
+        f"{'trace':<44}{'events':>11}{'MB':>8}{'import s':>9}{'MB/s':>7}{'Mev/s':>7}"
+        f"{'open→paint s':>13}{'full ms':>8}{'5% ms':>7}{'0.1% ms':>8}{'mem×file':>9}"
+    )
+    print(header)
+    for label, r in results.items():
+        if "error" in r:
+            print(f"{label:<44} ERROR {r['error'][-200:]}")
+            continue
+        print(
+            f"{label[:43]:<44}{r['events']:>11,}{r['file_mb']:>8.1f}{r['import_s']:>9.2f}"
+            f"{r['import_mb_s']:>7.1f}{r['import_events_s'] / 1e6:>7.2f}"
+            f"{r['open_to_first_paint_s']:>13.2f}{r['repaint_full_ms']:>8.1f}"
+            f"{r['repaint_zoom_5pct_ms']:>7.1f}{r['repaint_zoom_0.1pct_ms']:>8.1f}{r['memory_x_file']:>9.2f}"
+        )
+    if "error" not in naive_result:
+        n = naive_result
+        print(
+            f"\nnaive QGraphicsRectItem per event at {n['events']:,}: "
+            f"open {n['naive_open_s']:.2f} s, "
+            f"repaint {n['naive_repaint_ms']:.1f} ms; ours: open {n['ours_open_s']:.2f} s, repaint "
+            f"{n['ours_repaint_ms']:.1f} ms → {n['repaint_ratio']:.1f}× faster repaint"
+        )
+    else:
+        print("naive:", naive_result["error"])
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"traces": results, "naive": naive_result}, indent=2))
+    for _, path in cases:
+        if str(path).startswith(str(work)):
+            path.unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

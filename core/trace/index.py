@@ -1,0 +1,172 @@
+"""What the timeline asks of a trace, answered on arrays in O(log n) per row: which events are
+visible in a time window, which event is under the mouse, an event's details (correlated API
+call, NVTX parents, bandwidth), name search and the events of a time range.
+
+Nested events (CPU ops, NVTX ranges) get a depth within their lane and each (lane, depth) is a
+*row*. Within a row events are sorted by start and ``row_end_max`` (the running maximum of their
+ends) is monotonic, so the first event that can reach into a window is one ``searchsorted``
+away — no scan, at any zoom."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deploylens.core.trace.model import GPU_KINDS, KIND, Trace
+
+MAX_DEPTH = 12
+
+
+class TimelineIndex:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        n, lanes = len(trace), len(trace.lanes)
+        end = trace.start + trace.dur
+        bounds = np.searchsorted(trace.lane, np.arange(lanes + 1))
+        depth = np.zeros(n, np.int32)
+        for lane in range(lanes):
+            a, b = int(bounds[lane]), int(bounds[lane + 1])
+            if b - a > 1:
+                ends = np.sort(end[a:b])
+                open_before = np.arange(b - a) - np.searchsorted(ends, trace.start[a:b], "right")
+                depth[a:b] = np.clip(open_before, 0, MAX_DEPTH - 1)
+        self.lane_depth = np.ones(lanes, np.int32)
+        if n:
+            np.maximum.at(self.lane_depth, trace.lane, depth + 1)
+        self.lane_first_row = np.concatenate([[0], np.cumsum(self.lane_depth)]).astype(np.int32)
+        self.rows = int(self.lane_first_row[-1])
+        self.row_lane = np.repeat(np.arange(lanes), self.lane_depth).astype(np.int32)
+        self.row_depth = (np.arange(self.rows) - self.lane_first_row[self.row_lane]).astype(
+            np.int32
+        )
+        self.event_row = (self.lane_first_row[trace.lane] + depth).astype(np.int32) if n else depth
+        del depth
+        self.order = np.lexsort((trace.start, self.event_row))
+        self.row_start = trace.start[self.order]
+        self.row_bounds = np.searchsorted(self.event_row[self.order], np.arange(self.rows + 1))
+        self.row_end_max = end[self.order]
+        for row in range(self.rows):
+            a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
+            np.maximum.accumulate(self.row_end_max[a:b], out=self.row_end_max[a:b])
+        self.span = trace.span()
+        self._name_hits: dict[str, np.ndarray] = {}
+
+    # -- windows -----------------------------------------------------------------------------
+    def visible(self, row: int, t0: int, t1: int) -> np.ndarray:
+        """Indices (into the trace) of the row's events overlapping [t0, t1], by start."""
+        a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
+        lo = a + int(np.searchsorted(self.row_end_max[a:b], t0, "right"))
+        hi = a + int(np.searchsorted(self.row_start[a:b], t1, "right"))
+        if hi <= lo:
+            return np.zeros(0, np.int64)
+        found = self.order[lo:hi]
+        trace = self.trace
+        return found[trace.start[found] + trace.dur[found] >= t0]
+
+    def event_at(self, row: int, t: int, tolerance: int) -> int:
+        """The event under ``t`` (± ``tolerance`` ns) in ``row``: the one containing ``t``,
+        else the nearest; -1 when none."""
+        if not 0 <= row < self.rows:
+            return -1
+        near = self.visible(row, t - tolerance, t + tolerance)
+        if not near.size:
+            return -1
+        trace = self.trace
+        start, end = trace.start[near], trace.start[near] + trace.dur[near]
+        distance = np.where(t < start, start - t, np.where(t > end, t - end, 0))
+        return int(near[np.lexsort((trace.dur[near], distance))[0]])
+
+    def in_range(self, t0: int, t1: int) -> np.ndarray:
+        """Every event overlapping [t0, t1] (for the range statistics and a range export)."""
+        parts = [self.visible(row, t0, t1) for row in range(self.rows)]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+    # -- details -----------------------------------------------------------------------------
+    def partner(self, index: int) -> int:
+        """The other end of a correlation: a GPU event's API call, or an API call's GPU work."""
+        trace = self.trace
+        corr = int(trace.corr[index])
+        if corr < 0:
+            return -1
+        kind = int(trace.kind[index])
+        wanted = [KIND["cuda_api"]] if kind in GPU_KINDS else list(GPU_KINDS)
+        if kind not in GPU_KINDS and kind != KIND["cuda_api"]:
+            return -1
+        hits = np.flatnonzero((trace.corr == corr) & np.isin(trace.kind, wanted))
+        hits = hits[hits != index]
+        return int(hits[0]) if hits.size else -1
+
+    def parents(self, index: int) -> list[int]:
+        """NVTX/annotation ranges around the event, outermost first: on its own stream or
+        thread, and — for GPU work — around the API call that queued it."""
+        trace = self.trace
+        found: list[int] = []
+        for event in (index, self.partner(index)):
+            if event < 0:
+                continue
+            lane = trace.lanes[int(trace.lane[event])]
+            t0, t1 = int(trace.start[event]), int(trace.start[event] + trace.dur[event])
+            ranges = (trace.kind == KIND["nvtx"]) | (
+                (trace.kind == KIND["cpu_op"]) & (trace.lane == trace.lane[event])
+            )
+            candidates = np.flatnonzero(
+                ranges & (trace.start <= t0) & (trace.start + trace.dur >= t1)
+            )
+            same = [
+                int(c)
+                for c in candidates
+                if int(c) != event and _related(trace.lanes[int(trace.lane[c])], lane)
+            ]
+            found += sorted(same, key=lambda c: -int(trace.dur[c]))
+        return list(dict.fromkeys(found))
+
+    def details(self, index: int) -> dict[str, Any]:
+        trace = self.trace
+        event = trace.event(index)
+        event["relative_start_us"] = (event["start_ns"] - self.span[0]) / 1e3
+        event["dur_us"] = event["dur_ns"] / 1e3
+        if event["bytes"] and event["dur_ns"]:
+            event["bandwidth_gbps"] = event["bytes"] / event["dur_ns"]
+        partner = self.partner(index)
+        if partner >= 0:
+            event["correlated"] = {**trace.event(partner), "index": partner}
+        event["parents"] = [trace.names[int(trace.name[p])] for p in self.parents(index)]
+        return event
+
+    # -- search --------------------------------------------------------------------------------
+    def matches(self, text: str) -> np.ndarray:
+        """Events whose name contains ``text`` (case-insensitive), ordered by start."""
+        key = text.strip().lower()
+        if not key:
+            return np.zeros(0, np.int64)
+        if key not in self._name_hits:
+            ids = [i for i, name in enumerate(self.trace.names) if key in name.lower()]
+            hits = np.flatnonzero(np.isin(self.trace.name, ids))
+            self._name_hits[key] = hits[np.argsort(self.trace.start[hits], kind="stable")]
+        return self._name_hits[key]
+
+    def step(self, text: str, after: int, forward: bool = True) -> int:
+        """The next (previous) match after (before) time ``after``, wrapping around; -1 if none."""
+        hits = self.matches(text)
+        if not hits.size:
+            return -1
+        starts = self.trace.start[hits]
+        if forward:
+            at = int(np.searchsorted(starts, after, "right"))
+            return int(hits[at % hits.size])
+        at = int(np.searchsorted(starts, after, "left")) - 1
+        return int(hits[at % hits.size])
+
+    def row_title(self, row: int) -> str:
+        lane = self.trace.lanes[int(self.row_lane[row])]
+        return lane.title if self.row_depth[row] == 0 else ""
+
+
+def _related(candidate: Any, lane: Any) -> bool:
+    """A range belongs to an event on the same stream or thread (annotation lanes are named
+    "annotations <stream/thread>" in Chrome traces, "NVTX <thread>" in nsys exports)."""
+    return candidate == lane or (
+        candidate.group == lane.group
+        and candidate.name in (f"annotations {lane.name}", f"NVTX {lane.name}")
+    )

@@ -1,0 +1,122 @@
+"""trtexec's timing exports as traces, so they open in the timeline next to Kineto and nsys:
+
+- ``--exportTimes``: one record per inference with host enqueue and GPU H2D / compute / D2H
+  start-end times (ms from trtexec's start) → three GPU lanes and one host lane, real times.
+- ``--exportProfile``: per-layer average times with no timestamps → one inference laid out
+  layer after layer in engine order (``meta["synthetic_times"]`` says so, and the view shows it),
+  which is what the per-layer table, the graph overlay and the kernel → layer → node link need.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from deploylens.core.engine.timings import load_profile
+from deploylens.core.errors import UserError
+from deploylens.core.files import read_json
+from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
+
+STAGES = (
+    ("startH2dMs", "endH2dMs", "memcpy_h2d", "Memcpy HtoD (inference input)", "H2D"),
+    ("startComputeMs", "endComputeMs", "kernel", "TensorRT inference (compute)", "compute"),
+    ("startD2hMs", "endD2hMs", "memcpy_d2h", "Memcpy DtoH (inference output)", "D2H"),
+)
+
+
+def sniff(head: bytes) -> str | None:
+    """``"times"`` / ``"profile"`` when the start of a JSON file looks like a trtexec export."""
+    text = head.lstrip()
+    if not text.startswith(b"["):
+        return None
+    if b'"startEnqMs"' in text or b'"startComputeMs"' in text:
+        return "times"
+    if b'"averageMs"' in text or (b'"count"' in text[:200] and b'"timeMs"' in text):
+        return "profile"
+    return None
+
+
+def _ns(ms: np.ndarray) -> np.ndarray:
+    return np.round(ms * 1e6).astype(np.int64)
+
+
+def load_times(path: str | Path) -> Trace:
+    data = read_json(path, "trtexec --exportTimes JSON")
+    name = Path(path).name
+    if not isinstance(data, list) or not data or not all(isinstance(r, dict) for r in data):
+        raise UserError(f"{name} is not trtexec --exportTimes output (a list of records).")
+    if "startComputeMs" not in data[0]:
+        raise UserError(f"{name}: records have no 'startComputeMs' (is it an --exportProfile?).")
+    builder = TraceBuilder()
+    builder.meta.update(source=str(path), format="trtexec-times", inferences=len(data))
+
+    def column(key: str) -> np.ndarray:
+        return np.array([float(r.get(key, np.nan)) for r in data])
+
+    index = np.arange(len(data))
+    for number, (start_key, end_key, kind, label, lane_name) in enumerate(STAGES):
+        start, end = column(start_key), column(end_key)
+        keep = ~(np.isnan(start) | np.isnan(end))
+        lane = builder.lane(Lane("GPU (trtexec)", lane_name, 0, number))
+        _add(builder, start[keep], end[keep], lane, kind, label, index[keep])
+    start, end = column("startEnqMs"), column("endEnqMs")
+    keep = ~(np.isnan(start) | np.isnan(end))
+    host = builder.lane(Lane("trtexec host", "enqueue"))
+    _add(builder, start[keep], end[keep], host, "cuda_api", "enqueue", index[keep])
+    return builder.finish()
+
+
+def _add(
+    builder: TraceBuilder,
+    start_ms: np.ndarray,
+    end_ms: np.ndarray,
+    lane: int,
+    kind: str,
+    label: str,
+    inference: np.ndarray,
+) -> None:
+    """The inference number is the correlation id: enqueue ↔ its H2D/compute/D2H."""
+    start, end = _ns(start_ms), _ns(end_ms)
+    n = start.size
+    builder.add_columns(
+        start=start,
+        dur=np.maximum(end - start, 0),
+        lane=np.full(n, lane),
+        kind=np.full(n, KIND[kind]),
+        name=np.full(n, builder.intern(label)),
+        corr=inference,
+        nbytes=np.zeros(n),
+        detail=np.zeros(n),
+    )
+
+
+def load_profile_trace(path: str | Path) -> Trace:
+    count, layers = load_profile(path)
+    if not layers:
+        raise UserError(f"{Path(path).name} has no layers.")
+    builder = TraceBuilder()
+    builder.meta.update(
+        source=str(path),
+        format="trtexec-profile",
+        iterations=count,
+        synthetic_times=(
+            "per-layer averages over the profiled runs, laid end to end: durations are "
+            "measured, start times are not"
+        ),
+    )
+    lane = builder.lane(Lane("GPU (trtexec)", "TensorRT layers (average inference)", 0, 0))
+    dur = _ns(np.array([layer.average_ms for layer in layers]))
+    start = np.concatenate([[0], np.cumsum(dur)[:-1]])
+    n = dur.size
+    builder.add_columns(
+        start=start,
+        dur=dur,
+        lane=np.full(n, lane),
+        kind=np.full(n, KIND["kernel"]),
+        name=np.array([builder.intern(layer.name) for layer in layers]),
+        corr=np.full(n, -1),
+        nbytes=np.zeros(n),
+        detail=np.full(n, builder.intern("TensorRT layer")),
+    )
+    return builder.finish()

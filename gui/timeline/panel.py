@@ -1,0 +1,486 @@
+"""The Timeline panel: open or capture a trace, the overview + detail view, search, details of the
+selected event, per-kernel table with a distribution plot, stream/overlap/copy statistics with
+hints, statistics of a selected range, and exports (Chrome JSON, CSV, PNG).
+
+Traces are imported on a Python thread (msgspec/NumPy, no user code); captures run the model and
+therefore go to the worker subprocess."""
+
+from __future__ import annotations
+
+import html
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QBuffer, QIODevice, Qt, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.errors import UserError
+from deploylens.core.files import atomic_write_bytes
+from deploylens.core.settings import cache_dir
+from deploylens.core.trace.export import write_chrome, write_csv
+from deploylens.core.trace.index import TimelineIndex
+from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
+from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.model import KIND, Trace
+from deploylens.core.trace.stats import trace_stats
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.graph.background import BackgroundTask
+from deploylens.gui.job_manager import JobManager
+from deploylens.gui.panels.table_items import NumberItem
+from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
+from deploylens.gui.timeline.overview import TimelineOverview
+
+TRACE_FILTER = (
+    "Traces (*.json *.json.gz *.gz *.sqlite *.db);;Chrome/Kineto JSON (*.json *.json.gz);;"
+    "Nsight Systems SQLite (*.sqlite);;All files (*)"
+)
+KERNEL_COLUMNS = [
+    ("name", "Name"),
+    ("count", "Count"),
+    ("total_us", "Total µs"),
+    ("mean_us", "Mean"),
+    ("median_us", "Median"),
+    ("p90_us", "p90"),
+    ("p99_us", "p99"),
+    ("min_us", "Min"),
+    ("max_us", "Max"),
+    ("gpu_percent", "% time"),
+]
+
+
+def open_trace(path: str) -> tuple[Trace, TimelineIndex, dict[str, Any], float]:
+    """Import, index and summarize (off the UI thread)."""
+    started = time.perf_counter()
+    trace = load_trace(path)
+    index = TimelineIndex(trace)
+    stats = trace_stats(trace)
+    return trace, index, stats, time.perf_counter() - started
+
+
+class TimelinePanel(QWidget):
+    sig_nodes = Signal(list)  # ONNX node names for the selected event, most specific first
+    sig_overlay = Signal(str, dict, str, bool)  # name, {node: ms}, legend, log scale
+    sig_message = Signal(str)
+
+    def __init__(self, jobs: JobManager | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("timeline-panel")
+        self.jobs = jobs
+        self.trace: Trace | None = None
+        self.index: TimelineIndex | None = None
+        self.stats: dict[str, Any] = {}
+        self.range_stats: dict[str, Any] = {}
+        self.path = ""
+        self.model_path = ""
+        self.task: BackgroundTask | None = None
+        self.job: Any = None
+        self.canvas = TimelineCanvas()
+        self.overview = TimelineOverview()
+        self.canvas.sig_view_changed.connect(self.overview.set_region)
+        self.overview.sig_navigate.connect(self.canvas.set_view)
+        self.canvas.sig_selected.connect(self._on_selected)
+        self.canvas.sig_range_selected.connect(self.select_range)
+        self._build()
+
+    # -- layout --------------------------------------------------------------------------------
+    def _build(self) -> None:
+        bar = QHBoxLayout()
+        self.open_button = self._button("Open trace…", self.choose_trace, bar)
+        self.capture_button = self._button("Profile model (ORT)", self.capture, bar)
+        self.capture_button.setToolTip(
+            "Run the open ONNX model repeatedly with ONNX Runtime's profiler (in the worker)"
+        )
+        self.search = QLineEdit(placeholderText="Search kernels / events by name")
+        self.search.returnPressed.connect(lambda: self.step(True))
+        bar.addWidget(self.search, 1)
+        self._button("◀", lambda: self.step(False), bar)
+        self._button("▶", lambda: self.step(True), bar)
+        self.match_label = QLabel("")
+        bar.addWidget(self.match_label)
+        self._button("Fit", self.canvas.fit, bar)
+        export = QToolButton(text="Export")
+        export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(export)
+        menu.addAction("Chrome trace JSON (Perfetto)…", self.choose_chrome_export)
+        menu.addAction("Tables as CSV…", self.choose_csv_export)
+        menu.addAction("View as PNG…", self.choose_png_export)
+        export.setMenu(menu)
+        bar.addWidget(export)
+        self.status = QLabel(
+            "Open a trace (PyTorch/Kineto, ONNX Runtime, Nsight Systems SQLite, trtexec "
+            "--exportTimes/--exportProfile) or profile the open model."
+        )
+        self.status.setWordWrap(True)
+
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.setSpacing(2)
+        top_layout.addWidget(self.overview)
+        top_layout.addWidget(self.canvas, 1)
+
+        self.details = QTextBrowser()
+        self.details.setOpenLinks(False)
+        self.details.anchorClicked.connect(lambda url: self.canvas.select(int(url.path()), True))
+        self.kernels = QTableWidget(0, len(KERNEL_COLUMNS))
+        self.kernels.setHorizontalHeaderLabels([title for _, title in KERNEL_COLUMNS])
+        self.kernels.setSortingEnabled(True)
+        self.kernels.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.kernels.itemSelectionChanged.connect(self._on_kernel_row)
+        self.histogram = pg.PlotWidget(background="w")
+        self.histogram.setLabel("bottom", "duration", units="s")
+        self.histogram.setLabel("left", "count")
+        self.histogram.setMinimumHeight(120)
+        kernels_tab = QSplitter(Qt.Orientation.Horizontal)
+        kernels_tab.addWidget(self.kernels)
+        kernels_tab.addWidget(self.histogram)
+        kernels_tab.setSizes([600, 300])
+        self.summary = QTextBrowser()
+        self.range_view = QTextBrowser()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.details, "Details")
+        self.tabs.addTab(kernels_tab, "Kernels")
+        self.tabs.addTab(self.summary, "Streams / overlap / copies")
+        self.tabs.addTab(self.range_view, "Range")
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(top)
+        split.addWidget(self.tabs)
+        split.setSizes([520, 260])
+        layout = QVBoxLayout(self)
+        layout.addLayout(bar)
+        layout.addWidget(self.status)
+        layout.addWidget(split, 1)
+
+    def _button(self, text: str, slot: Any, layout: QHBoxLayout) -> QPushButton:
+        button = QPushButton(text)
+        button.clicked.connect(slot)
+        layout.addWidget(button)
+        return button
+
+    # -- open / capture ------------------------------------------------------------------------
+    def choose_trace(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a trace", "", TRACE_FILTER)
+        if path:
+            self.load(path)
+
+    def load(self, path: str) -> BackgroundTask:
+        self.status.setText(f"Importing {Path(path).name} …")
+        self.task = BackgroundTask(lambda: open_trace(path), self)
+        self.task.sig_done.connect(lambda result: self._on_loaded(path, *result))
+        self.task.sig_failed.connect(self._on_load_failed)
+        return self.task.start()
+
+    def _on_load_failed(self, exc: BaseException, details: str) -> None:
+        text = exc.message if isinstance(exc, UserError) else f"Could not open the trace: {exc}"
+        self.status.setText(text)
+        self.sig_message.emit(text)
+
+    def _on_loaded(
+        self, path: str, trace: Trace, index: TimelineIndex, stats: dict[str, Any], seconds: float
+    ) -> None:
+        self.path, self.trace, self.index, self.stats = path, trace, index, stats
+        self.range_stats = {}
+        self.canvas.set_index(index)
+        self.overview.set_index(index)
+        self.overview.set_region(self.canvas.t0, self.canvas.t1)
+        kinds = ", ".join(f"{k} {v:,}" for k, v in stats["kinds"].items())
+        text = (
+            f"{Path(path).name}: {stats['format']} {stats['version']} — {len(trace):,} events "
+            f"on {len(trace.lanes)} lanes, {format_ns(stats['span_us'] * 1e3)} "
+            f"(opened in {seconds:.2f} s). {kinds}"
+        )
+        if trace.meta.get("synthetic_times"):
+            text += f"\n⚠ Times: {trace.meta['synthetic_times']}."
+        self.status.setText(text)
+        self._fill_kernels(stats["kernels"])
+        self.summary.setHtml(summary_html(stats))
+        self.details.setHtml("<i>Click an event for its details.</i>")
+        self.range_view.setHtml("<i>Shift+drag in the timeline to select a time range.</i>")
+        latency = node_latency(trace)
+        if latency:
+            self.sig_overlay.emit("Latency (timeline)", latency, "ms per run (groups: sum)", True)
+
+    def set_model(self, path: str) -> None:
+        """The model the Profile button runs (the one open in the graph)."""
+        self.model_path = path
+
+    def capture(self) -> None:
+        if self.jobs is None:
+            return
+        if not self.model_path:
+            self.status.setText("Open an ONNX model first, then profile it here.")
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = str(cache_dir() / "traces" / f"{Path(self.model_path).stem}.ort.{stamp}.json")
+        self.capture_button.setEnabled(False)
+        self.status.setText(f"Profiling {Path(self.model_path).name} with ONNX Runtime …")
+        job = self.jobs.submit(
+            "trace.profile",
+            {"model": self.model_path, "backend": "ort", "out": out, "iterations": 20},
+            f"Profile {Path(self.model_path).name}",
+        )
+        self.job = job
+        job.sig_finished.connect(self._captured)
+        job.sig_failed.connect(self._capture_failed)
+
+    def _captured(self, result: dict[str, Any]) -> None:
+        self.capture_button.setEnabled(True)
+        self.sig_message.emit(
+            f"Profiled: median {result['latency_ms_median']:.3f} ms without the profiler, "
+            f"profiler overhead {result['profiler_overhead']:.2f}×"
+        )
+        self.load(result["trace"])
+
+    def _capture_failed(self, failure: JobFailure) -> None:
+        self.capture_button.setEnabled(True)
+        self.status.setText(f"{failure.message}\n{failure.hint}".strip())
+
+    # -- selection, search, linking --------------------------------------------------------------
+    def _on_selected(self, event: int) -> None:
+        if self.index is None or event < 0:
+            self.details.setHtml("<i>Nothing selected.</i>")
+            return
+        info = self.index.details(event)
+        nodes = event_nodes(self.index, event)
+        self.details.setHtml(details_html(info, nodes))
+        self.tabs.setCurrentWidget(self.details)
+        if nodes:
+            self.sig_nodes.emit(nodes)
+
+    def step(self, forward: bool) -> None:
+        if self.index is None:
+            return
+        text = self.search.text()
+        hits = self.index.matches(text)
+        self.match_label.setText(f"{hits.size:,} matches" if text.strip() else "")
+        if not hits.size:
+            return
+        current = self.canvas.selected
+        after = (
+            int(self.index.trace.start[current])
+            if current >= 0
+            else (self.canvas.t0 if forward else self.canvas.t1)
+        )
+        found = self.index.step(text, after, forward)
+        if found == current and hits.size > 1:  # same start as another match: move past it
+            position = int(np.flatnonzero(hits == current)[0])
+            found = int(hits[(position + (1 if forward else -1)) % hits.size])
+        self.canvas.select(found, center=True)
+
+    def select_node(self, node: str) -> bool:
+        """The graph selected ``node``: select its first event here (ORT node / TRT layer)."""
+        if self.trace is None:
+            return False
+        hits = events_of_node(self.trace, node)
+        if not hits.size:
+            return False
+        self.canvas.select(int(hits[0]), center=True)
+        return True
+
+    def _on_kernel_row(self) -> None:
+        rows = self.kernels.selectionModel().selectedRows() if self.kernels.selectionModel() else []
+        if not rows or self.trace is None:
+            return
+        name = self.kernels.item(rows[0].row(), 0).text()
+        self.show_distribution(name)
+
+    def show_distribution(self, name: str) -> np.ndarray:
+        """Histogram of one kernel's (or node's) durations."""
+        assert self.trace is not None
+        trace = self.trace
+        if name not in trace.names:
+            return np.zeros(0)
+        name_id = trace.names.index(name)
+        mask = (trace.name == name_id) & np.isin(trace.kind, (KIND["kernel"], KIND["ort_node"]))
+        durations = trace.dur[mask].astype(np.float64) / 1e9
+        self.histogram.clear()
+        if durations.size:
+            counts, edges = np.histogram(durations, bins=min(60, max(durations.size // 3, 5)))
+            self.histogram.plot(
+                edges, counts, stepMode="center", fillLevel=0, brush=(66, 133, 244, 120)
+            )
+            self.histogram.setTitle(f"{name[:60]} — {durations.size:,} launches")
+        return counts if durations.size else np.zeros(0)
+
+    def _fill_kernels(self, rows: list[dict[str, Any]]) -> None:
+        self.kernels.setSortingEnabled(False)
+        self.kernels.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            self.kernels.setItem(r, 0, QTableWidgetItem(row["name"]))
+            for c, (key, _) in enumerate(KERNEL_COLUMNS[1:], start=1):
+                value = row[key]
+                item = NumberItem(float(value), 0 if key == "count" else 2)
+                self.kernels.setItem(r, c, item)
+        self.kernels.setSortingEnabled(True)
+        self.kernels.resizeColumnsToContents()
+
+    # -- range -----------------------------------------------------------------------------------
+    def select_range(self, t0: int, t1: int) -> dict[str, Any]:
+        """Statistics of [t0, t1]: events clipped to the range."""
+        if self.index is None:
+            return {}
+        rows = self.index.in_range(t0, t1)
+        part = self.index.trace.take(rows, clip=(t0, t1))
+        self.range_stats = trace_stats(part)
+        self.range_stats["range_ns"] = (t0, t1)
+        self.range_view.setHtml(
+            f"<b>Range {format_ns(t1 - t0)}</b> ({len(part):,} events)<br>"
+            + summary_html(self.range_stats, top=10)
+        )
+        self.tabs.setCurrentWidget(self.range_view)
+        return self.range_stats
+
+    # -- export ----------------------------------------------------------------------------------
+    def choose_chrome_export(self) -> None:
+        if self.trace is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export Chrome trace", "", "JSON (*.json)")
+        if path:
+            self.export_chrome(path)
+
+    def export_chrome(self, path: str) -> Path:
+        assert self.trace is not None
+        written = write_chrome(self.trace, path)
+        self.sig_message.emit(f"Wrote {written} (opens in Perfetto / chrome://tracing)")
+        return written
+
+    def choose_csv_export(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder for the CSV tables")
+        if folder:
+            self.export_csv(folder)
+
+    def export_csv(self, folder: str) -> list[Path]:
+        tables = {k: self.stats.get(k, []) for k in ("kernels", "streams", "copies")}
+        if self.range_stats:
+            tables["range_kernels"] = self.range_stats.get("kernels", [])
+        written = [write_csv(rows, Path(folder) / f"{name}.csv") for name, rows in tables.items()]
+        self.sig_message.emit(f"Wrote {len(written)} CSV tables to {folder}")
+        return written
+
+    def choose_png_export(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save the view", "", "PNG (*.png)")
+        if path:
+            self.export_png(path)
+
+    def export_png(self, path: str) -> Path:
+        buffer = QBuffer()
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        self.grab().save(buffer, "PNG")
+        atomic_write_bytes(path, bytes(buffer.data()))
+        return Path(path)
+
+
+def _table(title: str, headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td align=right>{c}</td>" if i else f"<td>{html.escape(str(c))}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<p><b>{title}</b></p><table cellspacing=4><tr>{head}</tr>{body}</table>"
+
+
+def summary_html(stats: dict[str, Any], top: int = 0) -> str:
+    """Hints first (the answers), then overlap, concurrency, streams, copies, gaps, kernels."""
+    parts = [f"<p style='color:#b35900'>⚑ {html.escape(h)}</p>" for h in stats.get("hints", [])]
+    ovl = stats.get("overlap", {})
+    if ovl.get("copy_ns"):
+        parts.append(
+            f"<p>Copies {ovl['copy_ns'] / 1e3:,.1f} µs, <b>{ovl['hidden_percent']:.1f}%</b> hidden "
+            "behind kernels on other streams.</p>"
+        )
+    if ovl.get("concurrency_ns"):
+        total = sum(ovl["concurrency_ns"].values()) + ovl.get("idle_ns", 0) or 1
+        busy = sorted(ovl["concurrency_ns"].items())
+        rows = [[f"{k} busy", f"{100 * v / total:.1f}%"] for k, v in busy]
+        rows.append(["idle", f"{100 * ovl.get('idle_ns', 0) / total:.1f}%"])
+        parts.append(_table("Concurrency (streams busy at once)", ["", "time"], rows))
+    if stats.get("streams"):
+        rows = [
+            [r["lane"], f"{r['busy_percent']:.1f}%", f"{r['events']:,}"] for r in stats["streams"]
+        ]
+        parts.append(_table("Streams", ["lane", "busy", "events"], rows))
+    if stats.get("copies"):
+        rows = [
+            [
+                f"{r['kind']} {r['memory']}",
+                f"{r['count']:,}",
+                f"{r['bytes'] / 1e6:,.2f} MB",
+                f"{(r['median_gbps'] or 0):.2f} GB/s",
+            ]
+            for r in stats["copies"]
+        ]
+        parts.append(_table("Copies", ["kind / memory", "count", "bytes", "median"], rows))
+    gaps = [[f"GPU {g['device']}", f"{g['gap_us']:,.1f} µs"] for g in ovl.get("gaps", [])[:5]]
+    if gaps:
+        parts.append(_table("Largest idle gaps", ["device", "gap"], gaps))
+    if top and stats.get("kernels"):
+        rows = [
+            [r["name"][:70], r["count"], f"{r['total_us']:,.1f}", f"{r['gpu_percent']:.1f}%"]
+            for r in stats["kernels"][:top]
+        ]
+        parts.append(_table("Top kernels", ["name", "count", "µs", "%"], rows))
+    kinds = stats.get("kinds", {})
+    if kinds:
+        parts.append("<p>" + ", ".join(f"{k}: {v:,}" for k, v in kinds.items()) + "</p>")
+    return "".join(parts) or "<i>No GPU streams in this trace.</i>"
+
+
+def details_html(info: dict[str, Any], nodes: list[str]) -> str:
+    esc = html.escape
+    rows = [
+        ("Name", esc(info["name"])),
+        ("Kind", info["kind"]),
+        ("Lane", esc(info["lane"])),
+        ("Start", f"{info['relative_start_us']:,.3f} µs"),
+        ("Duration", format_ns(info["dur_ns"])),
+    ]
+    if info["detail"]:
+        rows.append(("Detail", esc(info["detail"])))
+    if info["bytes"]:
+        rows.append(("Bytes", f"{info['bytes']:,}"))
+    if "bandwidth_gbps" in info:
+        rows.append(("Bandwidth", f"{info['bandwidth_gbps']:.2f} GB/s"))
+    if info["correlation"] >= 0:
+        rows.append(("Correlation", str(info["correlation"])))
+    partner = info.get("correlated")
+    if partner:
+        rows.append(
+            (
+                "Correlated",
+                f"<a href='event:{partner['index']}'>{esc(partner['name'])}</a> "
+                f"({partner['kind']}, {format_ns(partner['dur_ns'])}, {esc(partner['lane'])})",
+            )
+        )
+    if info["parents"]:
+        rows.append(("NVTX / ranges", " › ".join(map(esc, info["parents"]))))
+    if nodes:
+        rows.append(("ONNX nodes", esc(", ".join(nodes[:8]))))
+    return (
+        "<table>"
+        + "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
+        + "</table>"
+    )

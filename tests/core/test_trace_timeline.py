@@ -1,0 +1,157 @@
+"""The timeline's core: exact Chrome export that reads back (and follows the Chrome trace event
+schema Perfetto accepts), trtexec exports as traces, the index's windows/picks/search/details,
+range statistics, ONNX node links and the profile CLI (real ONNX Runtime in the worker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.cli import main
+from deploylens.core.errors import UserError
+from deploylens.core.trace.chrome import ns_from_us
+from deploylens.core.trace.export import write_chrome
+from deploylens.core.trace.index import TimelineIndex
+from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
+from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+from deploylens.core.trace.stats import trace_stats
+from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+
+PHASES = {"X", "M", "s", "f", "B", "E", "i", "C"}
+
+
+def check_chrome_schema(data: dict) -> None:
+    """The Chrome Trace Event Format as Perfetto's JSON importer reads it."""
+    assert isinstance(data["traceEvents"], list)
+    assert data.get("displayTimeUnit") in (None, "ms", "ns")
+    flows: dict[int, set[str]] = {}
+    for event in data["traceEvents"]:
+        assert event["ph"] in PHASES
+        assert isinstance(event["pid"], int) and isinstance(event["tid"], int)
+        if event["ph"] == "M":
+            assert event["name"] in {"process_name", "thread_name", "process_sort_index"}
+            assert "args" in event
+            continue
+        assert isinstance(event["ts"], float | int) and event["ts"] >= 0
+        if event["ph"] == "X":
+            assert isinstance(event["name"], str) and isinstance(event["cat"], str)
+            assert isinstance(event["dur"], float | int) and event["dur"] >= 0
+            assert isinstance(event.get("args", {}), dict)
+        if event["ph"] in "sf":
+            flows.setdefault(event["id"], set()).add(event["ph"])
+            if event["ph"] == "f":
+                assert event["bp"] == "e"
+    assert all(phases == {"s", "f"} for phases in flows.values())
+
+
+def test_exact_decimal_times() -> None:
+    tokens = [b"1712867402349370.200", b"1.5", b"0", b"123", b"0.0005", b"-1.25", b"1e3", b"7."]
+    assert ns_from_us(tokens).tolist() == [
+        1712867402349370200, 1500, 0, 123000, 0, -1250, 1000000, 7000
+    ]  # fmt: skip
+
+
+def test_chrome_export_follows_the_schema_and_reads_back_exactly(tmp_path: Path) -> None:
+    trace = make_trace(20_000, lanes=16)
+    path = write_chrome(trace, tmp_path / "out.json")
+    data = json.loads(path.read_text())
+    check_chrome_schema(data)
+    assert sum(e["ph"] == "s" for e in data["traceEvents"]) > 1000  # API → GPU flows
+    back = load_trace(path)
+    assert len(back) == len(trace) and len(back.lanes) == len(trace.lanes)
+    assert back.start.min() == trace.start.min() and back.dur.sum() == trace.dur.sum()
+    for kind in ("kernel", "memcpy_h2d", "memcpy_d2h", "memset", "cuda_api"):
+        assert (back.kind == KIND[kind]).sum() == (trace.kind == KIND[kind]).sum(), kind
+    assert trace_stats(back)["kernels"] == trace_stats(trace)["kernels"]
+
+
+def test_chunked_import_across_chunk_boundaries_and_truncation(tmp_path: Path) -> None:
+    from deploylens.core.trace import chrome, json_stream
+
+    trace = make_trace(5_000)
+    path = write_chrome(trace, tmp_path / "t.json")
+    events = []
+    for chunk in json_stream.iter_chunks(path, chrome._decode, chunk=4096):
+        events += chunk
+    assert sum(e.ph == "X" for e in events) == 5_000
+    text = path.read_bytes()
+    (tmp_path / "cut.json").write_bytes(text[: len(text) // 2])
+    with pytest.raises(UserError, match="truncated"):
+        load_trace(tmp_path / "cut.json")
+
+
+def test_nsys_sqlite_of_the_same_trace_gives_the_same_statistics(tmp_path: Path) -> None:
+    trace = make_trace(20_000)
+    back = load_trace(write_nsys_sqlite(trace, tmp_path / "t.sqlite"))
+    assert len(back) == len(trace)
+    a, b = trace_stats(trace), trace_stats(back)
+    assert a["overlap"]["hidden_ns"] == b["overlap"]["hidden_ns"]
+    assert a["kernels"][0]["total_us"] == pytest.approx(b["kernels"][0]["total_us"])
+
+
+def test_trtexec_times_and_profile_as_traces(artifacts: Path) -> None:
+    times = load_trace(next(artifacts.rglob("resnet.onnx.engine.timing.json")))
+    assert times.meta["format"] == "trtexec-times"
+    compute = times.kind == KIND["kernel"]
+    assert compute.sum() == times.meta["inferences"]
+    api = (times.kind == KIND["cuda_api"]) & (times.corr == times.corr[compute][0])
+    assert api.sum() == 1  # each inference's enqueue is correlated with its compute
+    profile = load_trace(next(artifacts.rglob("resnet18_fp16.profile.json")))
+    assert profile.meta["synthetic_times"] and profile.meta["format"] == "trtexec-profile"
+    latency = node_latency(profile)
+    assert "/conv1/Conv" in latency and "/relu/Relu" in latency
+    mapped = [i for i in range(len(profile)) if "Reformatting" not in profile.event(i)["name"]]
+    assert sum(latency.values()) == pytest.approx(profile.dur[mapped].sum() / 1e6, rel=1e-6)
+    hits = events_of_node(profile, "/conv1/Conv")
+    assert profile.names[int(profile.name[hits[0]])] == "/conv1/Conv + /relu/Relu"
+
+
+def test_index_windows_picks_search_and_details() -> None:
+    builder = TraceBuilder()
+    stream = builder.lane(Lane("GPU 0", "stream 7", 0, 7))
+    thread = builder.lane(Lane("process 1", "thread 2"))
+    nvtx = builder.lane(Lane("process 1", "annotations thread 2"))
+    builder.add(0, 1000, nvtx, KIND["nvtx"], "Conv_0 + Relu_1")
+    builder.add(100, 50, thread, KIND["cuda_api"], "cudaLaunchKernel", corr=5)
+    builder.add(10, 900, thread, KIND["cpu_op"], "aten::conv2d")  # nests the launch: depth 1
+    builder.add(300, 200, stream, KIND["kernel"], "implicit_gemm", corr=5, detail="grid (1, 1, 1)")
+    builder.add(600, 100, stream, KIND["memcpy_d2h"], "Memcpy DtoH", nbytes=400)
+    index = TimelineIndex(builder.finish())
+    trace = index.trace
+    assert index.rows == 4 and list(index.lane_depth) == [1, 2, 1]
+    kernel = int(np.flatnonzero(trace.kind == KIND["kernel"])[0])
+    row = int(index.event_row[kernel])
+    assert index.visible(row, 0, 299).size == 0 and index.visible(row, 0, 300).size == 1
+    assert index.event_at(row, 550, 60) == int(np.flatnonzero(trace.kind == KIND["memcpy_d2h"])[0])
+    details = index.details(kernel)
+    assert details["correlated"]["name"] == "cudaLaunchKernel"
+    assert details["parents"] == ["Conv_0 + Relu_1", "aten::conv2d"]
+    assert event_nodes(index, kernel) == ["Conv_0", "Relu_1"]
+    copy = index.details(int(np.flatnonzero(trace.kind == KIND["memcpy_d2h"])[0]))
+    assert copy["bandwidth_gbps"] == pytest.approx(4.0)
+    assert index.step("GEMM", -1) == kernel and index.step("gemm", 400) == kernel  # wraps
+    assert index.in_range(550, 650).size == 3  # the copy, the NVTX range and the CPU op
+    part = trace.take(index.in_range(550, 650), clip=(550, 650))
+    assert int(part.dur.max()) == 100
+
+
+def test_profile_cli_runs_onnx_runtime_in_the_worker(samples: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "p.json"
+    model = samples / "small_cnn.dynamo.onnx"
+    assert main(["profile", str(model), "--iterations", "5", "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["backend"] == "ort" and result["profiler_overhead"] > 0
+    trace = load_trace(out)
+    assert trace.meta["format"] == "onnxruntime" and (trace.kind == KIND["ort_node"]).sum() >= 5
+    assert "node_mean" in node_latency(trace)  # unfused nodes keep their ONNX names
+    assert (
+        main(["trace", str(out), "--chrome", str(tmp_path / "c.json"), "--csv", str(tmp_path)]) == 0
+    )
+    check_chrome_schema(json.loads((tmp_path / "c.json").read_text()))
+    assert (tmp_path / "kernels.csv").read_text().startswith("name,count,total_us")
+    assert main(["profile", str(model), "--backend", "trt", "--out", str(tmp_path / "t.json")]) == 1
+    assert "pip install tensorrt" in capsys.readouterr().err

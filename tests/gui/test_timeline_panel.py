@@ -1,0 +1,142 @@
+"""The Timeline panel with real widgets: a synthetic 50k-event trace imported off the UI thread,
+painted as one raster (pixels of the kernel colour in stream lanes), W/S/A/D and wheel zoom/pan,
+click → details with the correlated API call, Shift+drag → range statistics, search next/prev,
+overview navigation, exports; and in the main window a real ONNX Runtime profile of the sample
+model linked both ways to the graph, with per-node latency painted as an overlay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QPoint, Qt
+
+from deploylens.core.graph.scene import BOX_NODE
+from deploylens.core.trace.export import write_chrome
+from deploylens.core.trace.model import KIND
+from deploylens.core.trace.synthetic import make_trace
+from deploylens.gui.timeline.canvas import AXIS_H, HEADER_W, TimelineCanvas
+from deploylens.gui.timeline.panel import TimelinePanel
+from deploylens.gui.timeline.raster import KIND_COLORS
+from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+
+
+def open_panel(qtbot, path: Path) -> TimelinePanel:  # type: ignore[no-untyped-def]
+    panel = TimelinePanel(None)
+    qtbot.addWidget(panel)
+    panel.resize(1300, 900)
+    panel.show()
+    task = panel.load(str(path))
+    qtbot.waitUntil(lambda: panel.trace is not None, timeout=JOB_TIMEOUT_MS)
+    assert not task.thread.is_alive() or panel.trace is not None
+    return panel
+
+
+def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    path = write_chrome(make_trace(50_000), tmp_path / "big.json")
+    panel = open_panel(qtbot, path)
+    canvas: TimelineCanvas = panel.canvas
+    assert "50,000 events" in panel.status.text()
+    image = canvas.grab().toImage()
+    kernel = KIND_COLORS["kernel"]
+    y = AXIS_H + ROW_MID
+    row = [image.pixelColor(x, y).getRgb()[:3] for x in range(HEADER_W + 30, canvas.width() - 30)]
+    assert sum(abs(c[2] - kernel[2]) < 60 and c[2] > c[0] for c in row) > len(row) // 2
+    # keyboard and wheel: W zooms in, S out, A/D pan, F fits
+    span = canvas.t1 - canvas.t0
+    qtbot.keyClick(canvas, Qt.Key.Key_W)
+    assert canvas.t1 - canvas.t0 < span
+    before = canvas.t0
+    qtbot.keyClick(canvas, Qt.Key.Key_D)
+    assert canvas.t0 > before
+    qtbot.keyClick(canvas, Qt.Key.Key_F)
+    assert canvas.t1 - canvas.t0 == span
+    assert panel.overview.region == (canvas.t0, canvas.t1)  # the overview follows
+    # zoom deep into one kernel, click it: details name its launch (the flow arrow's other end)
+    trace = panel.trace
+    first = int(np.flatnonzero(trace.kind == KIND["kernel"])[100])
+    canvas.select(first, center=True)
+    rect = canvas._event_rect(first)
+    canvas.select(-1)
+    qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=rect.center().toPoint())
+    assert canvas.selected == first
+    assert "cudaLaunchKernel" in panel.details.toPlainText()
+    assert panel.index.partner(first) >= 0
+    # Shift+drag selects a range → its statistics
+    qtbot.keyClick(canvas, Qt.Key.Key_F)
+    start, end = QPoint(HEADER_W + 100, 60), QPoint(HEADER_W + 400, 60)
+    qtbot.mousePress(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, start)
+    qtbot.mouseMove(canvas, end)
+    qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, end)
+    assert 0 < panel.range_stats["events"] < len(trace)
+    assert "Streams" in panel.range_view.toPlainText()
+    # search: next / previous walk the matches in time order
+    panel.search.setText("sgemm_64x32")
+    panel.step(True)
+    a = canvas.selected
+    panel.step(True)
+    b = canvas.selected
+    assert "sgemm_64x32" in trace.names[int(trace.name[a])] and trace.start[b] >= trace.start[a]
+    panel.step(False)
+    assert canvas.selected == a
+    # kernel table + distribution
+    assert panel.kernels.rowCount() == len(panel.stats["kernels"])
+    counts = panel.show_distribution(panel.stats["kernels"][0]["name"])
+    assert counts.sum() == panel.stats["kernels"][0]["count"]
+    # overview click moves the region
+    qtbot.keyClick(canvas, Qt.Key.Key_W)
+    qtbot.keyClick(canvas, Qt.Key.Key_W)
+    old = canvas.t0
+    qtbot.mouseClick(
+        panel.overview, Qt.MouseButton.LeftButton, pos=QPoint(panel.overview.width() - 20, 20)
+    )
+    assert canvas.t0 > old
+    # exports
+    assert json.loads(panel.export_chrome(str(tmp_path / "x.json")).read_text())["traceEvents"]
+    assert [p.name for p in panel.export_csv(str(tmp_path))][:3] == [
+        "kernels.csv",
+        "streams.csv",
+        "copies.csv",
+    ]
+    assert panel.export_png(str(tmp_path / "v.png")).read_bytes()[:4] == b"\x89PNG"
+
+
+ROW_MID = 8
+
+
+def test_bad_trace_is_explained_and_the_panel_keeps_working(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "bad.json").write_text('{"traceEvents": [{"ph": "X", "ts": 1,')
+    panel = TimelinePanel(None)
+    qtbot.addWidget(panel)
+    panel.load(str(tmp_path / "bad.json"))
+    qtbot.waitUntil(lambda: "truncated" in panel.status.text(), timeout=JOB_TIMEOUT_MS)
+    assert panel.trace is None
+    canvas = panel.canvas
+    qtbot.keyClick(canvas, Qt.Key.Key_W)  # no trace: nothing to do, nothing raised
+    canvas.grab()
+
+
+def test_profile_links_timeline_and_graph_both_ways(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    graph, timeline = window.graph_panel, window.timeline_panel
+    qtbot.waitUntil(lambda: graph.model is not None and not graph.busy, timeout=JOB_TIMEOUT_MS)
+    timeline.capture()  # real ONNX Runtime profiler, in the worker
+    qtbot.waitUntil(lambda: timeline.trace is not None, timeout=JOB_TIMEOUT_MS)
+    assert timeline.trace.meta["format"] == "onnxruntime"
+    assert Path(timeline.path).parent != samples  # never written next to the user's model
+    qtbot.waitUntil(lambda: "Latency (timeline)" in graph.overlays, timeout=JOB_TIMEOUT_MS)
+    # timeline → graph
+    trace = timeline.trace
+    mean = int(np.flatnonzero(trace.name == trace.names.index("node_mean"))[0])
+    timeline.canvas.select(mean, center=True)
+    assert graph.canvas.selected[0] == BOX_NODE
+    assert graph.model.ir.label(graph.canvas.selected[1]) == "node_mean"
+    # graph → timeline: the user selects a node in the canvas
+    timeline.canvas.select(-1)
+    ir = graph.model.ir
+    node = next(i for i in range(len(ir.kind)) if ir.label(i) == "node_linear")
+    graph.canvas.select_box(int(graph.canvas.scene.node_box[node]))
+    selected = timeline.canvas.selected
+    assert selected >= 0 and trace.names[int(trace.name[selected])] == "node_linear"
