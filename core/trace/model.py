@@ -176,7 +176,15 @@ class TraceBuilder:
     def add_columns(self, **columns: np.ndarray) -> None:
         """A block of events as arrays (``name``/``detail`` already interned ids); every column
         of ``COLUMNS`` is required."""
-        self._chunks.append({k: np.asarray(columns[k], dtype=DTYPES[k]) for k in COLUMNS})
+        # contiguous copies of strided views, so a caller's row matrix can be freed
+        self._chunks.append(
+            {
+                k: np.ascontiguousarray(
+                    np.broadcast_to(columns[k], np.shape(columns["start"])), dtype=DTYPES[k]
+                )
+                for k in COLUMNS
+            }
+        )
 
     def __len__(self) -> int:
         return len(self._cols["start"]) + sum(c["start"].size for c in self._chunks)
@@ -195,12 +203,23 @@ class TraceBuilder:
             *self._chunks,
         ]
         self._cols, self._chunks = {}, []
-        c = {k: np.concatenate([p[k] for p in parts]) for k in COLUMNS}
-        for column, table in (remap or {}).items():
-            c[column] = table[c[column]]
-        order = np.lexsort((c["start"], c["lane"]))
-        columns = {k: np.ascontiguousarray(c[k][order], dtype=DTYPES[k]) for k in COLUMNS}
-        del c
+        remap = remap or {}
+
+        def column(key: str) -> np.ndarray:
+            """One column concatenated and remapped; its chunks are freed as it is built."""
+            values = np.concatenate([p.pop(key) for p in parts])
+            return remap[key][values] if key in remap else values
+
+        start, lane = column("start"), column("lane")
+        order = np.lexsort((start, lane))
+        columns = {
+            "start": start[order],
+            "lane": np.ascontiguousarray(lane[order], dtype=DTYPES["lane"]),
+        }
+        del start, lane
+        for key in COLUMNS:
+            if key not in columns:
+                columns[key] = np.ascontiguousarray(column(key)[order], dtype=DTYPES[key])
         return Trace(
             **columns,
             names=list(self._names),

@@ -97,9 +97,13 @@ def _host_lane(global_tid: int | None, prefix: str = "") -> Lane:
 
 
 def _rows(db: sqlite3.Connection, query: str) -> np.ndarray:
-    """A query's integer rows as one int64 array (NULLs coalesced in SQL)."""
-    rows = db.execute(query).fetchall()
-    return np.array(rows, dtype=np.int64) if rows else np.zeros((0, 16), np.int64)
+    """A query's integer rows as one int64 array (NULLs coalesced in SQL), fetched in batches:
+    a Python tuple per row for a whole table would be ~5× the database's size."""
+    cursor = db.execute(query)
+    parts = []
+    while batch := cursor.fetchmany(131_072):
+        parts.append(np.array(batch, dtype=np.int64))
+    return np.concatenate(parts) if parts else np.zeros((0, 16), np.int64)
 
 
 def _interned(
