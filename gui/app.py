@@ -13,10 +13,22 @@ from deploylens.gui.main_window import MainWindow
 from deploylens.gui.notifications import install_excepthook
 
 
+def gc_on_gui_thread(app: QApplication) -> None:
+    """Python's cyclic GC runs in whichever thread allocates when a threshold trips: on a
+    background thread (trace import, support matrix) it can destroy Qt objects there and
+    deadlock against the GUI thread (seen in CI: QObject::connectImpl waiting on a mutex while a
+    loader thread waited for the GIL). Collect on a GUI-thread timer instead, once per app."""
+    if getattr(app, "_deploylens_gc", None) is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        app._deploylens_gc = GarbageCollector(interval=0.5)  # type: ignore[attr-defined]
+
+
 def application() -> QApplication:
     app = QApplication.instance()
     if app is None:
         app = QApplication([sys.argv[0] if sys.argv else "deploylens"])
+    gc_on_gui_thread(app)  # type: ignore[arg-type]
     app.setApplicationName("DeployLens")
     app.setOrganizationName("DeployLens")
     app.setApplicationVersion(__version__)

@@ -89,6 +89,10 @@ class WorkerJob(QObject):
         """Block until the process ended (tests and shutdown only, never on a user action)."""
         if self.process.state() == QProcess.ProcessState.NotRunning:
             return True
+        if self.process.state() == QProcess.ProcessState.Starting:
+            # waitForFinished returns False at once while the process is still starting, and a
+            # kill then has nothing to kill: a job closed right after submit outlived its window
+            self.process.waitForStarted(timeout_ms)
         return self.process.waitForFinished(timeout_ms)
 
     # -- plumbing -------------------------------------------------------------------------------

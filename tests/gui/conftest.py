@@ -7,9 +7,16 @@ from collections.abc import Iterator
 import pytest
 from PySide6.QtCore import QProcess
 
+from deploylens.gui.app import gc_on_gui_thread
 from deploylens.gui.main_window import MainWindow
 
 JOB_TIMEOUT_MS = 30_000
+
+
+@pytest.fixture(autouse=True)
+def _gc_on_gui_thread(qapp) -> None:  # type: ignore[no-untyped-def]
+    """As the app does: garbage (Qt objects of earlier tests) is collected on the GUI thread."""
+    gc_on_gui_thread(qapp)
 
 
 @pytest.fixture
