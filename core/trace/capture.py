@@ -209,7 +209,8 @@ def capture_trt(
 
     from deploylens.core.build.tensorrt_adapter import TensorRTAdapter, load_tensorrt
     from deploylens.core.trace.export import write_chrome
-    from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+    from deploylens.core.trace.model import Lane
+    from deploylens.core.trace.trtexec import layer_runs_trace
 
     adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt())
     engine = adapter.deserialize(Path(engine_path).read_bytes())
@@ -228,22 +229,21 @@ def capture_trt(
     start = time.perf_counter()
     _, times = adapter.run(engine, feeds, device, iterations)
     profiled_s = time.perf_counter() - start
-    builder = TraceBuilder()
-    lane = builder.lane(Lane("GPU 0", "TensorRT layers (IProfiler)", 0, 0))
-    clock = 0
-    per_run = [sum(t[k] for t in times.values() if k < len(t)) for k in range(iterations)]
-    for k in range(iterations):
-        for layer, values in times.items():
-            if k < len(values):
-                dur = round(values[k] * 1e6)
-                builder.add(clock, dur, lane, KIND["kernel"], layer, detail="TensorRT layer")
-                clock += dur
-        clock += 1000
-    builder.meta.update(
-        format="tensorrt-iprofiler",
-        synthetic_times="IProfiler layer durations laid end to end; start times are not measured",
+    runs = [
+        [(layer, values[k]) for layer, values in times.items() if k < len(values)]
+        for k in range(iterations)
+    ]
+    per_run = [sum(ms for _, ms in run) for run in runs]
+    trace = layer_runs_trace(
+        runs,
+        Lane("GPU 0", "TensorRT layers (IProfiler)", 0, 0),
+        {
+            "format": "tensorrt-iprofiler",
+            "synthetic_times": "IProfiler layer durations laid end to end; start times are "
+            "not measured",
+        },
     )
-    write_chrome(builder.finish(), out)
+    write_chrome(trace, out)
     return _summary(
         "tensorrt",
         [ms / 1e3 for ms in per_run],

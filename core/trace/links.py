@@ -11,6 +11,7 @@ import numpy as np
 from deploylens.core.engine.layers import onnx_nodes_from_name
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.model import KIND, Trace
+from deploylens.core.trace.trtexec import LAYER_DETAIL
 
 LINKED_KINDS = (KIND["ort_node"], KIND["kernel"], KIND["nvtx"])
 
@@ -25,7 +26,7 @@ def event_nodes(index: TimelineIndex, event: int) -> list[str]:
     name = trace.names[int(trace.name[event])]
     if kind == KIND["ort_node"]:
         found.append(name)
-    elif kind == KIND["nvtx"] or trace.names[int(trace.detail[event])] == "TensorRT layer":
+    elif kind == KIND["nvtx"] or trace.names[int(trace.detail[event])] == LAYER_DETAIL:
         found += onnx_nodes_from_name(name)[0]
     for parent in reversed(index.parents(event)):
         if trace.kind[parent] == KIND["nvtx"]:
@@ -38,7 +39,7 @@ def node_latency(trace: Trace) -> dict[str, float]:
     layer's time shared equally among its nodes, as the engine overlay does). Runs = the median
     number of times a name occurs."""
     nodes = trace.kind == KIND["ort_node"]
-    layers = (trace.kind == KIND["kernel"]) & (trace.detail == _id(trace, "TensorRT layer"))
+    layers = (trace.kind == KIND["kernel"]) & (trace.detail == _id(trace, LAYER_DETAIL))
     use = nodes if nodes.any() else layers
     if not use.any():
         return {}

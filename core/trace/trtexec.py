@@ -91,32 +91,46 @@ def _add(
     )
 
 
+LAYER_DETAIL = "TensorRT layer"  # marks layer events for the graph links (links.py)
+
+
+def layer_runs_trace(
+    runs: list[list[tuple[str, float]]], lane: Lane, meta: dict[str, object]
+) -> Trace:
+    """TensorRT layer times without timestamps ((name, ms) per layer, per run) laid end to end,
+    runs 1 µs apart: what trtexec ``--exportProfile`` and ``IProfiler`` give."""
+    builder = TraceBuilder()
+    builder.meta.update(meta)
+    lane_id = builder.lane(lane)
+    layers = [layer for run in runs for layer in run]
+    gaps = np.concatenate([[1000 * r] * len(run) for r, run in enumerate(runs)] or [[]])
+    dur = _ns(np.array([ms for _, ms in layers], np.float64))
+    start = np.concatenate([[0], np.cumsum(dur)[:-1]]).astype(np.int64) + gaps.astype(np.int64)
+    builder.add_columns(
+        start=start,
+        dur=dur,
+        lane=lane_id,
+        kind=KIND["kernel"],
+        name=np.array([builder.intern(name) for name, _ in layers], np.int32),
+        corr=-1,
+        nbytes=0,
+        detail=builder.intern(LAYER_DETAIL),
+    )
+    return builder.finish()
+
+
 def load_profile_trace(path: str | Path) -> Trace:
     count, layers = load_profile(path)
     if not layers:
         raise UserError(f"{Path(path).name} has no layers.")
-    builder = TraceBuilder()
-    builder.meta.update(
-        source=str(path),
-        format="trtexec-profile",
-        iterations=count,
-        synthetic_times=(
-            "per-layer averages over the profiled runs, laid end to end: durations are "
-            "measured, start times are not"
-        ),
+    return layer_runs_trace(
+        [[(layer.name, layer.average_ms) for layer in layers]],
+        Lane("GPU (trtexec)", "TensorRT layers (average inference)", 0, 0),
+        {
+            "source": str(path),
+            "format": "trtexec-profile",
+            "iterations": count,
+            "synthetic_times": "per-layer averages over the profiled runs, laid end to end: "
+            "durations are measured, start times are not",
+        },
     )
-    lane = builder.lane(Lane("GPU (trtexec)", "TensorRT layers (average inference)", 0, 0))
-    dur = _ns(np.array([layer.average_ms for layer in layers]))
-    start = np.concatenate([[0], np.cumsum(dur)[:-1]])
-    n = dur.size
-    builder.add_columns(
-        start=start,
-        dur=dur,
-        lane=np.full(n, lane),
-        kind=np.full(n, KIND["kernel"]),
-        name=np.array([builder.intern(layer.name) for layer in layers]),
-        corr=np.full(n, -1),
-        nbytes=np.zeros(n),
-        detail=np.full(n, builder.intern("TensorRT layer")),
-    )
-    return builder.finish()

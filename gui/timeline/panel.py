@@ -92,6 +92,7 @@ class TimelinePanel(QWidget):
         self.model_path = ""
         self.task: BackgroundTask | None = None
         self.job: Any = None
+        self.export_task: BackgroundTask | None = None
         self.canvas = TimelineCanvas()
         self.overview = TimelineOverview()
         self.canvas.sig_view_changed.connect(self.overview.set_region)
@@ -357,11 +358,20 @@ class TimelinePanel(QWidget):
         if path:
             self.export_chrome(path)
 
-    def export_chrome(self, path: str) -> Path:
+    def export_chrome(self, path: str) -> BackgroundTask:
+        """On a thread: a million events take seconds to format."""
         assert self.trace is not None
-        written = write_chrome(self.trace, path)
-        self.sig_message.emit(f"Wrote {written} (opens in Perfetto / chrome://tracing)")
-        return written
+        trace = self.trace
+        self.sig_message.emit(f"Writing {Path(path).name} …")
+        task = BackgroundTask(lambda: write_chrome(trace, path), self)
+        task.sig_done.connect(
+            lambda written: self.sig_message.emit(
+                f"Wrote {written} (opens in Perfetto / chrome://tracing)"
+            )
+        )
+        task.sig_failed.connect(lambda exc, _: self.sig_message.emit(f"Export failed: {exc}"))
+        self.export_task = task
+        return task.start()
 
     def choose_csv_export(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder for the CSV tables")

@@ -274,3 +274,24 @@ def test_real_tensorrt_build_inspect_and_run(samples: Path, tmp_path: Path) -> N
         lambda: False,
     )
     assert result["engine_bytes"] > 0 and result["layers"] > 0
+
+
+def test_tensorrt_capture_writes_layer_times_as_a_trace(tmp_path: Path) -> None:
+    """capture_trt through the adapter against the recording fake (no TensorRT here): the
+    IProfiler times become a trace the timeline links to ONNX nodes."""
+    from deploylens.core.trace.capture import capture_trt
+    from deploylens.core.trace.links import node_latency
+    from deploylens.core.trace.load import load_trace
+
+    trt = make_fake_tensorrt("10.16.0")
+    TensorRTAdapter(trt).build("m.onnx", BuildSettings(), str(tmp_path / "m.engine"))
+    result = capture_trt(
+        str(tmp_path / "m.engine"), str(tmp_path / "t.json"), iterations=3,
+        shapes={"image": (1, 3, 8, 8)}, trt=trt, device=RecordingDevice(),
+    )  # fmt: skip
+    assert result["backend"] == "tensorrt" and result["latency_ms_median"] == pytest.approx(0.03)
+    trace = load_trace(tmp_path / "t.json")
+    assert len(trace) == 6  # 2 layers × 3 runs
+    latency = node_latency(trace)
+    assert latency["/head/fc/Gemm"] == pytest.approx(0.02)
+    assert latency["/stem/conv/Conv"] == pytest.approx(0.005)  # a fused layer's time is shared

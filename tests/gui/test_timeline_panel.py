@@ -93,7 +93,11 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path) -> No
     )
     assert canvas.t0 > old
     # exports
-    assert json.loads(panel.export_chrome(str(tmp_path / "x.json")).read_text())["traceEvents"]
+    with qtbot.waitSignal(
+        panel.export_chrome(str(tmp_path / "x.json")).sig_done, timeout=JOB_TIMEOUT_MS
+    ):
+        pass
+    assert json.loads((tmp_path / "x.json").read_text())["traceEvents"]
     assert [p.name for p in panel.export_csv(str(tmp_path))][:3] == [
         "kernels.csv",
         "streams.csv",
