@@ -9,8 +9,10 @@ Target (issue #5): ≤ 1.10× on resnet18 and mobilenet_v3_small, both exporters
 from __future__ import annotations
 
 import argparse
+import atexit
 import io
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -50,6 +52,7 @@ def main() -> int:
 
     repeats = 2 if args.quick else 4
     scratch = Path(tempfile.mkdtemp(prefix="deploylens-export-bench-"))
+    atexit.register(shutil.rmtree, scratch, True)  # ~130 MB of exported models per run
     rows = {}
     with Worker() as worker:
         for name in ("resnet18", "mobilenet_v3_small"):

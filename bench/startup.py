@@ -10,8 +10,10 @@ Targets (issue #2): window ≤ 1.5 s; inspect of the external-data model ≤ 1 s
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -105,11 +107,9 @@ def main() -> int:
     external = generate_models.external_data(CACHE / "ext" / "external_200mb.onnx")
     weights_mb = (CACHE / "ext" / "weights.bin").stat().st_size / 1e6
 
-    env = {
-        **os.environ,
-        "QT_QPA_PLATFORM": "offscreen",
-        "DEPLOYLENS_CONFIG_DIR": tempfile.mkdtemp(prefix="deploylens-bench-config-"),
-    }
+    config = tempfile.mkdtemp(prefix="deploylens-bench-config-")
+    atexit.register(shutil.rmtree, config, True)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DEPLOYLENS_CONFIG_DIR": config}
     naive = "import onnx, sys; onnx.load(sys.argv[1])"
     floor = "import onnx, sys; onnx.load(sys.argv[1], load_external_data=False)"
     rows = {

@@ -9,8 +9,10 @@ Targets (issue #4): warm ≤ 1 s, cold ≤ 5 s, analysis of a 10k-node model ≤
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +39,7 @@ def main() -> int:
     args = parser.parse_args()
     repeats = 2 if args.quick else 5
     os.environ["DEPLOYLENS_CACHE_DIR"] = tempfile.mkdtemp(prefix="deploylens-support-bench-")
+    atexit.register(shutil.rmtree, os.environ["DEPLOYLENS_CACHE_DIR"], True)
     from deploylens.core.jobs import run_job
     from deploylens.core.model.loading import read_model
     from deploylens.core.support.analysis import analyze, parse_target

@@ -12,8 +12,10 @@ the full CLI round trip (a fresh worker, torch import included) is reported next
 from __future__ import annotations
 
 import argparse
+import atexit
 import io
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -133,6 +135,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="deploylens-validate-bench-"))
+    atexit.register(shutil.rmtree, scratch, True)  # models of up to 2048² activations
     fast = speed(1 if args.quick else 3, scratch)
     side = 2048  # resnet18 at 2048² holds ~1.6 GB of compared activations
     chunked = memory(side, 256, scratch)

@@ -16,7 +16,7 @@ from typing import Any
 
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
-from deploylens.core.worker.launch import worker_command
+from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_command
 
 ProgressCallback = Callable[[float | None, str], None]
 
@@ -32,7 +32,9 @@ class Worker:
     """One worker process; runs jobs one after another and keeps its imports warm."""
 
     def __init__(self, python: str | None = None) -> None:
+        self.python = python
         self.argv, self.env = worker_command(python)
+        self.workdir: str | None = None
         self.session = WorkerSession(self.argv[0])
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._process: subprocess.Popen[bytes] | None = None
@@ -43,6 +45,8 @@ class Worker:
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, timeout: float = HELLO_TIMEOUT_S) -> dict[str, Any]:
         """Start the process and wait for its handshake; return the ``hello`` message."""
+        self.workdir = new_workdir()
+        _argv, self.env = worker_command(self.python, self.workdir)
         try:
             self._process = subprocess.Popen(
                 self.argv,
@@ -52,6 +56,7 @@ class Worker:
                 env=self.env,
             )
         except OSError as exc:
+            remove_workdir(self.workdir)
             raise JobFailure(
                 START_FAILED,
                 f"Could not start the worker interpreter {self.argv[0]}: {exc.strerror or exc}.",
@@ -60,14 +65,14 @@ class Worker:
         threading.Thread(target=self._pump, args=("out",), daemon=True).start()
         threading.Thread(target=self._pump, args=("err",), daemon=True).start()
         deadline = time.monotonic() + timeout
-        while self.session.hello is None:
-            kind, value = self._next_event(deadline, "")
-            if kind == "msg" and value.get("type") == "hello":
-                try:
+        try:
+            while self.session.hello is None:
+                kind, value = self._next_event(deadline, "")
+                if kind == "msg" and value.get("type") == "hello":
                     self.session.accept_hello(value)
-                except JobFailure:
-                    self.kill()
-                    raise
+        except JobFailure:  # no handshake, exited early, or a stale protocol
+            self.kill()
+            raise
         return self.session.hello
 
     def close(self) -> None:
@@ -93,8 +98,10 @@ class Worker:
         self._close_pipes()
 
     def _close_pipes(self) -> None:
+        """Called once the process is gone: its pipes and its scratch folder go too."""
         if self._process is None:
             return
+        remove_workdir(self.workdir)
         for pipe in (self._process.stdin, self._process.stdout, self._process.stderr):
             try:
                 if pipe is not None:
@@ -209,6 +216,7 @@ class Worker:
 
     def _failure_after_exit(self, method: str) -> JobFailure:
         assert self._process is not None
+        remove_workdir(self.workdir)  # the process is gone (crash, kill, cancel)
         if self._cancel_at is not None:
             return JobFailure("cancelled", "cancelled", stderr_tail=self.session.stderr_tail())
         return self.session.failure_from_exit(self._process.returncode, method)

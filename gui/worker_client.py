@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signa
 from deploylens.core.jobs import CANCEL_GRACE_S, TERMINATE_GRACE_S
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
-from deploylens.core.worker.launch import worker_command
+from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_command
 
 _ids = itertools.count(1)
 
@@ -45,7 +45,9 @@ class WorkerJob(QObject):
         self.method = method
         self.params = params or {}
         self.title = title or method
-        self.argv, env = worker_command(python)
+        self.python = python
+        self.workdir: str | None = None  # made at start, removed once the process is gone
+        self.argv, _env = worker_command(python)
         self.session = WorkerSession(self.argv[0])
         self.state = STARTING
         self.started_at = time.monotonic()
@@ -54,10 +56,6 @@ class WorkerJob(QObject):
         self.failure: JobFailure | None = None
         self.payload: Any = None
         self.process = QProcess(self)
-        environment = QProcessEnvironment()
-        for key, value in env.items():
-            environment.insert(key, value)
-        self.process.setProcessEnvironment(environment)
         self.process.readyReadStandardOutput.connect(self._on_stdout)
         self.process.readyReadStandardError.connect(self._on_stderr)
         self.process.finished.connect(self._on_finished)
@@ -66,6 +64,12 @@ class WorkerJob(QObject):
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:
         self.started_at = time.monotonic()
+        self.workdir = new_workdir()
+        _argv, env = worker_command(self.python, self.workdir)
+        environment = QProcessEnvironment()
+        for key, value in env.items():
+            environment.insert(key, value)
+        self.process.setProcessEnvironment(environment)
         self.process.start(self.argv[0], self.argv[1:])
 
     def cancel(self) -> None:
@@ -165,6 +169,7 @@ class WorkerJob(QObject):
     def _on_finished(self, exit_code: int, exit_status: QProcess.ExitStatus) -> None:
         self._on_stderr()
         self._on_stdout()
+        remove_workdir(self.workdir)
         if self.state in (DONE, FAILED):
             return
         if self.state == CANCELLING:
@@ -176,6 +181,7 @@ class WorkerJob(QObject):
 
     def _on_error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart:
+            remove_workdir(self.workdir)
             self._end(
                 JobFailure(
                     START_FAILED,

@@ -161,6 +161,9 @@ def plugin_session(
         raise UserError(
             f"ONNX Runtime cannot load {Path(path).name}: {str(exc).strip().splitlines()[0][:300]}"
         ) from None
+    finally:
+        if via:  # the session holds the model in memory; the rewritten copy is not needed
+            Path(target).unlink(missing_ok=True)
 
 
 def _ort_smoke(

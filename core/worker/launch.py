@@ -5,7 +5,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import sys
+import tempfile
+
+# The scratch folder a worker writes big results into; the app side creates and removes it, so a
+# worker that was killed (cancel, OOM, segfault) leaves nothing behind in the temp folder.
+WORKDIR_ENV = "DEPLOYLENS_WORKDIR"
 
 # The rooms a worker may import; gui never runs in a worker.
 WORKER_PACKAGES = ("deploylens.core", "deploylens.plugins", "deploylens.resources")
@@ -25,9 +31,22 @@ def boot_script() -> str:
     return os.path.join(package_folders()["deploylens.core"], "worker", "boot.py")
 
 
-def worker_command(python: str | None = None) -> tuple[list[str], dict[str, str]]:
+def new_workdir() -> str:
+    return tempfile.mkdtemp(prefix="deploylens-worker-")
+
+
+def remove_workdir(path: str | None) -> None:
+    if path:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def worker_command(
+    python: str | None = None, workdir: str | None = None
+) -> tuple[list[str], dict[str, str]]:
     """argv and env that start a worker in ``python`` (default: the app's own interpreter)."""
     env = dict(os.environ)
+    if workdir:
+        env[WORKDIR_ENV] = workdir
     env["DEPLOYLENS_PACKAGES"] = json.dumps(package_folders())
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONIOENCODING"] = "utf-8"

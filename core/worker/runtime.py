@@ -10,6 +10,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -104,7 +105,10 @@ class Worker:
         self.current: JobContext | None = None
         self.thread: threading.Thread | None = None
         self.busy = False  # cleared before the answer is sent, so the next run never races it
-        self.workdir = tempfile.mkdtemp(prefix="deploylens-worker-")
+        # the app side names (and later removes) the folder; a worker started by hand makes one
+        self.workdir = os.environ.get("DEPLOYLENS_WORKDIR") or tempfile.mkdtemp(
+            prefix="deploylens-worker-"
+        )
 
     def _run_job(self, ctx: JobContext, method: str, params: dict[str, Any]) -> None:
         try:
@@ -179,6 +183,7 @@ def main() -> int:
     channel.send(protocol.hello(python_info(), probe_packages()))
     worker = Worker(channel)
     worker.serve(sys.stdin)
+    shutil.rmtree(worker.workdir, ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.flush()
     # A job thread stuck in native code must not keep the process alive after shutdown.

@@ -145,6 +145,17 @@ def test_big_arrays_travel_as_npz_files(worker: Worker) -> None:
         assert data["values"][-1] == 99_999
 
 
+@pytest.mark.parametrize("end", ["close", "kill"])
+def test_the_scratch_folder_goes_with_the_worker(end: str) -> None:
+    """CI filled its disk with thousands of worker folders; a killed worker must not leak one."""
+    worker = Worker()
+    payload = worker.run("selftest.array", {"n": 10})
+    folder = Path(payload["npz"]).parent
+    assert folder == Path(worker.workdir) and folder.is_dir()
+    getattr(worker, end)()
+    assert not folder.exists()
+
+
 def test_interpreter_that_does_not_exist() -> None:
     with pytest.raises(JobFailure) as caught:
         Worker("/nonexistent/bin/python3").start()

@@ -35,7 +35,9 @@ def test_progress_and_result(qtbot) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:  # type: ignore[no-untyped-def]
-    failure = _run(qtbot, WorkerJob("selftest.segfault"), "sig_failed")
+    job = WorkerJob("selftest.segfault")
+    failure = _run(qtbot, job, "sig_failed")
+    assert not Path(job.workdir).exists()  # a crashed worker leaves no scratch folder behind
     assert failure.kind == "crashed"
     assert "SIGSEGV" in failure.message
     assert "Segmentation fault" in failure.stderr_tail
@@ -54,6 +56,7 @@ def test_cancel_of_a_sleeping_job(qtbot) -> None:  # type: ignore[no-untyped-def
     assert job.wait_done(2000)
     assert time.monotonic() - started < 2.0
     assert job.process.state() == QProcess.ProcessState.NotRunning
+    assert not Path(job.workdir).exists()
 
 
 def test_missing_dependency_and_user_error(qtbot) -> None:  # type: ignore[no-untyped-def]
