@@ -181,7 +181,9 @@ class TimelineCanvas(QWidget):
         self.last_paint_rows = len(rows)
         width, height = self.plot_width(), max(self.height() - AXIS_H, 1)
         image, labels = paint(self.index, self.t0, self.t1, width, rows, height, ROW_H)
-        qimage = QImage(image.data, width, height, width * 4, QImage.Format.Format_RGB32)
+        qimage = QImage(
+            image.data, width, height, width * 4, QImage.Format.Format_RGB32
+        )  # 0xFFRRGGBB
         painter.drawImage(HEADER_W, AXIS_H, qimage)
         self._paint_labels(painter, labels)
         self._paint_range(painter)

@@ -39,7 +39,7 @@ from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
 from deploylens.core.trace.load import load_trace
-from deploylens.core.trace.model import KIND, Trace
+from deploylens.core.trace.model import KIND, KINDS, Trace
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.graph.background import BackgroundTask
@@ -66,13 +66,22 @@ KERNEL_COLUMNS = [
 ]
 
 
-def open_trace(path: str) -> tuple[Trace, TimelineIndex, dict[str, Any], float]:
-    """Import, index and summarize (off the UI thread)."""
+# Range statistics of up to this many events are computed at once (~0.1 s), more on a thread.
+SYNC_RANGE_EVENTS = 150_000
+
+
+def open_trace(path: str) -> tuple[Trace, TimelineIndex, float]:
+    """Import and index (off the UI thread): all the first paint needs."""
     started = time.perf_counter()
     trace = load_trace(path)
     index = TimelineIndex(trace)
-    stats = trace_stats(trace)
-    return trace, index, stats, time.perf_counter() - started
+    return trace, index, time.perf_counter() - started
+
+
+def summarize(trace: Trace) -> tuple[dict[str, Any], dict[str, float]]:
+    """Statistics and per-node latency (off the UI thread, after the first paint: ~0.5 s per
+    1M events that the user need not wait for to start looking)."""
+    return trace_stats(trace), node_latency(trace)
 
 
 class TimelinePanel(QWidget):
@@ -91,6 +100,8 @@ class TimelinePanel(QWidget):
         self.path = ""
         self.model_path = ""
         self.task: BackgroundTask | None = None
+        self.stats_task: BackgroundTask | None = None
+        self.range_task: BackgroundTask | None = None
         self.job: Any = None
         self.export_task: BackgroundTask | None = None
         self.canvas = TimelineCanvas()
@@ -195,28 +206,38 @@ class TimelinePanel(QWidget):
         self.status.setText(text)
         self.sig_message.emit(text)
 
-    def _on_loaded(
-        self, path: str, trace: Trace, index: TimelineIndex, stats: dict[str, Any], seconds: float
-    ) -> None:
-        self.path, self.trace, self.index, self.stats = path, trace, index, stats
+    def _on_loaded(self, path: str, trace: Trace, index: TimelineIndex, seconds: float) -> None:
+        self.path, self.trace, self.index, self.stats = path, trace, index, {}
         self.range_stats = {}
         self.canvas.set_index(index)
         self.overview.set_index(index)
         self.overview.set_region(self.canvas.t0, self.canvas.t1)
-        kinds = ", ".join(f"{k} {v:,}" for k, v in stats["kinds"].items())
+        counts = np.bincount(trace.kind, minlength=len(KINDS)) if len(trace) else []
+        kinds = ", ".join(f"{KINDS[k]} {int(c):,}" for k, c in enumerate(counts) if c)
+        meta = trace.meta
         text = (
-            f"{Path(path).name}: {stats['format']} {stats['version']} — {len(trace):,} events "
-            f"on {len(trace.lanes)} lanes, {format_ns(stats['span_us'] * 1e3)} "
-            f"(opened in {seconds:.2f} s). {kinds}"
+            f"{Path(path).name}: {meta.get('format', '')} {meta.get('version', '')} — "
+            f"{len(trace):,} events on {len(trace.lanes)} lanes, "
+            f"{format_ns(index.span[1] - index.span[0])} (opened in {seconds:.2f} s). {kinds}"
         )
-        if trace.meta.get("synthetic_times"):
-            text += f"\n⚠ Times: {trace.meta['synthetic_times']}."
+        if meta.get("synthetic_times"):
+            text += f"\n⚠ Times: {meta['synthetic_times']}."
         self.status.setText(text)
-        self._fill_kernels(stats["kernels"])
-        self.summary.setHtml(summary_html(stats))
+        self._fill_kernels([])
+        self.summary.setHtml("<i>Computing statistics …</i>")
         self.details.setHtml("<i>Click an event for its details.</i>")
         self.range_view.setHtml("<i>Shift+drag in the timeline to select a time range.</i>")
-        latency = node_latency(trace)
+        self.stats_task = BackgroundTask(lambda: summarize(trace), self)
+        self.stats_task.sig_done.connect(lambda result: self._on_stats(trace, *result))
+        self.stats_task.sig_failed.connect(self._on_load_failed)
+        self.stats_task.start()
+
+    def _on_stats(self, trace: Trace, stats: dict[str, Any], latency: dict[str, float]) -> None:
+        if trace is not self.trace:  # another trace was opened meanwhile
+            return
+        self.stats = stats
+        self._fill_kernels(stats["kernels"])
+        self.summary.setHtml(summary_html(stats))
         if latency:
             self.sig_overlay.emit("Latency (timeline)", latency, "ms per run (groups: sum)", True)
 
@@ -336,19 +357,37 @@ class TimelinePanel(QWidget):
 
     # -- range -----------------------------------------------------------------------------------
     def select_range(self, t0: int, t1: int) -> dict[str, Any]:
-        """Statistics of [t0, t1]: events clipped to the range."""
+        """Statistics of [t0, t1], events clipped to the range: at once for a short range, on a
+        thread for a long one (returns {} then; ``range_view`` fills in when done)."""
         if self.index is None:
             return {}
         rows = self.index.in_range(t0, t1)
-        part = self.index.trace.take(rows, clip=(t0, t1))
-        self.range_stats = trace_stats(part)
-        self.range_stats["range_ns"] = (t0, t1)
-        self.range_view.setHtml(
-            f"<b>Range {format_ns(t1 - t0)}</b> ({len(part):,} events)<br>"
-            + summary_html(self.range_stats, top=10)
-        )
         self.tabs.setCurrentWidget(self.range_view)
-        return self.range_stats
+        trace = self.index.trace
+
+        def compute() -> dict[str, Any]:
+            return {**trace_stats(trace.take(rows, clip=(t0, t1))), "range_ns": (t0, t1)}
+
+        if rows.size <= SYNC_RANGE_EVENTS:
+            self._on_range(trace, compute())
+            return self.range_stats
+        self.range_stats = {}
+        self.range_view.setHtml(f"<i>Computing statistics of {rows.size:,} events …</i>")
+        self.range_task = BackgroundTask(compute, self)
+        self.range_task.sig_done.connect(lambda stats: self._on_range(trace, stats))
+        self.range_task.sig_failed.connect(self._on_load_failed)
+        self.range_task.start()
+        return {}
+
+    def _on_range(self, trace: Trace, stats: dict[str, Any]) -> None:
+        if trace is not self.trace:
+            return
+        self.range_stats = stats
+        t0, t1 = stats["range_ns"]
+        self.range_view.setHtml(
+            f"<b>Range {format_ns(t1 - t0)}</b> ({stats['events']:,} events)<br>"
+            + summary_html(stats, top=10)
+        )
 
     # -- export ----------------------------------------------------------------------------------
     def choose_chrome_export(self) -> None:

@@ -14,11 +14,13 @@ from PySide6.QtCore import QPoint, Qt
 
 from deploylens.core.graph.scene import BOX_NODE
 from deploylens.core.trace.export import write_chrome
+from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.model import KIND
 from deploylens.core.trace.synthetic import make_trace
+from deploylens.gui.timeline import panel as timeline_panel
 from deploylens.gui.timeline.canvas import AXIS_H, HEADER_W, TimelineCanvas
 from deploylens.gui.timeline.panel import TimelinePanel
-from deploylens.gui.timeline.raster import KIND_COLORS
+from deploylens.gui.timeline.raster import BACKGROUND_PIXEL, KIND_COLORS, paint
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 
 
@@ -30,10 +32,11 @@ def open_panel(qtbot, path: Path) -> TimelinePanel:  # type: ignore[no-untyped-d
     task = panel.load(str(path))
     qtbot.waitUntil(lambda: panel.trace is not None, timeout=JOB_TIMEOUT_MS)
     assert not task.thread.is_alive() or panel.trace is not None
+    qtbot.waitUntil(lambda: bool(panel.stats), timeout=JOB_TIMEOUT_MS)  # after the first paint
     return panel
 
 
-def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     path = write_chrome(make_trace(50_000), tmp_path / "big.json")
     panel = open_panel(qtbot, path)
     canvas: TimelineCanvas = panel.canvas
@@ -71,6 +74,12 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path) -> No
     qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, end)
     assert 0 < panel.range_stats["events"] < len(trace)
     assert "Streams" in panel.range_view.toPlainText()
+    # a long range is summarized on a thread; the view says so until it is done
+    monkeypatch.setattr(timeline_panel, "SYNC_RANGE_EVENTS", 1000)
+    assert panel.select_range(*panel.index.span) == {}
+    assert "Computing statistics" in panel.range_view.toPlainText()
+    qtbot.waitUntil(lambda: bool(panel.range_stats), timeout=JOB_TIMEOUT_MS)
+    assert panel.range_stats["events"] == len(trace)
     # search: next / previous walk the matches in time order
     panel.search.setText("sgemm_64x32")
     panel.step(True)
@@ -144,3 +153,22 @@ def test_profile_links_timeline_and_graph_both_ways(qtbot, make_window, samples:
     graph.canvas.select_box(int(graph.canvas.scene.node_box[node]))
     selected = timeline.canvas.selected
     assert selected >= 0 and trace.names[int(trace.name[selected])] == "node_linear"
+
+
+def test_zoomed_out_rows_paint_the_same_from_the_coverage_grid_as_from_events() -> None:
+    """The grid path (O(width) per row) must look like the event path it replaces."""
+    index = TimelineIndex(make_trace(300_000, lanes=4, seed=5))
+    assert index.coverage, "rows this dense get a coverage grid"
+    rows = [(row, 20 * n) for n, row in enumerate(sorted(index.coverage))]
+    args = (*index.span, 1200, rows, 20 * len(rows), 20)
+    fast, _ = paint(index, *args)
+    grids, index.coverage = index.coverage, {}
+    slow, _ = paint(index, *args)
+    index.coverage = grids
+    y = [row_y + 10 for _, row_y in rows]
+    fast, slow = fast[y], slow[y]
+    assert (fast != BACKGROUND_PIXEL).sum() > 0.5 * fast.size  # dense rows: mostly painted
+    assert ((fast != BACKGROUND_PIXEL) == (slow != BACKGROUND_PIXEL)).mean() > 0.98
+    hue = (fast >> 16 & 0xFF).astype(int) - (fast & 0xFF).astype(int)  # red − blue: the kind
+    same = np.sign(hue) == np.sign((slow >> 16 & 0xFF).astype(int) - (slow & 0xFF).astype(int))
+    assert same.mean() > 0.95
