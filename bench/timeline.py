@@ -53,7 +53,7 @@ def measure(path: str) -> dict:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from deploylens.gui.timeline.panel import TimelinePanel, open_trace, summarize
+    from deploylens.gui.timeline.panel import TimelinePanel, open_trace
 
     app = QApplication.instance() or QApplication([])
     panel = TimelinePanel(None)
@@ -72,9 +72,11 @@ def measure(path: str) -> dict:
     panel._on_loaded(path, *result)
     panel.canvas.grab()
     first_paint_s = time.perf_counter() - start
-    # statistics follow on a thread in the app; here measured on their own, after the paint
+    # statistics follow on the panel's own thread, after the paint
     start = time.perf_counter()
-    panel._on_stats(result[0], *summarize(result[0]))
+    while not panel.stats:
+        app.processEvents()
+        time.sleep(0.005)
     stats_s = time.perf_counter() - start
     canvas = panel.canvas
     full = median_ms(canvas.grab)

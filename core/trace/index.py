@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.trace.memory import release_free_memory
 from deploylens.core.trace.model import GPU_KINDS, KIND, Trace
 
 MAX_DEPTH = 12
@@ -59,6 +60,9 @@ class Coverage:
 
 
 class TimelineIndex:
+    """Built once per trace; note that it puts the trace's rows in (lane, depth, start) order,
+    so event indices taken before it was built no longer apply."""
+
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         n, lanes = len(trace), len(trace.lanes)
@@ -81,11 +85,17 @@ class TimelineIndex:
             np.int32
         )
         self.event_row = (self.lane_first_row[trace.lane] + depth).astype(np.int32) if n else depth
-        del depth
-        self.order = np.lexsort((trace.start, self.event_row))
-        self.row_start = trace.start[self.order]
-        self.row_bounds = np.searchsorted(self.event_row[self.order], np.arange(self.rows + 1))
-        self.row_end_max = end[self.order]
+        del depth, end
+        # The trace itself is put in row order — (lane, depth, start): still grouped by lane —
+        # so a row is a contiguous slice of the trace's own arrays and the index needs no
+        # permutation or second copy of the start times (16 bytes per event saved).
+        order = np.lexsort((trace.start, self.event_row))
+        if n and np.any(order != np.arange(n)):
+            trace.reorder(order)
+            self.event_row = self.event_row[order]
+        del order
+        self.row_bounds = np.searchsorted(self.event_row, np.arange(self.rows + 1))
+        self.row_end_max = trace.start + trace.dur
         for row in range(self.rows):
             a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
             np.maximum.accumulate(self.row_end_max[a:b], out=self.row_end_max[a:b])
@@ -94,32 +104,31 @@ class TimelineIndex:
         self.coverage: dict[int, Coverage] = {}
         for row in np.flatnonzero(np.diff(self.row_bounds) >= COVERAGE_MIN_EVENTS):
             a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
-            events = self.order[a:b]
             self.coverage[int(row)] = Coverage(
-                self.row_start[a:b],
-                trace.dur[events],
-                trace.kind[events],
+                trace.start[a:b],
+                trace.dur[a:b],
+                trace.kind[a:b],
                 self.span[0],
                 max(self.span[1] - self.span[0], 1),
             )
+        release_free_memory()  # the old column order and the temporaries above
 
     # -- windows -----------------------------------------------------------------------------
     def visible(self, row: int, t0: int, t1: int) -> np.ndarray:
         """Indices (into the trace) of the row's events overlapping [t0, t1], by start."""
         a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
         lo = a + int(np.searchsorted(self.row_end_max[a:b], t0, "right"))
-        hi = a + int(np.searchsorted(self.row_start[a:b], t1, "right"))
+        hi = a + int(np.searchsorted(self.trace.start[a:b], t1, "right"))
         if hi <= lo:
             return np.zeros(0, np.int64)
-        found = self.order[lo:hi]
         trace = self.trace
-        return found[trace.start[found] + trace.dur[found] >= t0]
+        return lo + np.flatnonzero(trace.start[lo:hi] + trace.dur[lo:hi] >= t0)
 
     def visible_count(self, row: int, t0: int, t1: int) -> int:
         """An upper bound on ``visible(row, t0, t1).size``, in O(log n)."""
         a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
         lo = int(np.searchsorted(self.row_end_max[a:b], t0, "right"))
-        hi = int(np.searchsorted(self.row_start[a:b], t1, "right"))
+        hi = int(np.searchsorted(self.trace.start[a:b], t1, "right"))
         return max(hi - lo, 0)
 
     def event_at(self, row: int, t: int, tolerance: int) -> int:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.trace.memory import release_free_memory
+
 KINDS = (
     "kernel",
     "memcpy_h2d",
@@ -113,6 +115,11 @@ class Trace:
             meta=dict(self.meta),
         )
 
+    def reorder(self, order: np.ndarray) -> None:
+        """Permute every column in place (one temporary column at a time)."""
+        for key in COLUMNS:
+            setattr(self, key, getattr(self, key)[order])
+
     def nbytes_in_memory(self) -> int:
         arrays = (
             self.start,
@@ -133,6 +140,8 @@ class TraceBuilder:
     def __init__(self) -> None:
         self._cols = {c: array("q") for c in COLUMNS}
         self._chunks: list[dict[str, np.ndarray]] = []
+        self._store: dict[str, np.ndarray] = {}  # reserved columns, filled up to _filled
+        self._filled = 0
         self._names: dict[str, int] = Interner({"": 0})
         self._lanes: dict[Lane, int] = {}
         self.meta: dict[str, Any] = {}
@@ -173,9 +182,23 @@ class TraceBuilder:
         c["nbytes"].append(nbytes)
         c["detail"].append(self.intern(detail) if detail else 0)
 
+    def reserve(self, events: int) -> None:
+        """Room for ``events`` rows of ``add_columns`` in one array per column (a source that
+        knows its size, like an SQLite export): no per-block arrays to concatenate later, whose
+        freed holes would otherwise grow the process by ~the trace's size."""
+        self._store = {k: np.empty(events, DTYPES[k]) for k in COLUMNS}
+        self._filled = 0
+
     def add_columns(self, **columns: np.ndarray) -> None:
         """A block of events as arrays (``name``/``detail`` already interned ids); every column
         of ``COLUMNS`` is required."""
+        n = int(np.size(columns["start"]))
+        if self._store and self._filled + n <= self._store["start"].size:
+            at = slice(self._filled, self._filled + n)
+            for k in COLUMNS:
+                self._store[k][at] = columns[k]
+            self._filled += n
+            return
         # contiguous copies of strided views, so a caller's row matrix can be freed
         self._chunks.append(
             {
@@ -187,7 +210,7 @@ class TraceBuilder:
         )
 
     def __len__(self) -> int:
-        return len(self._cols["start"]) + sum(c["start"].size for c in self._chunks)
+        return len(self._cols["start"]) + self._filled + sum(c["start"].size for c in self._chunks)
 
     def finish(
         self, lanes: list[Lane] | None = None, remap: dict[str, np.ndarray] | None = None
@@ -200,14 +223,19 @@ class TraceBuilder:
                 k: np.frombuffer(v, dtype=np.int64) if len(v) else np.zeros(0, np.int64)
                 for k, v in self._cols.items()
             },
+            {k: v[: self._filled] for k, v in self._store.items()},
             *self._chunks,
         ]
-        self._cols, self._chunks = {}, []
+        parts = [p for p in parts if p and p["start"].size] or parts[:1]
+        self._cols, self._chunks, self._store = {}, [], {}
         remap = remap or {}
+        release_free_memory()  # the holes the block-by-block phase left, before sorting
 
         def column(key: str) -> np.ndarray:
-            """One column concatenated and remapped; its chunks are freed as it is built."""
-            values = np.concatenate([p.pop(key) for p in parts])
+            """One column concatenated and remapped; its blocks are freed as it is built."""
+            pieces = [p.pop(key) for p in parts]
+            values = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+            del pieces
             return remap[key][values] if key in remap else values
 
         start, lane = column("start"), column("lane")

@@ -7,6 +7,7 @@ themselves through ``shortName``/``demangledName`` ids into ``StringIds``; NVTX 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,13 @@ MEMORY_KINDS = {
     5: "Device Static",
 }
 NVTX_RANGES = (59, 60)
+GPU_AND_API_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+)
+BATCH = 16_384  # rows per fetch: a Python tuple per row costs ~350 bytes while it lives
 COPY_NAMES = {
     "memcpy_h2d": "Memcpy HtoD",
     "memcpy_d2h": "Memcpy DtoH",
@@ -65,18 +73,25 @@ def load_nsys(path: str | Path) -> Trace:
             )
         strings = dict(db.execute("SELECT id, value FROM StringIds"))
         builder = TraceBuilder()
+        builder.reserve(
+            sum(
+                db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                for table in GPU_AND_API_TABLES
+                if table in tables
+            )
+        )
         builder.meta.update(source=str(path), format="nsys", version=export_version(db, tables))
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             _kernels(db, builder, strings)
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
             _copies(db, builder)
         if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-            rows = _rows(
+            for rows in _batches(
                 db,
                 "SELECT start, end, deviceId, streamId, COALESCE(correlationId, -1), "
                 "COALESCE(bytes, 0) FROM CUPTI_ACTIVITY_KIND_MEMSET",
-            )
-            _add_gpu(builder, rows, KIND["memset"], builder.intern("Memset"), rows[:, 5])
+            ):
+                _add_gpu(builder, rows, KIND["memset"], builder.intern("Memset"), rows[:, 5])
         if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
             _runtime(db, builder, strings)
         if "NVTX_EVENTS" in tables:
@@ -96,14 +111,13 @@ def _host_lane(global_tid: int | None, prefix: str = "") -> Lane:
     return Lane(f"process {pid}", f"{prefix}thread {thread}")
 
 
-def _rows(db: sqlite3.Connection, query: str) -> np.ndarray:
-    """A query's integer rows as one int64 array (NULLs coalesced in SQL), fetched in batches:
-    a Python tuple per row for a whole table would be ~5× the database's size."""
+def _batches(db: sqlite3.Connection, query: str) -> Iterator[np.ndarray]:
+    """A query's integer rows (NULLs coalesced in SQL) as int64 arrays of ``BATCH`` rows: each is
+    turned into compact columns before the next is fetched, so the import never holds a whole
+    table as int64 rows (~100 bytes per kernel) — let alone as Python tuples (~5× the file)."""
     cursor = db.execute(query)
-    parts = []
-    while batch := cursor.fetchmany(131_072):
-        parts.append(np.array(batch, dtype=np.int64))
-    return np.concatenate(parts) if parts else np.zeros((0, 16), np.int64)
+    while batch := cursor.fetchmany(BATCH):
+        yield np.array(batch, dtype=np.int64)
 
 
 def _interned(
@@ -150,40 +164,40 @@ def _kernels(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, s
     cols = _columns(db, "CUPTI_ACTIVITY_KIND_KERNEL")
     name_col = next((c for c in ("shortName", "demangledName", "mangledName") if c in cols), None)
     geometry = all(c in cols for c in ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ"))
-    rows = _rows(
-        db,
+    query = (
         "SELECT start, end, deviceId, streamId, COALESCE(correlationId, -1), "
         + (f"COALESCE({name_col}, -1)" if name_col else "-1")
         + (", gridX, gridY, gridZ, blockX, blockY, blockZ" if geometry else "")
-        + " FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
     )
-    if not len(rows):
-        return
-    detail: np.ndarray | int = 0
-    if geometry:
-        shapes, inverse = np.unique(rows[:, 6:12], axis=0, return_inverse=True)
-        table = np.array(
-            [
-                builder.intern(f"grid {tuple(map(int, g[:3]))} block {tuple(map(int, g[3:]))}")
-                for g in shapes
-            ],
-            np.int32,
-        )
-        detail = table[inverse.reshape(-1)]
-    names = _interned(builder, strings, rows[:, 5], "kernel")
-    _add_gpu(builder, rows, KIND["kernel"], names, 0, detail)
+    for rows in _batches(db, query):
+        detail: np.ndarray | int = 0
+        if geometry:
+            shapes, inverse = np.unique(rows[:, 6:12], axis=0, return_inverse=True)
+            table = np.array(
+                [
+                    builder.intern(f"grid {tuple(map(int, g[:3]))} block {tuple(map(int, g[3:]))}")
+                    for g in shapes
+                ],
+                np.int32,
+            )
+            detail = table[inverse.reshape(-1)]
+        names = _interned(builder, strings, rows[:, 5], "kernel")
+        _add_gpu(builder, rows, KIND["kernel"], names, 0, detail)
 
 
 def _copies(db: sqlite3.Connection, builder: TraceBuilder) -> None:
     cols = _columns(db, "CUPTI_ACTIVITY_KIND_MEMCPY")
     kinds = ", srcKind, dstKind" if {"srcKind", "dstKind"} <= cols else ", -1, -1"
-    rows = _rows(
+    for rows in _batches(
         db,
         "SELECT start, end, deviceId, streamId, COALESCE(correlationId, -1), COALESCE(bytes, 0), "
         f"copyKind{kinds} FROM CUPTI_ACTIVITY_KIND_MEMCPY",
-    )
-    if not len(rows):
-        return
+    ):
+        _add_copies(builder, rows)
+
+
+def _add_copies(builder: TraceBuilder, rows: np.ndarray) -> None:
     kind = np.full(len(rows), KIND["memcpy"], np.int8)
     names = np.full(len(rows), builder.intern("Memcpy"), np.int32)
     for copy_kind, label in COPY_KINDS.items():
@@ -205,14 +219,16 @@ def _copies(db: sqlite3.Connection, builder: TraceBuilder) -> None:
 
 def _runtime(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, str]) -> None:
     cols = _columns(db, "CUPTI_ACTIVITY_KIND_RUNTIME")
-    rows = _rows(
+    for rows in _batches(
         db,
         "SELECT start, end, globalTid, COALESCE(correlationId, -1), "
         + ("COALESCE(nameId, -1)" if "nameId" in cols else "-1")
         + " FROM CUPTI_ACTIVITY_KIND_RUNTIME",
-    )
-    if not len(rows):
-        return
+    ):
+        _add_runtime(builder, strings, rows)
+
+
+def _add_runtime(builder: TraceBuilder, strings: dict[int, str], rows: np.ndarray) -> None:
     tids, inverse = np.unique(rows[:, 2], return_inverse=True)
     lanes = np.array([builder.lane(_host_lane(int(t))) for t in tids], np.int32)
     n = len(rows)

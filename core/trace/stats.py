@@ -3,6 +3,7 @@ per-stream busy %, copy/compute overlap, concurrency, idle gaps, copy bandwidth 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,12 +15,17 @@ def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals as sorted, disjoint ``(starts, ends)``."""
     if start.size == 0:
         return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], np.maximum.accumulate(end[order])
-    new = np.ones(s.size, bool)
-    new[1:] = s[1:] > e[:-1]
-    groups = np.cumsum(new) - 1
-    return s[new], np.maximum.reduceat(e, np.flatnonzero(new)) if groups.size else e
+    if np.all(start[1:] >= start[:-1]):  # a lane slice usually is sorted already
+        s, e = start, np.maximum.accumulate(end)
+    else:
+        order = np.argsort(start, kind="stable")
+        s, e = start[order], end[order]
+        del order
+        np.maximum.accumulate(e, out=e)
+    new = np.empty(s.size, bool)
+    new[0] = True
+    np.greater(s[1:], e[:-1], out=new[1:])
+    return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
 
 
 def covered(
@@ -74,23 +80,37 @@ def kernel_table(trace: Trace) -> list[dict[str, Any]]:
     return rows
 
 
+def _gpu_lanes(trace: Trace) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """(lane id, start, end, kind) of the GPU work on each lane, one lane slice at a time: the
+    trace is sorted by lane, so no temporary is ever the size of the whole trace."""
+    bounds = np.searchsorted(trace.lane, np.arange(len(trace.lanes) + 1))
+    for lane_id in range(len(trace.lanes)):
+        a, b = int(bounds[lane_id]), int(bounds[lane_id + 1])
+        if a == b:
+            continue
+        kind = trace.kind[a:b]
+        gpu = np.isin(kind, GPU_KINDS)
+        if gpu.any():
+            start = trace.start[a:b][gpu]
+            yield lane_id, start, start + trace.dur[a:b][gpu], kind[gpu]
+
+
 def stream_stats(trace: Trace) -> list[dict[str, Any]]:
-    gpu = np.isin(trace.kind, GPU_KINDS)
-    if not gpu.any():
+    lanes = list(_gpu_lanes(trace))
+    if not lanes:
         return []
-    first, last = int(trace.start[gpu].min()), int(trace.end[gpu].max())
-    span = max(last - first, 1)
+    first = min(int(s.min()) for _, s, _, _ in lanes)
+    span = max(max(int(e.max()) for _, _, e, _ in lanes) - first, 1)
     rows = []
-    for lane_id in np.unique(trace.lane[gpu]):
-        lane = trace.lanes[int(lane_id)]
-        on = gpu & (trace.lane == lane_id)
-        s, e = merged(trace.start[on], trace.end[on])
+    for lane_id, start, end, _ in lanes:
+        lane = trace.lanes[lane_id]
+        s, e = merged(start, end)
         rows.append(
             {
                 "lane": lane.title,
                 "device": lane.device,
                 "stream": lane.stream,
-                "events": int(on.sum()),
+                "events": int(start.size),
                 "busy_percent": 100.0 * float((e - s).sum()) / span,
             }
         )
@@ -101,33 +121,38 @@ def overlap(trace: Trace) -> dict[str, Any]:
     """Share of copy time hidden behind kernels on other streams of the same device, plus the
     concurrency histogram (time with k streams busy at once) and the largest idle gaps."""
     result: dict[str, Any] = {"copy_ns": 0, "hidden_ns": 0, "concurrency_ns": {}, "gaps": []}
-    devices = {
-        trace.lanes[int(i)].device for i in np.unique(trace.lane[np.isin(trace.kind, GPU_KINDS)])
-    }
-    lane_device = np.array([lane.device for lane in trace.lanes] or [-1])
-    for device in sorted(devices):
-        on_device = lane_device[trace.lane] == device
-        kernels = on_device & (trace.kind == KIND["kernel"])
-        copies = on_device & np.isin(trace.kind, COPY_KINDS)
-        ks, ke = merged(trace.start[kernels], trace.end[kernels])
-        result["copy_ns"] += int(trace.dur[copies].sum())
-        result["hidden_ns"] += int(covered(trace.start[copies], trace.end[copies], ks, ke).sum())
-        busy = on_device & np.isin(trace.kind, GPU_KINDS)
-        edges, deltas = [], []
-        for lane_id in np.unique(trace.lane[busy]):
-            s, e = merged(
-                trace.start[busy & (trace.lane == lane_id)],
-                trace.end[busy & (trace.lane == lane_id)],
-            )
-            edges += [s, e]
-            deltas += [np.ones(s.size, np.int64), -np.ones(e.size, np.int64)]
-        times, steps = np.concatenate(edges), np.concatenate(deltas)
-        order = np.lexsort((steps, times))
-        times, level = times[order], np.cumsum(steps[order])
-        spans = np.diff(times)
-        for k, t in zip(level[:-1], spans, strict=True):
-            result["concurrency_ns"][int(k)] = result["concurrency_ns"].get(int(k), 0) + int(t)
-        us, ue = merged(trace.start[busy], trace.end[busy])
+    by_device: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for lane_id, start, end, kind in _gpu_lanes(trace):
+        by_device.setdefault(trace.lanes[lane_id].device, []).append((start, end, kind))
+    for device in sorted(by_device):
+        lanes = by_device[device]
+        kernels = [(s[k == KIND["kernel"]], e[k == KIND["kernel"]]) for s, e, k in lanes]
+        ks, ke = merged(
+            np.concatenate([s for s, _ in kernels]), np.concatenate([e for _, e in kernels])
+        )
+        del kernels
+        for s, e, k in lanes:
+            copy = np.isin(k, COPY_KINDS)
+            result["copy_ns"] += int((e[copy] - s[copy]).sum())
+            result["hidden_ns"] += int(covered(s[copy], e[copy], ks, ke).sum())
+        del ks, ke  # big temporaries one after another, never all at once
+        unions = [merged(s, e) for s, e, _ in lanes]
+        # Every lane's busy edges in one sorted int64 array: time·2 + 1 for a start, time·2 for
+        # an end (so an end sorts first at equal times); ~21 bytes per edge in all.
+        code = np.concatenate([u * 2 + 1 for u, _ in unions] + [v * 2 for _, v in unions])
+        code.sort()
+        level = np.cumsum((code & 1).astype(np.int8) * 2 - 1, dtype=np.int32)
+        np.right_shift(code, 1, out=code)
+        spans = np.diff(code)
+        del code
+        if spans.size:  # time spent at each level (how many streams busy at once)
+            totals = np.bincount(level[:-1], weights=spans)
+            for k in np.flatnonzero(np.bincount(level[:-1])):
+                ns = result["concurrency_ns"].get(int(k), 0) + int(totals[k])
+                result["concurrency_ns"][int(k)] = ns
+        us, ue = merged(
+            np.concatenate([u for u, _ in unions]), np.concatenate([v for _, v in unions])
+        )
         gaps = us[1:] - ue[:-1]
         for index in np.argsort(-gaps)[:5]:
             if gaps[index] > 0:

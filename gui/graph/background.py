@@ -29,6 +29,13 @@ class BackgroundTask(QObject):
         try:
             result = self._function()
         except Exception as exc:  # reported to the GUI, never lost
-            self.sig_failed.emit(exc, traceback.format_exc())
+            self._emit(self.sig_failed, exc, traceback.format_exc())
             return
-        self.sig_done.emit(result)
+        self._emit(self.sig_done, result)
+
+    @staticmethod
+    def _emit(signal: Any, *args: Any) -> None:
+        try:
+            signal.emit(*args)
+        except RuntimeError:  # the receiver was deleted meanwhile (a closed panel, app exit)
+            pass
