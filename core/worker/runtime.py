@@ -180,10 +180,14 @@ def main() -> int:
     sys.stdout.flush()
     channel = Channel(os.dup(1))
     os.dup2(2, 1)  # stray writes to fd 1 (print, C libraries) now land in the captured stderr
-    channel.send(protocol.hello(python_info(), probe_packages()))
     worker = Worker(channel)
-    worker.serve(sys.stdin)
-    shutil.rmtree(worker.workdir, ignore_errors=True)
+    try:
+        channel.send(protocol.hello(python_info(), probe_packages()))
+        worker.serve(sys.stdin)
+    except BrokenPipeError:  # the app is gone (it exited or was killed): nobody to answer
+        pass
+    finally:
+        shutil.rmtree(worker.workdir, ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.flush()
     # A job thread stuck in native code must not keep the process alive after shutdown.
