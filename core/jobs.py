@@ -16,7 +16,7 @@ from typing import Any
 
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
-from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_command
+from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
 
 ProgressCallback = Callable[[float | None, str], None]
 
@@ -32,8 +32,7 @@ class Worker:
     """One worker process; runs jobs one after another and keeps its imports warm."""
 
     def __init__(self, python: str | None = None) -> None:
-        self.python = python
-        self.argv, self.env = worker_command(python)
+        self.argv = worker_argv(python)
         self.workdir: str | None = None
         self.session = WorkerSession(self.argv[0])
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -46,7 +45,7 @@ class Worker:
     def start(self, timeout: float = HELLO_TIMEOUT_S) -> dict[str, Any]:
         """Start the process and wait for its handshake; return the ``hello`` message."""
         self.workdir = new_workdir()
-        _argv, self.env = worker_command(self.python, self.workdir)
+        self.env = worker_env(self.workdir)
         try:
             self._process = subprocess.Popen(
                 self.argv,

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signa
 from deploylens.core.jobs import CANCEL_GRACE_S, TERMINATE_GRACE_S
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
-from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_command
+from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
 
 _ids = itertools.count(1)
 
@@ -45,9 +45,8 @@ class WorkerJob(QObject):
         self.method = method
         self.params = params or {}
         self.title = title or method
-        self.python = python
         self.workdir: str | None = None  # made at start, removed once the process is gone
-        self.argv, _env = worker_command(python)
+        self.argv = worker_argv(python)
         self.session = WorkerSession(self.argv[0])
         self.state = STARTING
         self.started_at = time.monotonic()
@@ -65,9 +64,8 @@ class WorkerJob(QObject):
     def start(self) -> None:
         self.started_at = time.monotonic()
         self.workdir = new_workdir()
-        _argv, env = worker_command(self.python, self.workdir)
         environment = QProcessEnvironment()
-        for key, value in env.items():
+        for key, value in worker_env(self.workdir).items():
             environment.insert(key, value)
         self.process.setProcessEnvironment(environment)
         self.process.start(self.argv[0], self.argv[1:])

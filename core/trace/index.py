@@ -114,11 +114,17 @@ class TimelineIndex:
         release_free_memory()  # the old column order and the temporaries above
 
     # -- windows -----------------------------------------------------------------------------
-    def visible(self, row: int, t0: int, t1: int) -> np.ndarray:
-        """Indices (into the trace) of the row's events overlapping [t0, t1], by start."""
+    def _window(self, row: int, t0: int, t1: int) -> tuple[int, int]:
+        """Trace slice [lo, hi) of the row's events that may overlap [t0, t1], in O(log n):
+        before ``lo`` everything ended before t0, from ``hi`` on everything starts after t1."""
         a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
         lo = a + int(np.searchsorted(self.row_end_max[a:b], t0, "right"))
         hi = a + int(np.searchsorted(self.trace.start[a:b], t1, "right"))
+        return lo, hi
+
+    def visible(self, row: int, t0: int, t1: int) -> np.ndarray:
+        """Indices (into the trace) of the row's events overlapping [t0, t1], by start."""
+        lo, hi = self._window(row, t0, t1)
         if hi <= lo:
             return np.zeros(0, np.int64)
         trace = self.trace
@@ -126,9 +132,7 @@ class TimelineIndex:
 
     def visible_count(self, row: int, t0: int, t1: int) -> int:
         """An upper bound on ``visible(row, t0, t1).size``, in O(log n)."""
-        a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
-        lo = int(np.searchsorted(self.row_end_max[a:b], t0, "right"))
-        hi = int(np.searchsorted(self.trace.start[a:b], t1, "right"))
+        lo, hi = self._window(row, t0, t1)
         return max(hi - lo, 0)
 
     def event_at(self, row: int, t: int, tolerance: int) -> int:

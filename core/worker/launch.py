@@ -40,15 +40,17 @@ def remove_workdir(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def worker_command(
-    python: str | None = None, workdir: str | None = None
-) -> tuple[list[str], dict[str, str]]:
-    """argv and env that start a worker in ``python`` (default: the app's own interpreter)."""
+def worker_argv(python: str | None = None) -> list[str]:
+    """The command line that starts a worker in ``python`` (default: the app's interpreter)."""
+    return [python or sys.executable, boot_script()]
+
+
+def worker_env(workdir: str) -> dict[str, str]:
+    """The worker's environment: where our packages are, and its scratch folder."""
     env = dict(os.environ)
-    if workdir:
-        env[WORKDIR_ENV] = workdir
+    env[WORKDIR_ENV] = workdir
     env["DEPLOYLENS_PACKAGES"] = json.dumps(package_folders())
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONIOENCODING"] = "utf-8"
     env.pop("PYTHONSTARTUP", None)
-    return [python or sys.executable, boot_script()], env
+    return env

@@ -18,6 +18,7 @@ import traceback
 from typing import Any
 
 from deploylens.core.worker import protocol
+from deploylens.core.worker.launch import WORKDIR_ENV
 from deploylens.core.worker.methods import UnknownMethod, resolve
 from deploylens.core.worker.probe import pip_install_line, probe_packages, python_info
 
@@ -106,9 +107,7 @@ class Worker:
         self.thread: threading.Thread | None = None
         self.busy = False  # cleared before the answer is sent, so the next run never races it
         # the app side names (and later removes) the folder; a worker started by hand makes one
-        self.workdir = os.environ.get("DEPLOYLENS_WORKDIR") or tempfile.mkdtemp(
-            prefix="deploylens-worker-"
-        )
+        self.workdir = os.environ.get(WORKDIR_ENV) or tempfile.mkdtemp(prefix="deploylens-worker-")
 
     def _run_job(self, ctx: JobContext, method: str, params: dict[str, Any]) -> None:
         try:

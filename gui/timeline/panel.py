@@ -201,10 +201,15 @@ class TimelinePanel(QWidget):
         self.task.sig_failed.connect(self._on_load_failed)
         return self.task.start()
 
-    def _on_load_failed(self, exc: BaseException, details: str) -> None:
-        text = exc.message if isinstance(exc, UserError) else f"Could not open the trace: {exc}"
+    def _on_load_failed(
+        self, exc: BaseException, details: str, what: str = "open the trace"
+    ) -> None:
+        text = exc.message if isinstance(exc, UserError) else f"Could not {what}: {exc}"
         self.status.setText(text)
         self.sig_message.emit(text)
+
+    def _on_stats_failed(self, exc: BaseException, details: str) -> None:
+        self._on_load_failed(exc, details, "compute the statistics")
 
     def _on_loaded(self, path: str, trace: Trace, index: TimelineIndex, seconds: float) -> None:
         self.path, self.trace, self.index, self.stats = path, trace, index, {}
@@ -229,7 +234,7 @@ class TimelinePanel(QWidget):
         self.range_view.setHtml("<i>Shift+drag in the timeline to select a time range.</i>")
         self.stats_task = BackgroundTask(lambda: summarize(trace), self)
         self.stats_task.sig_done.connect(lambda result: self._on_stats(trace, *result))
-        self.stats_task.sig_failed.connect(self._on_load_failed)
+        self.stats_task.sig_failed.connect(self._on_stats_failed)
         self.stats_task.start()
 
     def _on_stats(self, trace: Trace, stats: dict[str, Any], latency: dict[str, float]) -> None:
@@ -375,7 +380,7 @@ class TimelinePanel(QWidget):
         self.range_view.setHtml(f"<i>Computing statistics of {rows.size:,} events …</i>")
         self.range_task = BackgroundTask(compute, self)
         self.range_task.sig_done.connect(lambda stats: self._on_range(trace, stats))
-        self.range_task.sig_failed.connect(self._on_load_failed)
+        self.range_task.sig_failed.connect(self._on_stats_failed)
         self.range_task.start()
         return {}
 
