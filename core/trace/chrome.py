@@ -15,7 +15,7 @@ import gc
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 import numpy as np
@@ -61,15 +61,33 @@ class _Args(msgspec.Struct, gc=False):
     detail: str | None = None  # our own exports
 
 
-class _Event(msgspec.Struct, gc=False):
-    ph: str = ""
+class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event (``"ph": "X"``): the only kind that becomes a row."""
+
     cat: str = ""
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: msgspec.Raw = _ZERO
-    dur: msgspec.Raw = _ZERO
+    ts: msgspec.Raw = _ZERO  # exact text: an epoch-based µs time needs 19 digits
+    dur: float = 0.0  # a duration in µs fits a float64 to well below a nanosecond
     args: _Args | None = None
+
+
+class _Metadata(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
+    """``process_name`` / ``thread_name``: lane titles."""
+
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    args: _Args | None = None
+
+
+# Every other phase of the Chrome trace format decodes to an empty struct: its fields are skipped
+# at C speed instead of becoming strings (Kineto writes a flow pair per kernel — half the events).
+OTHER_PHASES = "BEiIbneSTpFstfPONDCRcVv()"
+_SKIPPED = tuple(
+    msgspec.defstruct(f"_Phase{ord(p)}", [], tag_field="ph", tag=p, gc=False) for p in OTHER_PHASES
+)
 
 
 class _LooseArgs(msgspec.Struct):
@@ -98,7 +116,7 @@ class _LooseEvent(msgspec.Struct):
     args: _LooseArgs | None = None
 
 
-_STRICT = msgspec.json.Decoder(list[_Event])
+_STRICT = msgspec.json.Decoder(list[Union[_Complete, _Metadata, *_SKIPPED]])
 _LOOSE = msgspec.json.Decoder(list[_LooseEvent])
 _NO_ARGS = _Args()
 
@@ -107,10 +125,10 @@ def _decode(data: bytes) -> list[Any]:
     try:
         return _STRICT.decode(data)
     except msgspec.ValidationError:
-        return [_normalized(e) for e in _LOOSE.decode(data)]
+        return [_normalized(e) for e in _LOOSE.decode(data) if e.ph in ("X", "M")]
 
 
-def _normalized(e: _LooseEvent) -> _Event:
+def _normalized(e: _LooseEvent) -> _Complete | _Metadata:
     a = e.args
     args = (
         _Args(
@@ -128,9 +146,10 @@ def _normalized(e: _LooseEvent) -> _Event:
         if a is not None
         else None
     )
-    return _Event(
-        str(e.ph), str(e.cat), str(e.name), _scalar(e.pid), _scalar(e.tid), e.ts, e.dur, args
-    )
+    if e.ph == "M":
+        return _Metadata(str(e.name), _scalar(e.pid), _scalar(e.tid), args)
+    dur = _ns_text(bytes(e.dur).decode()) / 1e3
+    return _Complete(str(e.cat), str(e.name), _scalar(e.pid), _scalar(e.tid), e.ts, dur, args)
 
 
 def _scalar(value: Any) -> int | str | None:
@@ -160,10 +179,48 @@ def ns_from_us(tokens: list[bytes]) -> np.ndarray:
         return np.zeros(0, np.int64)
     width = min(max(map(len, tokens)), 24)
     m = np.array(tokens, dtype=f"S{width}").view(np.uint8).reshape(-1, width)
-    n = m.shape[0]
-    # Column by column, left to right: digits accumulate (at most 3 past the dot: ns), the
-    # result is then scaled by the fraction digits seen. O(width) vector steps, no n×width
-    # int64 temporaries.
+    lengths = np.count_nonzero(m, axis=1)  # a JSON number holds no NUL: its text length
+    groups = np.unique(lengths)
+    if groups.size == 1:
+        fixed = _fixed_layout(m, int(groups[0]))
+        return fixed if fixed is not None else _any_layout(m, tokens)
+    result = np.empty(m.shape[0], np.int64)
+    for length in groups.tolist():
+        rows = np.flatnonzero(lengths == length)
+        fixed = _fixed_layout(m[rows], length)
+        result[rows] = fixed if fixed is not None else _any_layout(m[rows], tokens, rows)
+    return result
+
+
+def _fixed_layout(m: np.ndarray, length: int) -> np.ndarray | None:
+    """Tokens of one length, all digits around one dot at the same place (an epoch-based
+    ``ts`` column, a trace's fixed 3 decimals): two vector steps per digit column. ``None``
+    when the block has any other shape."""
+    if length >= 24:
+        return None
+    dots = np.flatnonzero(m[0, :length] == 46)
+    dot = int(dots[0]) if dots.size == 1 else length
+    if dots.size > 1 or (dot < length and not (m[:, dot] == 46).all()):
+        return None
+    digits = m[:, :length] - np.uint8(48)  # non-digits wrap to ≥ 10
+    if dot < length:
+        digits[:, dot] = 0
+    if not (digits < 10).all():
+        return None
+    fraction = max(length - dot - 1, 0)
+    value = np.zeros(m.shape[0], np.int64)
+    for column in range(min(length, dot + 4)):
+        if column != dot:
+            value *= 10
+            value += digits[:, column]
+    return value * _SCALE[min(fraction, 3)]
+
+
+def _any_layout(m: np.ndarray, tokens: list[bytes], rows: np.ndarray | None = None) -> np.ndarray:
+    """Tokens of any shape, column by column: digits accumulate (at most 3 past the dot: ns),
+    the result is then scaled by the fraction digits seen. O(width) vector steps, no n×width
+    int64 temporaries; signs, exponents and very long numbers take the exact text path."""
+    n, width = m.shape
     value = np.zeros(n, np.int64)
     fraction = np.zeros(n, np.int64)
     seen_dot = np.zeros(n, bool)
@@ -178,12 +235,18 @@ def ns_from_us(tokens: list[bytes]) -> np.ndarray:
         odd |= (~digit & ~is_dot & (column != 0)) | (is_dot & seen_dot)
         seen_dot |= is_dot
     result = value * _SCALE[fraction]
-    for i in np.flatnonzero(odd):  # signs, exponents, very long numbers: the exact text path
-        result[i] = _ns_text(tokens[i].decode())
+    for i in np.flatnonzero(odd):
+        token = tokens[int(i) if rows is None else int(rows[i])]
+        result[i] = _ns_text(token.decode())
     return result
 
 
 _SCALE = np.array([1000, 100, 10, 1], np.int64)
+
+
+def ns_from_float_us(us: np.ndarray) -> np.ndarray:
+    """Durations in µs → ns, rounded to the nearest ns; negatives (clock skew) become 0."""
+    return np.rint(np.clip(us, 0.0, 9e15) * 1e3).astype(np.int64)
 
 
 def _ns_text(value: str) -> int:
@@ -207,14 +270,14 @@ class _Import:
         self.details = Interner({None: 0})  # (grid, block, op, provider, text) → id; 0: none
         self.format = "chrome"
 
-    def add(self, events: list[_Event]) -> None:
-        for e in events:
-            if e.ph == "M" and e.args is not None and e.args.name is not None:
+    def add(self, events: list[Any]) -> None:
+        for e in [e for e in events if type(e) is _Metadata]:
+            if e.args is not None and e.args.name is not None:
                 if e.name == "process_name":
                     self.process_names[e.pid] = e.args.name
                 elif e.name == "thread_name":
                     self.thread_names[(e.pid, e.tid)] = e.args.name
-        xs = [e for e in events if e.ph == "X"]
+        xs = [e for e in events if type(e) is _Complete]
         if not xs:
             return
         classes = self.classes
@@ -229,7 +292,7 @@ class _Import:
         names, details, lanes = self.builder.names, self.details, self.lane_keys
         self.builder.add_columns(
             start=ns_from_us([bytes(e.ts) for e in xs]),
-            dur=np.maximum(ns_from_us([bytes(e.dur) for e in xs]), 0),
+            dur=ns_from_float_us(np.array([e.dur for e in xs], np.float64)),
             lane=np.array(
                 [
                     lanes[(c[1], a.device, a.stream, e.pid, e.tid)]
@@ -253,8 +316,8 @@ class _Import:
         )
 
     def _ort_nodes(
-        self, xs: list[_Event], kind_of: list[tuple[int, str]]
-    ) -> tuple[list[_Event], list[tuple[int, str]]]:
+        self, xs: list[_Complete], kind_of: list[tuple[int, str]]
+    ) -> tuple[list[_Complete], list[tuple[int, str]]]:
         """ORT's ``<node>_kernel_time`` events carry the node name; fences are its own
         bookkeeping and are dropped."""
         self.format = "onnxruntime"

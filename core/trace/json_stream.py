@@ -21,6 +21,7 @@ from deploylens.core.errors import UserError
 CHUNK = 8 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
+_SPACE = re.compile(rb"\s*")
 
 
 def open_binary(path: Path) -> IO[bytes]:
@@ -39,11 +40,15 @@ def iter_chunks(
     chunk: int = CHUNK,
 ) -> Iterator[list[Any]]:
     """Decoded lists of events, chunk by chunk; ``decode`` raises ``ValueError`` on bad JSON.
-    ``progress(compressed_or_plain_bytes_read)`` is called per chunk."""
+    ``progress(compressed_or_plain_bytes_read)`` is called per chunk.
+
+    The unread rest lives in one ``bytearray`` consumed from the front (O(1) in CPython) and
+    extended at the back, and a piece is copied once, into ``[piece]``: every extra copy of a
+    300 MB file costs ~0.1 s in fresh pages."""
     path = Path(path)
     with open_binary(path) as handle:
         raw = getattr(handle, "fileobj", None) or handle  # gzip: report compressed position
-        buffer = _find_array(handle, path)
+        buffer = bytearray(_find_array(handle, path))
         count = 0
         ended = False
         while True:
@@ -53,10 +58,10 @@ def iter_chunks(
                 buffer += more
             if progress is not None:
                 progress(raw.tell())
-            stripped = buffer.lstrip()
-            if stripped.startswith(b"]"):
+            del buffer[: _SPACE.match(buffer).end()]  # type: ignore[union-attr]
+            if buffer.startswith(b"]"):
                 return
-            cut = _decode_prefix(stripped, decode, chunk // 2, ended)
+            cut = _decode_prefix(buffer, decode, chunk // 2, ended)
             if cut is None:
                 if ended:
                     raise UserError(
@@ -65,14 +70,14 @@ def iter_chunks(
                     )
                 more = _read(handle, path, chunk)
                 ended = not more
-                buffer = stripped + more
+                buffer += more
                 continue
             events, used, last = cut
             count += len(events)
+            del buffer[:used]
             yield events
             if last:
                 return
-            buffer = stripped[used:]
 
 
 def _read(handle: IO[bytes], path: Path, size: int) -> bytes:
@@ -82,15 +87,21 @@ def _read(handle: IO[bytes], path: Path, size: int) -> bytes:
         raise UserError(f"{path.name} cannot be read to the end: {exc}.") from None
 
 
+def _bracketed(data: bytearray, end: int) -> bytes:
+    """``[`` + the first ``end`` bytes + ``]``, in one copy."""
+    with memoryview(data) as view:
+        return b"".join((b"[", view[:end], b"]"))
+
+
 def _decode_prefix(
-    data: bytes, decode: Callable[[bytes], list[Any]], start: int, ended: bool
+    data: bytearray, decode: Callable[[bytes], list[Any]], start: int, ended: bool
 ) -> tuple[list[Any], int, bool] | None:
     """Decode the longest prefix of whole events that ends at a split point after ``start``
     (or the closing ``]`` when the list ends in ``data``): (events, bytes used, list ended)."""
     tries = 0
     for match in _BETWEEN.finditer(data, min(start, max(len(data) - 1, 0))):
         try:
-            return decode(b"[" + data[: match.start() + 1] + b"]"), match.end() - 1, False
+            return decode(_bracketed(data, match.start() + 1)), match.end() - 1, False
         except ValueError:
             tries += 1
             if tries > 8:
@@ -99,10 +110,10 @@ def _decode_prefix(
         return None  # read more, the list's end is not in sight
     for match in reversed(list(_LAST.finditer(data))[-8:]):
         try:
-            return decode(b"[" + data[: match.start() + 1] + b"]"), match.end(), True
+            return decode(_bracketed(data, match.start() + 1)), match.end(), True
         except ValueError:
             continue
-    if data.lstrip().startswith(b"]"):
+    if data[_SPACE.match(data).end() :].startswith(b"]"):  # type: ignore[union-attr]
         return [], 0, True
     return None
 

@@ -13,7 +13,7 @@ import pytest
 
 from deploylens.core.cli import main
 from deploylens.core.errors import UserError
-from deploylens.core.trace.chrome import ns_from_us
+from deploylens.core.trace.chrome import _ns_text, ns_from_float_us, ns_from_us
 from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
@@ -56,6 +56,29 @@ def test_exact_decimal_times() -> None:
     ]  # fmt: skip
 
 
+def test_vectorized_times_agree_with_the_text_path() -> None:
+    """Blocks of one layout take the two-step path, mixed blocks the column-by-column one: both
+    must equal the exact per-token parse (same lengths with the dot elsewhere, signs, 4+
+    decimals, integers, exponents)."""
+    rng = np.random.default_rng(7)
+    epoch = [
+        f"{1712867402349220 + int(i)}.{int(f):03d}".encode()
+        for i, f in zip(rng.integers(0, 10**9, 3000), rng.integers(0, 1000, 3000), strict=True)
+    ]
+    mixed = [b"12.34", b"1.234", b"123.4", b"-0.5", b"0.0005", b"42", b"9.99999", b"2e2"]
+    mixed += [
+        f"{v:.{d}f}".encode()
+        for v, d in zip(
+            rng.random(3000) * 10 ** rng.integers(0, 9, 3000), rng.integers(0, 6, 3000), strict=True
+        )
+    ]
+    for tokens in (epoch, mixed, epoch[:5] + mixed):
+        assert ns_from_us(tokens).tolist() == [_ns_text(t.decode()) for t in tokens]
+    assert ns_from_float_us(np.array([17.963, 0.0005, 1.0, -3.0, 2.5e9])).tolist() == [
+        17963, 0, 1000, 0, 2_500_000_000_000
+    ]  # fmt: skip
+
+
 def test_chrome_export_follows_the_schema_and_reads_back_exactly(tmp_path: Path) -> None:
     trace = make_trace(20_000, lanes=16)
     path = write_chrome(trace, tmp_path / "out.json")
@@ -78,7 +101,7 @@ def test_chunked_import_across_chunk_boundaries_and_truncation(tmp_path: Path) -
     events = []
     for chunk in json_stream.iter_chunks(path, chrome._decode, chunk=4096):
         events += chunk
-    assert sum(e.ph == "X" for e in events) == 5_000
+    assert sum(type(e) is chrome._Complete for e in events) == 5_000
     text = path.read_bytes()
     (tmp_path / "cut.json").write_bytes(text[: len(text) // 2])
     with pytest.raises(UserError, match="truncated"):
