@@ -3,12 +3,13 @@ visible in a time window, which event is under the mouse, an event's details (co
 call, NVTX parents, bandwidth), name search and the events of a time range.
 
 Nested events (CPU ops, NVTX ranges) get a depth within their lane and each (lane, depth) is a
-*row*. Within a row events are sorted by start and ``row_end_max`` (the running maximum of their
-ends) is monotonic, so the first event that can reach into a window is one ``searchsorted``
-away — no scan, at any zoom."""
+*row*. Within a row events are sorted by start and their ends (or, where nesting makes them
+fall back, the running maximum of the ends) rise, so the first event that can reach into a
+window is one binary search away — no scan, at any zoom."""
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 import numpy as np
@@ -84,21 +85,28 @@ class TimelineIndex:
         self.row_depth = (np.arange(self.rows) - self.lane_first_row[self.row_lane]).astype(
             np.int32
         )
-        self.event_row = (self.lane_first_row[trace.lane] + depth).astype(np.int32) if n else depth
+        event_row = (self.lane_first_row[trace.lane] + depth).astype(np.int32) if n else depth
         del depth, end
         # The trace itself is put in row order — (lane, depth, start): still grouped by lane —
-        # so a row is a contiguous slice of the trace's own arrays and the index needs no
-        # permutation or second copy of the start times (16 bytes per event saved).
-        order = np.lexsort((trace.start, self.event_row))
+        # so a row is a contiguous slice of the trace's own arrays: the index keeps no
+        # permutation, no second copy of the start times and no row per event.
+        order = np.lexsort((trace.start, event_row))
         if n and np.any(order != np.arange(n)):
             trace.reorder(order)
-            self.event_row = self.event_row[order]
+            event_row = event_row[order]
         del order
-        self.row_bounds = np.searchsorted(self.event_row, np.arange(self.rows + 1))
-        self.row_end_max = trace.start + trace.dur
+        self.row_bounds = np.searchsorted(event_row, np.arange(self.rows + 1))
+        del event_row
+        # Where a row's ends do not rise with its starts (nested ranges that share a depth), the
+        # running maximum of the ends keeps the window search O(log n); elsewhere the ends
+        # themselves are searched, so the usual row (a stream, a flat thread) costs no memory.
+        self._end_max: dict[int, np.ndarray] = {}
         for row in range(self.rows):
             a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
-            np.maximum.accumulate(self.row_end_max[a:b], out=self.row_end_max[a:b])
+            if b - a > 1:
+                ends = trace.start[a:b] + trace.dur[a:b]
+                if np.any(ends[1:] < ends[:-1]):
+                    self._end_max[row] = np.maximum.accumulate(ends)
         self.span = trace.span()
         self._name_hits: dict[str, np.ndarray] = {}
         self.coverage: dict[int, Coverage] = {}
@@ -115,12 +123,22 @@ class TimelineIndex:
 
     # -- windows -----------------------------------------------------------------------------
     def _window(self, row: int, t0: int, t1: int) -> tuple[int, int]:
-        """Trace slice [lo, hi) of the row's events that may overlap [t0, t1], in O(log n):
-        before ``lo`` everything ended before t0, from ``hi`` on everything starts after t1."""
+        """Trace slice [lo, hi) of the row's events that may overlap [t0, t1] (closed: an event
+        ending at t0 touches it), in O(log n): before ``lo`` everything ended before t0, from
+        ``hi`` on everything starts after t1."""
         a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
-        lo = a + int(np.searchsorted(self.row_end_max[a:b], t0, "right"))
-        hi = a + int(np.searchsorted(self.trace.start[a:b], t1, "right"))
+        start, dur = self.trace.start, self.trace.dur
+        end_max = self._end_max.get(row)
+        if end_max is not None:
+            lo = a + int(np.searchsorted(end_max, t0, "left"))
+        else:  # ends rise with starts: bisect them without building them
+            lo = bisect.bisect_left(range(b), t0, a, b, key=lambda i: start[i] + dur[i])
+        hi = a + int(np.searchsorted(start[a:b], t1, "right"))
         return lo, hi
+
+    def row_of(self, event: int) -> int:
+        """The row an event is painted in."""
+        return int(np.searchsorted(self.row_bounds, event, "right")) - 1
 
     def visible(self, row: int, t0: int, t1: int) -> np.ndarray:
         """Indices (into the trace) of the row's events overlapping [t0, t1], by start."""

@@ -152,7 +152,7 @@ class TimelineCanvas(QWidget):
                 span = max(dur * 8, 2000)
             middle = start + dur // 2
             self.set_view(middle - span // 2, middle + span // 2)
-            row_top = int(self.row_y[self.index.event_row[event]])
+            row_top = int(self.row_y[self.index.row_of(event)])
             visible = self.height() - AXIS_H
             if not self.scroll_y <= row_top <= self.scroll_y + visible - ROW_H:
                 self.scroll_y = max(row_top - visible // 2, 0)
@@ -212,7 +212,7 @@ class TimelineCanvas(QWidget):
         trace = self.index.trace
         x0 = self.x_of(int(trace.start[event]))
         x1 = max(self.x_of(int(trace.start[event] + trace.dur[event])), x0 + 2)
-        y = AXIS_H + int(self.row_y[self.index.event_row[event]]) - self.scroll_y
+        y = AXIS_H + int(self.row_y[self.index.row_of(event)]) - self.scroll_y
         return QRectF(x0, y, x1 - x0, ROW_H)
 
     def _paint_selection(self, painter: QPainter) -> None:

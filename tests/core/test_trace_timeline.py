@@ -148,7 +148,7 @@ def test_index_windows_picks_search_and_details() -> None:
     trace = index.trace
     assert index.rows == 4 and list(index.lane_depth) == [1, 2, 1]
     kernel = int(np.flatnonzero(trace.kind == KIND["kernel"])[0])
-    row = int(index.event_row[kernel])
+    row = index.row_of(kernel)
     assert index.visible(row, 0, 299).size == 0 and index.visible(row, 0, 300).size == 1
     assert index.event_at(row, 550, 60) == int(np.flatnonzero(trace.kind == KIND["memcpy_d2h"])[0])
     details = index.details(kernel)
@@ -161,6 +161,29 @@ def test_index_windows_picks_search_and_details() -> None:
     assert index.in_range(550, 650).size == 3  # the copy, the NVTX range and the CPU op
     part = trace.take(index.in_range(550, 650), clip=(550, 650))
     assert int(part.dur.max()) == 100
+
+
+def test_windows_where_nested_ends_fall_back_against_brute_force() -> None:
+    """Ranges that share a depth but end out of order (C ends after D, both at depth 2) take
+    the running-maximum search; every window must match a brute-force overlap scan."""
+    rng = np.random.default_rng(3)
+    builder = TraceBuilder()
+    thread = builder.lane(Lane("process 1", "thread 1"))
+    for s, d in ((0, 200), (10, 10), (15, 85), (25, 15)):  # A, B, C, D of the docstring
+        builder.add(s, d, thread, KIND["cpu_op"], "range")
+    for s, d in zip(rng.integers(0, 10_000, 3000), rng.integers(1, 800, 3000), strict=True):
+        builder.add(int(s), int(d), thread, KIND["cpu_op"], "op")
+    index = TimelineIndex(builder.finish())
+    trace = index.trace
+    assert index._end_max  # the case under test exists
+    end = trace.start + trace.dur
+    for t0, t1 in [(50, 60), *rng.integers(0, 10_000, (200, 2)).tolist()]:
+        t0, t1 = min(t0, t1), max(t0, t1)
+        for row in range(index.rows):
+            a, b = int(index.row_bounds[row]), int(index.row_bounds[row + 1])
+            brute = a + np.flatnonzero((trace.start[a:b] <= t1) & (end[a:b] >= t0))
+            assert index.visible(row, t0, t1).tolist() == brute.tolist()
+            assert all(index.row_of(int(i)) == row for i in brute)
 
 
 def test_profile_cli_runs_onnx_runtime_in_the_worker(samples: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
