@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.files import atomic_open, atomic_write_text, csv_text
-from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace
+from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace, member
 
 CATEGORY = {
     "kernel": "kernel",
@@ -141,7 +141,7 @@ def _flows(trace: Trace, rows: np.ndarray, ids: list[tuple[int, int]]) -> str:
     """One ``s``→``f`` pair per correlation id that has both an API call and GPU work."""
     corr = trace.corr[rows]
     api = rows[(trace.kind[rows] == KIND["cuda_api"]) & (corr >= 0)]
-    work = rows[np.isin(trace.kind[rows], GPU_KINDS) & (corr >= 0)]
+    work = rows[member(trace.kind[rows], GPU_KINDS) & (corr >= 0)]
     common, api_at, work_at = np.intersect1d(trace.corr[api], trace.corr[work], return_indices=True)
     out = []
     for c, a, w in zip(common.tolist(), api[api_at].tolist(), work[work_at].tolist(), strict=True):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.trace.memory import release_free_memory
-from deploylens.core.trace.model import GPU_KINDS, KIND, Trace
+from deploylens.core.trace.model import GPU_KINDS, KIND, Trace, member
 
 MAX_DEPTH = 12
 # Rows with at least this many events get a coverage grid (below it, painting events is cheap).
@@ -68,7 +68,7 @@ class TimelineIndex:
         self.trace = trace
         n, lanes = len(trace), len(trace.lanes)
         end = trace.start + trace.dur
-        bounds = np.searchsorted(trace.lane, np.arange(lanes + 1))
+        bounds = np.searchsorted(trace.lane, np.arange(lanes + 1, dtype=trace.lane.dtype))
         depth = np.zeros(n, np.int32)
         for lane in range(lanes):
             a, b = int(bounds[lane]), int(bounds[lane + 1])
@@ -95,7 +95,9 @@ class TimelineIndex:
             trace.reorder(order)
             event_row = event_row[order]
         del order
-        self.row_bounds = np.searchsorted(event_row, np.arange(self.rows + 1))
+        self.row_bounds = np.searchsorted(
+            event_row, np.arange(self.rows + 1, dtype=event_row.dtype)
+        )
         del event_row
         # Where a row's ends do not rise with its starts (nested ranges that share a depth), the
         # running maximum of the ends keeps the window search O(log n); elsewhere the ends
@@ -182,7 +184,7 @@ class TimelineIndex:
         wanted = [KIND["cuda_api"]] if kind in GPU_KINDS else list(GPU_KINDS)
         if kind not in GPU_KINDS and kind != KIND["cuda_api"]:
             return -1
-        hits = np.flatnonzero((trace.corr == corr) & np.isin(trace.kind, wanted))
+        hits = np.flatnonzero((trace.corr == corr) & member(trace.kind, wanted))
         hits = hits[hits != index]
         return int(hits[0]) if hits.size else -1
 
@@ -231,7 +233,7 @@ class TimelineIndex:
             return np.zeros(0, np.int64)
         if key not in self._name_hits:
             ids = [i for i, name in enumerate(self.trace.names) if key in name.lower()]
-            hits = np.flatnonzero(np.isin(self.trace.name, ids))
+            hits = np.flatnonzero(member(self.trace.name, ids, len(self.trace.names)))
             self._name_hits[key] = hits[np.argsort(self.trace.start[hits], kind="stable")]
         return self._name_hits[key]
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from deploylens.core.engine.layers import onnx_nodes_from_name
 from deploylens.core.trace.index import TimelineIndex
-from deploylens.core.trace.model import KIND, Trace
+from deploylens.core.trace.model import KIND, Trace, member
 from deploylens.core.trace.trtexec import LAYER_DETAIL
 
 LINKED_KINDS = (KIND["ort_node"], KIND["kernel"], KIND["nvtx"])
@@ -62,7 +62,9 @@ def events_of_node(trace: Trace, node: str) -> np.ndarray:
         for i, name in enumerate(trace.names)
         if name == node or node in onnx_nodes_from_name(name)[0]
     ]
-    hits = np.flatnonzero(np.isin(trace.name, ids) & np.isin(trace.kind, LINKED_KINDS))
+    hits = np.flatnonzero(
+        member(trace.name, ids, len(trace.names)) & member(trace.kind, LINKED_KINDS)
+    )
     return hits[np.argsort(trace.start[hits], kind="stable")]
 
 

@@ -38,6 +38,14 @@ COPY_KINDS = tuple(
 GPU_KINDS = (KIND["kernel"], KIND["memset"], *COPY_KINDS)
 
 
+def member(column: np.ndarray, ids: Any, size: int = len(KINDS)) -> np.ndarray:
+    """``np.isin(column, ids)`` for small non-negative ids (kinds, name ids) through a lookup
+    table: 1 byte per row, where ``np.isin`` takes ~13 bytes per row of temporaries."""
+    table = np.zeros(max(size, 1), bool)
+    table[np.asarray(ids, np.int64)] = True
+    return table[column]
+
+
 @dataclass(frozen=True)
 class Lane:
     group: str  # "GPU 0", "process 1234"
@@ -77,7 +85,7 @@ class Trace:
         return int(self.start.min()), int(self.end.max())
 
     def mask(self, *kinds: str) -> np.ndarray:
-        return np.isin(self.kind, [KIND[k] for k in kinds])
+        return member(self.kind, [KIND[k] for k in kinds])
 
     def event(self, index: int) -> dict[str, Any]:
         """One event as a dict, for the details pane and tests."""

@@ -3,12 +3,12 @@ per-stream busy %, copy/compute overlap, concurrency, idle gaps, copy bandwidth 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace
+from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace, member
 
 
 def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -28,22 +28,7 @@ def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
 
 
-def covered(
-    start: np.ndarray, end: np.ndarray, union_s: np.ndarray, union_e: np.ndarray
-) -> np.ndarray:
-    """Per interval, how much of it lies inside the (disjoint, sorted) union."""
-    if union_s.size == 0 or start.size == 0:
-        return np.zeros(start.size, np.int64)
-    cumulative = np.concatenate([[0], np.cumsum(union_e - union_s)])
-
-    def inside_before(t: np.ndarray) -> np.ndarray:  # covered length in (-inf, t]
-        i = np.searchsorted(union_s, t, side="right")
-        partial = np.where(
-            i > 0, np.minimum(t, union_e[np.maximum(i - 1, 0)]) - union_s[np.maximum(i - 1, 0)], 0
-        )
-        return cumulative[np.maximum(i - 1, 0)] * (i > 0) + np.maximum(partial, 0)
-
-    return inside_before(end) - inside_before(start)
+DUR_BITS = 40  # a kernel shorter than 2**40 ns (18 min) sorts as one int64 with its name id
 
 
 def kernel_table(trace: Trace) -> list[dict[str, Any]]:
@@ -52,19 +37,35 @@ def kernel_table(trace: Trace) -> list[dict[str, Any]]:
     mask = trace.kind == KIND["kernel"]
     if not mask.any():
         mask = trace.kind == KIND["ort_node"]
-    names, durations = trace.name[mask], trace.dur[mask].astype(np.float64)
-    total_gpu = float(durations.sum()) or 1.0
-    order = np.lexsort((durations, names))
-    names, durations = names[order], durations[order]
-    bounds = np.flatnonzero(np.diff(names)) + 1
+    durations = trace.dur[mask]
+    if durations.size and int(durations.max()) < (1 << DUR_BITS) and int(durations.min()) >= 0:
+        # (name, duration) sorted as one int64 key, in place: 8 bytes per kernel in all
+        key = trace.name[mask].astype(np.int64)
+        del mask
+        key <<= DUR_BITS
+        key |= durations
+        del durations
+        key.sort()
+        names = np.unique(key >> DUR_BITS)  # small: one per kernel name
+        bounds = np.searchsorted(key, np.append(names, names[-1] + 1) << DUR_BITS)
+        groups = [
+            (int(name), key[a:b] & ((1 << DUR_BITS) - 1))
+            for name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)
+        ]
+    else:
+        name, order = trace.name[mask], np.lexsort((durations, trace.name[mask]))
+        name, durations = name[order], durations[order]
+        cuts = np.flatnonzero(np.diff(name)) + 1
+        groups = [
+            (int(name[g[0]]), durations[g]) for g in np.split(np.arange(name.size), cuts) if g.size
+        ]
+    total_gpu = float(sum(float(d.sum()) for _, d in groups)) or 1.0
     rows = []
-    for group in np.split(np.arange(names.size), bounds):
-        if not group.size:
-            continue
-        d = durations[group]
+    for name_id, d in groups:
+        d = d.astype(np.float64)  # one kernel name at a time, sorted
         rows.append(
             {
-                "name": trace.names[int(names[group[0]])],
+                "name": trace.names[name_id],
                 "count": int(d.size),
                 "total_us": d.sum() / 1e3,
                 "mean_us": d.mean() / 1e3,
@@ -83,26 +84,24 @@ def kernel_table(trace: Trace) -> list[dict[str, Any]]:
 def _gpu_lanes(trace: Trace) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
     """(lane id, start, end, kind) of the GPU work on each lane, one lane slice at a time: the
     trace is sorted by lane, so no temporary is ever the size of the whole trace."""
-    bounds = np.searchsorted(trace.lane, np.arange(len(trace.lanes) + 1))
+    bounds = np.searchsorted(trace.lane, np.arange(len(trace.lanes) + 1, dtype=trace.lane.dtype))
     for lane_id in range(len(trace.lanes)):
         a, b = int(bounds[lane_id]), int(bounds[lane_id + 1])
         if a == b:
             continue
         kind = trace.kind[a:b]
-        gpu = np.isin(kind, GPU_KINDS)
+        gpu = member(kind, GPU_KINDS)
         if gpu.any():
             start = trace.start[a:b][gpu]
             yield lane_id, start, start + trace.dur[a:b][gpu], kind[gpu]
 
 
 def stream_stats(trace: Trace) -> list[dict[str, Any]]:
-    lanes = list(_gpu_lanes(trace))
-    if not lanes:
+    span = _gpu_span(trace)
+    if span is None:
         return []
-    first = min(int(s.min()) for _, s, _, _ in lanes)
-    span = max(max(int(e.max()) for _, _, e, _ in lanes) - first, 1)
     rows = []
-    for lane_id, start, end, _ in lanes:
+    for lane_id, start, end, _ in _gpu_lanes(trace):
         lane = trace.lanes[lane_id]
         s, e = merged(start, end)
         rows.append(
@@ -111,58 +110,130 @@ def stream_stats(trace: Trace) -> list[dict[str, Any]]:
                 "device": lane.device,
                 "stream": lane.stream,
                 "events": int(start.size),
-                "busy_percent": 100.0 * float((e - s).sum()) / span,
+                "busy_percent": 100.0 * float((e - s).sum()) / max(span[1] - span[0], 1),
             }
         )
     return rows
 
 
+def _gpu_span(trace: Trace, device: int | None = None) -> tuple[int, int] | None:
+    """First start and last end of the GPU work (on one device), one lane slice at a time."""
+    first, last = None, None
+    for lane_id, start, end, _ in _gpu_lanes(trace):
+        if device is None or trace.lanes[lane_id].device == device:
+            first = int(start.min()) if first is None else min(first, int(start.min()))
+            last = int(end.max()) if last is None else max(last, int(end.max()))
+    return None if first is None else (first, last)  # type: ignore[return-value]
+
+
+# Edges of a sweep are one sorted int64 each: (time − origin)·4 + tag. At equal times ends sort
+# before starts, so intervals that only touch never count as overlapping.
+_KERNEL_END, _COPY_END, _KERNEL_START, _COPY_START = range(4)
+SWEEP_BLOCK = 1 << 16  # edges per vector step: bounded temporaries whatever the trace size
+
+
+Parts = Callable[[], Iterator[tuple[np.ndarray, np.ndarray, int, int]]]
+
+
+def _edges(parts: Parts, origin: int) -> np.ndarray:
+    """Sorted codes of the timed intervals ``(start, end, start_tag, end_tag)`` that ``parts()``
+    yields, written into one preallocated array: ``parts`` is called twice (to count, then to
+    fill), so only one lane's pieces and 8 bytes per edge are alive at a time."""
+    code = np.empty(2 * sum(int(np.count_nonzero(e > s)) for s, e, _, _ in parts()), np.int64)
+    at = 0
+    for start, end, start_tag, end_tag in parts():
+        timed = end > start  # an instant adds no time, and its end would sort before its start
+        for times, tag in ((start[timed], start_tag), (end[timed], end_tag)):
+            out = code[at : at + times.size]
+            np.subtract(times, origin, out=out)
+            out *= 4
+            out += tag
+            at += times.size
+    code.sort()
+    return code
+
+
+def _blocks(code: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(tags of edges i, spans t[i+1] − t[i]) block by block over a sorted edge array."""
+    for a in range(0, code.size - 1, SWEEP_BLOCK):
+        block = code[a : min(a + SWEEP_BLOCK, code.size - 1) + 1]
+        yield block[:-1] & 3, np.diff(block >> 2)
+
+
+Lanes = Callable[[], Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+
+
+def _hidden_copy_ns(lanes: Lanes, origin: int) -> int:
+    """Copy time during which some kernel of the device runs: Σ over time of (copies in
+    flight) × [any kernel running] — each copy's covered part, summed."""
+
+    def parts() -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
+        for start, end, kind in lanes():
+            kernel, copy = kind == KIND["kernel"], member(kind, COPY_KINDS)
+            yield start[kernel], end[kernel], _KERNEL_START, _KERNEL_END
+            yield start[copy], end[copy], _COPY_START, _COPY_END
+
+    code = _edges(parts, origin)
+    hidden, kernels, copies = 0, 0, 0
+    for tag, spans in _blocks(code):
+        k = kernels + np.cumsum((tag == _KERNEL_START).astype(np.int32) - (tag == _KERNEL_END))
+        c = copies + np.cumsum((tag == _COPY_START).astype(np.int32) - (tag == _COPY_END))
+        hidden += int((spans * c * (k > 0)).sum())
+        kernels, copies = int(k[-1]), int(c[-1])
+    return hidden
+
+
+def _busy_streams(lanes: Lanes, origin: int) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    """Time (ns) with k streams busy at once (a stream counts once however its work nests),
+    and the largest idle gaps as (start, length)."""
+
+    def parts() -> Iterator[tuple[np.ndarray, np.ndarray, int, int]]:
+        for start, end, _ in lanes():
+            yield (*merged(start, end), _KERNEL_START, _KERNEL_END)
+
+    code = _edges(parts, origin)
+    concurrency: dict[int, int] = {}
+    gaps: list[tuple[int, int]] = []
+    level, at = 0, 0
+    for tag, spans in _blocks(code):
+        busy = level + np.cumsum((tag == _KERNEL_START).astype(np.int32) * 2 - 1)
+        totals = np.bincount(busy, weights=spans)  # exact: each block's sums stay < 2**53
+        for k in np.flatnonzero(np.bincount(busy)).tolist():
+            concurrency[k] = concurrency.get(k, 0) + int(totals[k])
+        idle = np.flatnonzero((busy == 0) & (spans > 0))
+        for i in idle[np.argsort(-spans[idle], kind="stable")[:5]].tolist():
+            gaps.append((int(code[at + i] >> 2) + origin, int(spans[i])))
+        gaps = sorted(gaps, key=lambda g: (-g[1], g[0]))[:5]
+        level, at = int(busy[-1]), at + tag.size
+    return concurrency, gaps
+
+
 def overlap(trace: Trace) -> dict[str, Any]:
     """Share of copy time hidden behind kernels on other streams of the same device, plus the
-    concurrency histogram (time with k streams busy at once) and the largest idle gaps."""
+    concurrency histogram (time with k streams busy at once) and the largest idle gaps.
+
+    Each question is one sweep over sorted edges in fixed-size blocks, so the temporaries are
+    8 bytes per edge plus a block — not merged copies of every column."""
     result: dict[str, Any] = {"copy_ns": 0, "hidden_ns": 0, "concurrency_ns": {}, "gaps": []}
-    by_device: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    for lane_id, start, end, kind in _gpu_lanes(trace):
-        by_device.setdefault(trace.lanes[lane_id].device, []).append((start, end, kind))
-    for device in sorted(by_device):
-        lanes = by_device[device]
-        kernels = [(s[k == KIND["kernel"]], e[k == KIND["kernel"]]) for s, e, k in lanes]
-        ks, ke = merged(
-            np.concatenate([s for s, _ in kernels]), np.concatenate([e for _, e in kernels])
-        )
-        del kernels
-        for s, e, k in lanes:
-            copy = np.isin(k, COPY_KINDS)
-            result["copy_ns"] += int((e[copy] - s[copy]).sum())
-            result["hidden_ns"] += int(covered(s[copy], e[copy], ks, ke).sum())
-        del ks, ke  # big temporaries one after another, never all at once
-        unions = [merged(s, e) for s, e, _ in lanes]
-        # Every lane's busy edges in one sorted int64 array: time·2 + 1 for a start, time·2 for
-        # an end (so an end sorts first at equal times); ~21 bytes per edge in all.
-        code = np.concatenate([u * 2 + 1 for u, _ in unions] + [v * 2 for _, v in unions])
-        code.sort()
-        level = np.cumsum((code & 1).astype(np.int8) * 2 - 1, dtype=np.int32)
-        np.right_shift(code, 1, out=code)
-        spans = np.diff(code)
-        del code
-        if spans.size:  # time spent at each level (how many streams busy at once)
-            totals = np.bincount(level[:-1], weights=spans)
-            for k in np.flatnonzero(np.bincount(level[:-1])):
-                ns = result["concurrency_ns"].get(int(k), 0) + int(totals[k])
-                result["concurrency_ns"][int(k)] = ns
-        us, ue = merged(
-            np.concatenate([u for u, _ in unions]), np.concatenate([v for _, v in unions])
-        )
-        gaps = us[1:] - ue[:-1]
-        for index in np.argsort(-gaps)[:5]:
-            if gaps[index] > 0:
-                result["gaps"].append(
-                    {
-                        "device": device,
-                        "start_ns": int(ue[index]),
-                        "gap_us": float(gaps[index]) / 1e3,
-                    }
-                )
+    devices = sorted({trace.lanes[lane_id].device for lane_id, _, _, _ in _gpu_lanes(trace)})
+    for device in devices:
+        origin = _gpu_span(trace, device)[0]  # type: ignore[index]
+
+        def lanes(device: int = device) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            for lane_id, start, end, kind in _gpu_lanes(trace):
+                if trace.lanes[lane_id].device == device:
+                    yield start, end, kind
+
+        for start, end, kind in lanes():
+            copy = member(kind, COPY_KINDS)
+            result["copy_ns"] += int((end[copy] - start[copy]).sum())
+        result["hidden_ns"] += _hidden_copy_ns(lanes, origin)
+        concurrency, gaps = _busy_streams(lanes, origin)
+        for k, ns in concurrency.items():
+            result["concurrency_ns"][k] = result["concurrency_ns"].get(k, 0) + ns
+        result["gaps"] += [
+            {"device": device, "start_ns": start, "gap_us": length / 1e3} for start, length in gaps
+        ]
     result["hidden_percent"] = (
         100.0 * result["hidden_ns"] / result["copy_ns"] if result["copy_ns"] else None
     )

@@ -39,7 +39,7 @@ from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
 from deploylens.core.trace.load import load_trace
-from deploylens.core.trace.model import KIND, KINDS, Trace
+from deploylens.core.trace.model import KIND, KINDS, Trace, member
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.graph.background import BackgroundTask
@@ -337,7 +337,7 @@ class TimelinePanel(QWidget):
         if name not in trace.names:
             return np.zeros(0)
         name_id = trace.names.index(name)
-        mask = (trace.name == name_id) & np.isin(trace.kind, (KIND["kernel"], KIND["ort_node"]))
+        mask = (trace.name == name_id) & member(trace.kind, (KIND["kernel"], KIND["ort_node"]))
         durations = trace.dur[mask].astype(np.float64) / 1e9
         self.histogram.clear()
         if durations.size:

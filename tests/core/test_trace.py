@@ -13,10 +13,11 @@ import pytest
 
 from deploylens.core.cli import main
 from deploylens.core.errors import UserError
+from deploylens.core.trace import stats
 from deploylens.core.trace.capture import capture_ort, capture_torch
 from deploylens.core.trace.chrome import load_chrome
 from deploylens.core.trace.load import load_trace
-from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+from deploylens.core.trace.model import COPY_KINDS, KIND, Lane, Trace, TraceBuilder
 from deploylens.core.trace.stats import kernel_table, overlap, trace_stats
 
 
@@ -49,6 +50,10 @@ def test_every_kineto_trace_imports_with_gpu_lanes_and_exact_times(artifacts: Pa
             )
             assert trace.event(index)["name"] == first["name"]
             assert abs(trace.start[index] - round(float(first["ts"]) * 1000)) < 300
+        # statistics hold on every real trace (HTA's annotated trace has instant copies, which
+        # once drove the busy-stream count below zero)
+        ovl = trace_stats(trace)["overlap"]
+        assert ovl["idle_ns"] >= 0 and min(ovl["concurrency_ns"], default=1) >= 1, path
 
 
 def test_copy_directions_memory_kinds_and_kernel_details(artifacts: Path) -> None:
@@ -99,6 +104,67 @@ def test_statistics_on_a_trace_with_known_answers() -> None:
     table = {r["name"]: r for r in kernel_table(trace)}
     assert table["gemm"]["count"] == 2 and table["gemm"]["total_us"] == pytest.approx(0.15)
     assert table["gemm"]["gpu_percent"] == pytest.approx(150 / 160 * 100)
+
+
+def test_statistics_sweeps_and_kernel_table_against_brute_force() -> None:
+    """The block sweeps (blocks of 16 edges here) and the packed (name, duration) sort agree
+    with per-nanosecond counting and plain sorting on random overlapping work — including a
+    kernel too long for the packed key."""
+    rng = np.random.default_rng(11)
+    kinds = [KIND["kernel"], KIND["kernel"], KIND["memcpy_h2d"], KIND["memcpy_d2h"]]
+    events = []
+    for _ in range(400):
+        kind = kinds[int(rng.integers(0, 4))]
+        name = f"k{int(rng.integers(0, 5))}" if kind == KIND["kernel"] else "copy"
+        events.append(
+            (
+                int(rng.integers(0, 5000)),
+                int(rng.integers(0, 60)),
+                int(rng.integers(0, 3)),
+                kind,
+                name,
+            )
+        )
+
+    def build(extra: list[tuple[int, int, int, int, str]]) -> Trace:
+        builder = TraceBuilder()
+        streams = [builder.lane(Lane("GPU 0", f"stream {s}", 0, s)) for s in range(3)]
+        for start, dur, stream, kind, name in events + extra:
+            builder.add(start, dur, streams[stream], kind, name)
+        return builder.finish()
+
+    trace = build([])
+    busy = np.zeros((3, 5100), bool)  # per stream, per ns: [t, t + 1) covered
+    kernel_on = np.zeros(5100, bool)
+    hidden = 0
+    for i in range(len(trace)):
+        s, e = int(trace.start[i]), int(trace.start[i] + trace.dur[i])
+        busy[int(trace.lane[i]), s:e] = True
+        kernel_on[s:e] |= trace.kind[i] == KIND["kernel"]
+    for i in np.flatnonzero(np.isin(trace.kind, COPY_KINDS)):
+        s, e = int(trace.start[i]), int(trace.start[i] + trace.dur[i])
+        hidden += int(kernel_on[s:e].sum())
+    first, last = int(trace.start.min()), int((trace.start + trace.dur).max())
+    level = busy.sum(axis=0)[first:last]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stats, "SWEEP_BLOCK", 16)
+        ovl = overlap(trace)
+    assert ovl["hidden_ns"] == hidden
+    assert ovl["concurrency_ns"] == {
+        k: int((level == k).sum()) for k in range(1, 4) if (level == k).any()
+    }
+    assert ovl["idle_ns"] == int((level == 0).sum())
+    runs = np.flatnonzero(np.diff(np.concatenate([[0], level == 0, [0]]).astype(int)))
+    longest = max(int(b - a) for a, b in zip(runs[::2], runs[1::2], strict=True))
+    assert ovl["gaps"][0]["gap_us"] * 1e3 == longest
+
+    for t in (trace, build([(0, 1 << 41, 0, KIND["kernel"], "k0")])):  # 37 min: no packed key
+        table = {r["name"]: r for r in kernel_table(t)}
+        for name, row in table.items():
+            ids = [i for i, n in enumerate(t.names) if n == name]
+            d = np.sort(t.dur[(t.kind == KIND["kernel"]) & np.isin(t.name, ids)])
+            assert row["count"] == d.size and row["max_us"] == d[-1] / 1e3
+            assert row["median_us"] == pytest.approx(float(np.median(d)) / 1e3)
 
 
 def test_bad_files_are_explained(tmp_path: Path) -> None:
