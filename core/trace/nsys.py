@@ -120,6 +120,27 @@ def _batches(db: sqlite3.Connection, query: str) -> Iterator[np.ndarray]:
         yield np.array(batch, dtype=np.int64)
 
 
+def row_groups(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(columns, axis=0, return_inverse=True)`` for a small integer matrix. That call
+    sorts rows as opaque records (~7 ms per 16k rows: a third of an import); packed into one
+    int64 — the usual case for stream ids, grid/block sizes and memory kinds — it is one
+    integer sort, in the same (lexicographic) order."""
+    if not len(columns):
+        return columns[:0], np.zeros(0, np.int64)
+    low = columns.min(axis=0)
+    spread = (columns.max(axis=0) - low).tolist()  # Python ints: no wrap-around
+    bits = [int(b).bit_length() for b in spread]
+    if sum(bits) > 62 or min(spread) < 0:
+        unique, inverse = np.unique(columns, axis=0, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    key = np.zeros(len(columns), np.int64)
+    for column, width in enumerate(bits):
+        key <<= width
+        key |= columns[:, column] - low[column]
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return columns[first], inverse.reshape(-1)
+
+
 def _interned(
     builder: TraceBuilder, strings: dict[int, str], ids: np.ndarray, missing: str
 ) -> np.ndarray:
@@ -129,7 +150,7 @@ def _interned(
         [builder.intern(strings.get(int(i), missing if i < 0 else str(i))) for i in unique],
         np.int32,
     )
-    return table[inverse.reshape(-1)] if unique.size else np.zeros(0, np.int32)
+    return table[inverse] if unique.size else np.zeros(0, np.int32)
 
 
 def _add_gpu(
@@ -143,7 +164,7 @@ def _add_gpu(
     """Rows of (start, end, deviceId, streamId, correlationId, …) on their stream lanes."""
     if not len(rows):
         return
-    pairs, inverse = np.unique(rows[:, 2:4], axis=0, return_inverse=True)
+    pairs, inverse = row_groups(rows[:, 2:4])
     lanes = np.array(
         [builder.lane(Lane(f"GPU {d}", f"stream {s}", int(d), int(s))) for d, s in pairs], np.int32
     )
@@ -151,7 +172,7 @@ def _add_gpu(
     builder.add_columns(
         start=rows[:, 0],
         dur=np.maximum(rows[:, 1] - rows[:, 0], 0),
-        lane=lanes[inverse.reshape(-1)],
+        lane=lanes[inverse],
         kind=np.broadcast_to(kind, n),
         name=np.broadcast_to(names, n),
         corr=rows[:, 4],
@@ -173,7 +194,7 @@ def _kernels(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, s
     for rows in _batches(db, query):
         detail: np.ndarray | int = 0
         if geometry:
-            shapes, inverse = np.unique(rows[:, 6:12], axis=0, return_inverse=True)
+            shapes, inverse = row_groups(rows[:, 6:12])
             table = np.array(
                 [
                     builder.intern(f"grid {tuple(map(int, g[:3]))} block {tuple(map(int, g[3:]))}")
@@ -181,7 +202,7 @@ def _kernels(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, s
                 ],
                 np.int32,
             )
-            detail = table[inverse.reshape(-1)]
+            detail = table[inverse]
         names = _interned(builder, strings, rows[:, 5], "kernel")
         _add_gpu(builder, rows, KIND["kernel"], names, 0, detail)
 
@@ -204,7 +225,7 @@ def _add_copies(builder: TraceBuilder, rows: np.ndarray) -> None:
         on = rows[:, 6] == copy_kind
         kind[on] = KIND[label]
         names[on] = builder.intern(COPY_NAMES[label])
-    memory, inverse = np.unique(rows[:, 7:9], axis=0, return_inverse=True)
+    memory, inverse = row_groups(rows[:, 7:9])
     table = np.array(
         [
             builder.intern(f"{MEMORY_KINDS.get(int(s), '?')} → {MEMORY_KINDS.get(int(d), '?')}")
@@ -214,7 +235,7 @@ def _add_copies(builder: TraceBuilder, rows: np.ndarray) -> None:
         ],
         np.int32,
     )
-    _add_gpu(builder, rows, kind, names, rows[:, 5], table[inverse.reshape(-1)])
+    _add_gpu(builder, rows, kind, names, rows[:, 5], table[inverse])
 
 
 def _runtime(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, str]) -> None:
@@ -235,7 +256,7 @@ def _add_runtime(builder: TraceBuilder, strings: dict[int, str], rows: np.ndarra
     builder.add_columns(
         start=rows[:, 0],
         dur=np.maximum(rows[:, 1] - rows[:, 0], 0),
-        lane=lanes[inverse.reshape(-1)],
+        lane=lanes[inverse],
         kind=np.full(n, KIND["cuda_api"]),
         name=_interned(builder, strings, rows[:, 4], "cuda API"),
         corr=rows[:, 3],

@@ -108,6 +108,23 @@ def test_chunked_import_across_chunk_boundaries_and_truncation(tmp_path: Path) -
         load_trace(tmp_path / "cut.json")
 
 
+def test_row_groups_match_numpy_unique_rows() -> None:
+    from deploylens.core.trace.nsys import row_groups
+
+    rng = np.random.default_rng(5)
+    cases = [
+        rng.integers(0, 4, (5000, 2)),  # (device, stream): packs
+        rng.integers(-3, 70000, (5000, 6)),  # grid/block with a negative: packs after shifting
+        np.column_stack([rng.integers(0, 2**40, 300), rng.integers(0, 2**40, 300)]),  # too wide
+        np.zeros((0, 2), np.int64),
+    ]
+    for rows in cases:
+        unique, inverse = row_groups(rows)
+        expected, expected_inverse = np.unique(rows, axis=0, return_inverse=True)
+        assert unique.tolist() == expected.tolist()
+        assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
+
+
 def test_nsys_sqlite_of_the_same_trace_gives_the_same_statistics(tmp_path: Path) -> None:
     trace = make_trace(20_000)
     back = load_trace(write_nsys_sqlite(trace, tmp_path / "t.sqlite"))
