@@ -158,7 +158,9 @@ def test_statistics_sweeps_and_kernel_table_against_brute_force() -> None:
     longest = max(int(b - a) for a, b in zip(runs[::2], runs[1::2], strict=True))
     assert ovl["gaps"][0]["gap_us"] * 1e3 == longest
 
-    for t in (trace, build([(0, 1 << 41, 0, KIND["kernel"], "k0")])):  # 37 min: no packed key
+    long = build([(0, 1 << 41, 0, KIND["kernel"], "k0")])  # 37 min: no packed key, no int32
+    assert trace.dur.dtype == np.int32 and long.dur.dtype == np.int64
+    for t in (trace, long):
         table = {r["name"]: r for r in kernel_table(t)}
         for name, row in table.items():
             ids = [i for i, n in enumerate(t.names) if n == name]
