@@ -250,6 +250,9 @@ def ns_from_float_us(us: np.ndarray) -> np.ndarray:
 
 
 def _ns_text(value: str) -> int:
+    """One µs number's text → ns, exactly; a quoted number ("12.5", written by some tools)
+    counts as the number."""
+    value = value.strip().strip('"')
     whole, _, fraction = value.partition(".")
     if "e" in value.lower() or not whole.lstrip("-").isdigit():
         return round(float(value) * 1000)

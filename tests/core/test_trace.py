@@ -169,6 +169,32 @@ def test_statistics_sweeps_and_kernel_table_against_brute_force() -> None:
             assert row["median_us"] == pytest.approx(float(np.median(d)) / 1e3)
 
 
+def test_odd_but_readable_chrome_events(tmp_path: Path) -> None:
+    """Events the typed decoder refuses (a numeric name, quoted numbers, a phase outside the
+    spec) fall back to the loose decoder for their chunk and still import; flows are skipped."""
+    events = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "worker"}},
+        {"ph": "X", "cat": "cpu_op", "name": 42, "pid": 1, "tid": 2, "ts": "100.5", "dur": "2"},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 101, "dur": 1.25,
+         "args": {"device": 0, "stream": 7, "grid": [4, "1", 1]}},
+        {"ph": "s", "id": 1, "cat": "ac2g", "name": "ac2g", "pid": 1, "tid": 2, "ts": 100.6},
+        {"ph": "Z", "name": "custom", "pid": 1, "tid": 2, "ts": 1},
+    ]  # fmt: skip
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = load_trace(path)
+    assert len(trace) == 2
+    op = trace.event(int(np.flatnonzero(trace.kind == KIND["cpu_op"])[0]))
+    assert (op["name"], op["start_ns"], op["dur_ns"], op["lane"]) == (
+        "42",
+        100_500,
+        2000,
+        "process 1 / worker",
+    )
+    kernel = trace.event(int(np.flatnonzero(trace.kind == KIND["kernel"])[0]))
+    assert (kernel["dur_ns"], kernel["detail"]) == (1250, "grid (4, 1, 1) block ()")
+
+
 def test_bad_files_are_explained(tmp_path: Path) -> None:
     truncated = tmp_path / "t.json"
     truncated.write_text(
