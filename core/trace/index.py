@@ -20,7 +20,7 @@ from deploylens.core.trace.model import GPU_KINDS, KIND, Trace, member
 MAX_DEPTH = 12
 # Rows with at least this many events get a coverage grid (below it, painting events is cheap).
 COVERAGE_MIN_EVENTS = 4096
-COVERAGE_MAX_BINS = 1 << 15
+COVERAGE_MAX_BINS = 1 << 18  # a 10M-event row: 256k bins × kinds × 4 B (~4 MB)
 
 
 class Coverage:
