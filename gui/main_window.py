@@ -24,6 +24,7 @@ from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 from deploylens.gui.support.panel import OpSupportPanel
+from deploylens.gui.timeline.graph_link import GraphLink
 from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.validate.panel import ValidatePanel
 
@@ -71,11 +72,13 @@ class MainWindow(QMainWindow):
         self.build_panel.sig_overlay.connect(self._engine_overlay)
         self.build_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.timeline_panel = TimelinePanel(self.jobs)
-        self.timeline_panel.sig_nodes.connect(self._timeline_to_graph)
-        self.timeline_panel.sig_overlay.connect(self._timeline_overlay)
         self.timeline_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
-        self.graph_panel.sig_node_selected.connect(self._graph_to_timeline)
-        self._linking = False
+        self.link = GraphLink(
+            self.graph_panel, self.timeline_panel, lambda t: self.statusBar().showMessage(t, 8000)
+        )
+        self.timeline_panel.sig_nodes.connect(self.link.timeline_to_graph)
+        self.timeline_panel.sig_overlay.connect(self.link.overlay)
+        self.graph_panel.sig_node_selected.connect(self.link.graph_to_timeline)
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -178,30 +181,6 @@ class MainWindow(QMainWindow):
         )
         if unmatched and len(unmatched) == len(values):
             self.statusBar().showMessage(f"{name}: no layer maps to a node of this model", 8000)
-
-    def _timeline_to_graph(self, nodes: list[str]) -> None:
-        """A timeline event selects its ONNX node (the first candidate the graph has)."""
-        if self._linking or self.graph_panel.model is None:
-            return
-        self._linking = True  # the graph's selection must not bounce back to the timeline
-        try:
-            if not any(self.graph_panel.reveal_name(node, quiet=True) for node in nodes):
-                self.statusBar().showMessage(f"No node of this graph matches {nodes[0]}", 8000)
-        finally:
-            self._linking = False
-
-    def _graph_to_timeline(self, node: str) -> None:
-        if self._linking:
-            return
-        self._linking = True
-        try:
-            self.timeline_panel.select_node(node)
-        finally:
-            self._linking = False
-
-    def _timeline_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
-        if self.graph_panel.path is not None:
-            self.graph_panel.overlay(name, values, legend, "sum", log_scale=log_scale)
 
     def _remember_validation(self, _result: object) -> None:
         """The project keeps the validate settings and where the last result was saved."""

@@ -153,6 +153,16 @@ def test_profile_links_timeline_and_graph_both_ways(qtbot, make_window, samples:
     graph.canvas.select_box(int(graph.canvas.scene.node_box[node]))
     selected = timeline.canvas.selected
     assert selected >= 0 and trace.names[int(trace.name[selected])] == "node_linear"
+    # ORT's optimized names: the NCHWc kernel "relu_nchwc" ran node_Conv_27 + node_relu
+    fused = int(np.flatnonzero(trace.name == trace.names.index("relu_nchwc"))[0])
+    timeline.canvas.select(fused, center=True)
+    assert graph.model.ir.label(graph.canvas.selected[1]) == "node_Conv_27"
+    timeline.canvas.select(-1)
+    conv = next(i for i in range(len(ir.kind)) if ir.label(i) == "node_Conv_27")
+    graph.canvas.select_box(int(graph.canvas.scene.node_box[conv]))
+    assert trace.names[int(trace.name[timeline.canvas.selected])] == "relu_nchwc"
+    latency = graph.overlays["Latency (timeline)"].values
+    assert latency[conv] > 0 and latency[node] > 0  # renamed kernels paint their nodes too
 
 
 def test_zoomed_out_rows_paint_the_same_from_the_coverage_grid_as_from_events() -> None:
