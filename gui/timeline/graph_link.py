@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deploylens.core.trace.ort_names import alias_of, ort_aliases, remap_latency
+
+if TYPE_CHECKING:
+    from deploylens.gui.graph.panel import GraphPanel
+    from deploylens.gui.timeline.panel import TimelinePanel
 
 
 class GraphLink:
     """Owned by the main window; ``_linking`` keeps one side's selection from bouncing back."""
 
-    def __init__(self, graph: Any, timeline: Any, message: Callable[[str], None]) -> None:
+    def __init__(
+        self, graph: GraphPanel, timeline: TimelinePanel, message: Callable[[str], None]
+    ) -> None:
         self.graph, self.timeline, self.message = graph, timeline, message
         self._linking = False
         self._for: tuple[Any, Any] | None = None  # weak refs: (trace, graph model)
