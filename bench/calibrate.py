@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 import tempfile
@@ -111,10 +110,9 @@ def main() -> int:
         print(f"{r['method']:<11}{r['images_per_s']:9.1f}{r['seconds']:7.2f}{r['max_abs']:9.4f}"
               f"{r['rel_l2']:8.4f}{r['cosine']:9.5f}{top1:7.0%}")  # fmt: skip
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"threads": THREADS, "quick": args.quick, "rows": rows}, indent=2)
-        )
+        from deploylens.core.files import write_json
+
+        write_json(args.json, {"threads": THREADS, "quick": args.quick, "rows": rows})
     return 0
 
 

@@ -10,7 +10,6 @@ CPU-only machines run the ONNX Runtime and PyTorch CPU paths instead.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -80,8 +79,9 @@ def main() -> int:
                 f"median {c['median_gbps'] or 0:.1f} GB/s"
             )
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=2, default=str))
+        from deploylens.core.files import write_json
+
+        write_json(args.json, rows)
     return 0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import io
-import json
 import shutil
 import statistics
 import sys
@@ -90,7 +89,9 @@ def main() -> int:
             f"{row['ratio']:6.2f} {row['checks_s']:9.3f}  ≤ 1.10×: {verdict}"
         )
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        from deploylens.core.files import write_json
+
+        write_json(args.json, rows)
     return 0
 
 

@@ -270,8 +270,9 @@ def main() -> int:
             f"(ratio {quality['ours_edge_length'] / quality['dot_edge_length']:.2f})"
         )
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2, default=str))
+        from deploylens.core.files import write_json
+
+        write_json(args.json, results)
     return 0
 
 

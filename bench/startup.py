@@ -155,17 +155,16 @@ def main() -> int:
     for package, seconds in breakdown:
         print(f"  {package:28s} {seconds * 1000:8.1f} ms")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps(
-                {
-                    "rows": rows,
-                    "weights_mb": weights_mb,
-                    "naive_over_inspect": ratio,
-                    "import_breakdown_s": dict(breakdown),
-                },
-                indent=2,
-            )
+        from deploylens.core.files import write_json
+
+        write_json(
+            args.json,
+            {
+                "rows": rows,
+                "weights_mb": weights_mb,
+                "naive_over_inspect": ratio,
+                "import_breakdown_s": dict(breakdown),
+            },
         )
     return 0
 

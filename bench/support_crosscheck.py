@@ -7,7 +7,6 @@ reality (a session created and run on the bundled inputs) over the onnx backend 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -121,7 +120,9 @@ def main() -> int:
             f" | {miss['prediction_reason'][:120]} | {miss['ort_error'][:160]}"
         )
     if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+        from deploylens.core.files import write_json
+
+        write_json(args.json, result)
     return 0
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import json
 import os
 import shutil
 import statistics
@@ -72,7 +71,9 @@ def main() -> int:
         + "; ".join(f"{r.target} {'OK' if r.ok else 'BLOCKED'}" for r in reports)
     )
     if args.json:
-        args.json.write_text(json.dumps({k: v[0] for k, v in rows.items()}, indent=2))
+        from deploylens.core.files import write_json
+
+        write_json(args.json, {k: v[0] for k, v in rows.items()})
     return 0
 
 

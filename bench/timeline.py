@@ -240,8 +240,9 @@ def main() -> int:
     else:
         print("naive:", naive_result["error"])
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"traces": results, "naive": naive_result}, indent=2))
+        from deploylens.core.files import write_json
+
+        write_json(args.json, {"traces": results, "naive": naive_result})
     shutil.rmtree(work, ignore_errors=True)  # GBs of synthetic traces
     return 0
 

@@ -163,9 +163,10 @@ def main() -> int:
         )
     print("target: ≥ 1 GB of activations, peak ≤ 2048 MB in chunked mode")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
+        from deploylens.core.files import write_json
+
         payload = {"speed": fast, "memory": {"side": side, "chunked": chunked, "at_once": at_once}}
-        args.json.write_text(json.dumps(payload, indent=2))
+        write_json(args.json, payload)
     return 0
 
 

@@ -6,14 +6,13 @@ the whole path: worker handshake → jobs on the samples → report → PNG of t
 
 from __future__ import annotations
 
-import json
 import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.files import atomic_write_text, write_json
 from deploylens.core.frontends import load_frontend
 from deploylens.core.graph.stats import graph_stats, stats_text
 from deploylens.core.jobs import Worker
@@ -140,5 +139,5 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
             markdown += ["## Main window", "", f"Screenshot skipped: {exc}", ""]
     report["seconds"] = round(time.perf_counter() - started, 2)
     atomic_write_text(out_dir / "report.md", "\n".join(markdown))
-    atomic_write_text(out_dir / "report.json", json.dumps(report, indent=2))
+    write_json(out_dir / "report.json", report)
     return report

@@ -52,6 +52,12 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def write_json(path: str | Path, data: Any) -> None:
+    """A report (benchmark figures, statistics) as indented JSON, atomically, folders made;
+    values JSON cannot spell (paths, numpy scalars) are written as their text."""
+    atomic_write_text(path, json.dumps(data, indent=2, default=str))
+
+
 def read_text(path: str | Path, what: str, encoding: str = "utf-8") -> str:
     """A text file, or a ``UserError``: "X does not exist" / "X is not a readable <what>: why"."""
     path = Path(path)

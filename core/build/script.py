@@ -4,7 +4,7 @@ DeployLens would do, as plain TensorRT API calls an engineer can run and edit on
 from __future__ import annotations
 
 from deploylens.core.build.flags import family
-from deploylens.core.build.settings import BuildSettings, assert_buildable
+from deploylens.core.build.settings import BuildSettings, assert_buildable, switches_on
 from deploylens.core.build.tensorrt_adapter import HARDWARE_LEVELS, VERBOSITY
 
 
@@ -112,16 +112,11 @@ def build_script(settings: BuildSettings, version: str, model: str, engine: str 
     if s.hardware_compatibility:
         lines.append("config.hardware_compatibility_level = "
                      f"trt.HardwareCompatibilityLevel.{HARDWARE_LEVELS[s.hardware_compatibility]}")  # fmt: skip
-    if s.version_compatible:
-        lines.append("config.set_flag(trt.BuilderFlag.VERSION_COMPATIBLE)")
     if s.max_aux_streams is not None:
         lines.append(f"config.max_aux_streams = {s.max_aux_streams}")
     if s.profiling_verbosity:
         lines.append(f"config.profiling_verbosity = trt.ProfilingVerbosity.{VERBOSITY[s.profiling_verbosity]}")
-    if s.refit:
-        lines.append("config.set_flag(trt.BuilderFlag.REFIT)")
-    if s.strip_weights:
-        lines.append("config.set_flag(trt.BuilderFlag.STRIP_PLAN)")
+    lines += [f"config.set_flag(trt.BuilderFlag.{w.builder_flag})" for w in switches_on(s)]
     lines += [
         "engine = builder.build_serialized_network(network, config)",
         "if engine is None:",

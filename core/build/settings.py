@@ -108,6 +108,28 @@ class BuildSettings:
         return tomli_w.dumps(self.to_dict())
 
 
+@dataclass(frozen=True)
+class Switch:
+    """A yes/no build setting that is one ``trt.BuilderFlag``, spelled per front end."""
+
+    field: str
+    trtexec: str
+    builder_flag: str
+    polygraphy: str | None = None  # None: Polygraphy's convert has no option for it
+
+
+SWITCHES = (
+    Switch("version_compatible", "--versionCompatible", "VERSION_COMPATIBLE", "--version-compatible"),
+    Switch("refit", "--refit", "REFIT", "--refittable"),
+    Switch("strip_weights", "--stripWeights", "STRIP_PLAN"),
+)
+
+
+def switches_on(settings: BuildSettings) -> list[Switch]:
+    """The switches ``settings`` turns on, in table order (every renderer uses the same one)."""
+    return [switch for switch in SWITCHES if getattr(settings, switch.field)]
+
+
 def load_settings(path: str | Path) -> BuildSettings:
     path = Path(path)
     try:
@@ -307,16 +329,11 @@ def trtexec_args(settings: BuildSettings, version: str, model: str, engine: str 
             args.append("--allowGPUFallback")
     if s.hardware_compatibility:
         args.append(f"--hardwareCompatibilityLevel={s.hardware_compatibility}")
-    if s.version_compatible:
-        args.append("--versionCompatible")
     if s.max_aux_streams is not None:
         args.append(f"--maxAuxStreams={s.max_aux_streams}")
     if s.profiling_verbosity:
         args.append(f"--profilingVerbosity={s.profiling_verbosity}")
-    if s.refit:
-        args.append("--refit")
-    if s.strip_weights:
-        args.append("--stripWeights")
+    args += [switch.trtexec for switch in switches_on(s)]
     for plugin in s.plugins or []:
         args.append(f"--plugins={plugin}" if fam == "8.6" else f"--staticPlugins={plugin}")
     names = [a.split("=")[0] for a in args[1:]]
@@ -355,12 +372,9 @@ def polygraphy_command(settings: BuildSettings, model: str, engine: str = "engin
         args.append(f"--timing-cache={s.timing_cache}")
     if s.calibration is not None and s.calibration.cache:
         args.append(f"--calibration-cache={s.calibration.cache}")
-    if s.version_compatible:
-        args.append("--version-compatible")
     if s.hardware_compatibility:
         args.append(f"--hardware-compatibility-level={s.hardware_compatibility}")
-    if s.refit:
-        args.append("--refittable")
+    args += [switch.polygraphy for switch in switches_on(s) if switch.polygraphy]
     return " ".join(shlex.quote(a) for a in args)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.build.flags import family
-from deploylens.core.build.settings import BuildSettings
+from deploylens.core.build.settings import BuildSettings, switches_on
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
 
@@ -219,16 +219,12 @@ class TensorRTAdapter:
             config.hardware_compatibility_level = getattr(
                 trt.HardwareCompatibilityLevel, HARDWARE_LEVELS[s.hardware_compatibility]
             )
-        if s.version_compatible:
-            config.set_flag(trt.BuilderFlag.VERSION_COMPATIBLE)
         if s.max_aux_streams is not None:
             config.max_aux_streams = s.max_aux_streams
         if s.profiling_verbosity:
             config.profiling_verbosity = getattr(trt.ProfilingVerbosity, VERBOSITY[s.profiling_verbosity])
-        if s.refit:
-            config.set_flag(trt.BuilderFlag.REFIT)
-        if s.strip_weights:
-            config.set_flag(trt.BuilderFlag.STRIP_PLAN)
+        for switch in switches_on(s):
+            config.set_flag(getattr(trt.BuilderFlag, switch.builder_flag))
         if hasattr(trt, "IProgressMonitor"):  # 10.0+
             self._monitor = self._make_monitor()
             config.progress_monitor = self._monitor
