@@ -31,7 +31,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"version": args.trt_version}
     problems = check(settings, args.trt_version, inputs)
     report["problems"] = [p.__dict__ for p in problems]
-    lines = [f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems]
+    lines = [str(p) for p in problems]
     if args.migrate:
         migration = migrate_to_11(settings, str(args.model))
         report["migration"] = {**migration, "settings": migration["settings"].to_dict()}

@@ -149,6 +149,10 @@ class Problem:
     message: str
     fix: str = ""  # e.g. "deploylens build --migrate" or the flag to use instead
 
+    def __str__(self) -> str:
+        """One line for the CLI report and the Build panel: "field: message — fix"."""
+        return f"{self.field}: {self.message}" + (f" — {self.fix}" if self.fix else "")
+
 
 def check(
     settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None = None

@@ -181,7 +181,7 @@ class BuildPanel(QWidget):
             + [f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"]]
         ))  # fmt: skip
         if problems:
-            self._show_problems([f"{p.field}: {p.message}" + (f" — {p.fix}" if p.fix else "") for p in problems])
+            self._show_problems([str(p) for p in problems])
             for box in (self.trtexec, self.polygraphy, self.script):
                 box.setPlainText("Fix the problems on the left first: a command that silently drops a "
                                  "setting would build another engine.")  # fmt: skip
