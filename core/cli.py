@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from deploylens.core import __version__
 from deploylens.core.errors import UserError
-from deploylens.core.worker.client import JobFailure
+from deploylens.core.worker.client import CRASHED, EXITED, START_FAILED, JobFailure
 
 COMMANDS = (
     "inspect",
@@ -147,6 +148,11 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--profile", type=Path, help="trtexec --exportProfile JSON")
     engine.add_argument("--times", type=Path, help="trtexec --exportTimes JSON")
     engine.add_argument("--log", type=Path, help="trtexec log (or TREx *.profile.metadata.json)")
+    engine.add_argument(
+        "--warmup-ms",
+        type=float,
+        help="trtexec's --warmUp for --times records (default: from --log, else 200)",
+    )
     engine.add_argument("--diff", type=Path, help="another engine's layer info to compare with")
     engine.add_argument("--diff-profile", type=Path, help="that engine's --exportProfile JSON")
     engine.add_argument("--json", action="store_true")
@@ -270,6 +276,11 @@ def cmd_support(args: argparse.Namespace) -> int:
 
     if not (args.model or args.op or args.aten or args.sample):
         raise UserError("Give a MODEL, --op NAME, --aten aten::name or --sample NAME.")
+    model = None
+    if args.model:
+        from deploylens.core.model.loading import read_model
+
+        model = read_model(args.model)  # a bad file is said before the registries load
     matrix = load_matrix(python=args.python, refresh=args.refresh)
     output: dict[str, Any] = {}
     texts: list[str] = []
@@ -291,8 +302,7 @@ def cmd_support(args: argparse.Namespace) -> int:
             f"  ×{row['calls']} " + queries.aten_text(row).replace("\n", "\n    ")
             for row in rows.values()
         )
-    if args.model:
-        from deploylens.core.model.loading import read_model
+    if model is not None:
         from deploylens.core.support.analysis import analyze, parse_target, report_dict
 
         wanted = args.target or ["ort-cpu", "trt-10.1"]
@@ -309,7 +319,7 @@ def cmd_support(args: argparse.Namespace) -> int:
             )
             status = 0 if live["supported"] else 1
         targets = [parse_target(t) for t in wanted]
-        reports = analyze(read_model(args.model), matrix, targets)
+        reports = analyze(model, matrix, targets)
         output["targets"] = report_dict(reports)
         texts.append(queries.reports_text(reports))
         status = max(status, 0 if all(r.ok for r in reports) else 1)
@@ -400,8 +410,9 @@ def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
         atol=parse_tolerance(args.atol, 1e-5),
         statistic=args.statistic,
     )
-    if not args.model.is_file():
-        raise UserError(f"{args.model} does not exist.")
+    from deploylens.core.files import input_file, input_folder
+
+    input_file(args.model, "ONNX model")
     params: dict[str, Any] = {
         "path": str(args.model.resolve()),
         "seed": args.seed,
@@ -414,8 +425,7 @@ def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
         },
     }
     if args.inputs:
-        if not Path(args.inputs).exists():
-            raise UserError(f"{args.inputs} does not exist.")
+        input_folder(args.inputs, "inputs .npz")
         params["inputs"] = str(Path(args.inputs).resolve())
         params["preprocess"] = args.preprocess
     if args.torch:
@@ -458,25 +468,47 @@ def cmd_engine(args: argparse.Namespace) -> int:
         report["profile_unmatched"] = stray
         if stray:
             text.append(f"  {len(stray)} profile entries match no layer (another engine?)")
+    problems: list[str] = []
+    summary = None
+    if args.log:
+        try:
+            summary = report["summary"] = load_summary(args.log)
+        except UserError as exc:  # the layers and profile still stand on their own
+            problems.append(exc.message)
     if args.times:
-        report["times"] = load_times(args.times)
-        t = report["times"]
+        warmup = summary.get("warmup_ms") if summary else None
+        source = f"the warm-up named in {args.log.name}" if warmup is not None else ""
+        if args.warmup_ms is not None:
+            warmup, source = args.warmup_ms, "--warmup-ms"
+        report["times"] = t = load_times(args.times, warmup, source)
         text.append(
             f"  --exportTimes: {t['inferences']} inferences, latency median "
-            f"{t['latency']['median']:.4f} ms (p99 {t['latency']['p99']:.4f}), compute median "
-            f"{t['compute']['median']:.4f} ms"
+            f"{t['latency']['median']:.6g} ms (mean {t['latency']['mean']:.6g}, "
+            f"p99 {t['latency']['p99']:.6g}), GPU compute median "
+            f"{t['compute']['median']:.6g} ms"
+            + (f", throughput {t['throughput_qps']:.6g} qps" if "throughput_qps" in t else "")
         )
-    if args.log:
-        report["summary"] = load_summary(args.log)
-        s = report["summary"]["summary"]
-        text.append(f"  trtexec summary: throughput {s.get('throughput_qps', 0):.1f} qps")
+        text.append(f"    used {t['used']}")
+    if summary:
+        s = summary["summary"]
+        text.append(
+            f"  trtexec summary ({args.log.name}): throughput {s.get('throughput_qps', 0):.6g} qps"
+            + (
+                f", latency median {s['Latency']['median']:.6g} ms"
+                if "median" in s.get("Latency", {})
+                else ""
+            )
+        )
     if args.diff:
         other = load_layer_info(args.diff)
         other_times = load_profile(args.diff_profile)[1] if args.diff_profile else None
         report["diff"] = diff_engines(info, other, times, other_times)
         text.append(diff_text(report["diff"]))
+    report["problems"] = problems
     print(json.dumps(report, indent=2) if args.json else "\n".join(text))
-    return 0
+    for problem in problems:
+        print(f"deploylens: error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def cmd_gui(file: Path | None) -> int:
@@ -513,9 +545,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"deploylens: error: {exc.message}", file=sys.stderr)
         if exc.hint:
             print(f"  {exc.hint}", file=sys.stderr)
+        tail = getattr(exc, "stderr_tail", "")
+        if tail and getattr(exc, "kind", "") in (CRASHED, EXITED, START_FAILED):
+            print("  The worker's last lines:", file=sys.stderr)
+            print("\n".join(f"  | {line}" for line in tail.splitlines()), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`deploylens … | head`): nothing more to say, and nowhere to say
+        # it. Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        return 1
 
 
 if __name__ == "__main__":

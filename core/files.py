@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -58,24 +60,132 @@ def write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, default=str))
 
 
-def read_text(path: str | Path, what: str, encoding: str = "utf-8") -> str:
-    """A text file, or a ``UserError``: "X does not exist" / "X is not a readable <what>: why"."""
+# What a reader takes at most by default: a JSON report or a log far above this is not one.
+READ_LIMIT = 1 << 30
+SETTINGS_LIMIT = 16 << 20  # a TOML settings or project file
+
+
+def a_or_an(noun: str) -> str:
+    """``"an ONNX model"``, ``"a trace"``: the article the noun is read with."""
+    vowel = noun[:1].lower() in "aeio" or noun.startswith(("ONNX", "NVTX"))
+    return ("an " if vowel else "a ") + noun
+
+
+def _size_text(size: int) -> str:
+    return f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size:,} bytes"
+
+
+def input_file(path: str | Path, what: str) -> Path:
+    """``path`` when it names a regular file that can be opened; otherwise a ``UserError`` that
+    says what it is instead. Checked before any read: a FIFO blocks ``open`` forever, a device
+    such as ``/dev/zero`` reads until memory runs out, and a symlink loop, a NUL byte or an
+    overlong name would surface as an OS error far from the user's words."""
+    text = os.fspath(path)
+    if "\x00" in text:
+        raise UserError(f"{text!r} is not a usable file name: it contains a NUL byte.")
+    path = Path(text)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise UserError(
+                f"{path} is a broken symbolic link (it points to {os.readlink(path)}, "
+                "which does not exist)."
+            ) from None
+        raise UserError(f"{path} does not exist.") from None
+    except OSError as exc:
+        raise UserError(_os_problem(path, exc, what)) from None
+    mode = info.st_mode
+    if stat.S_ISREG(mode):
+        return path
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    kind = next((name for test, name in kinds if test(mode)), "not a regular file")
+    raise UserError(
+        f"{path} is {kind}, not {a_or_an(what)} file: DeployLens reads regular files only."
+    )
+
+
+def input_folder(path: str | Path, what: str) -> Path:
+    """``path`` when it is a folder (or a regular file, for data given as one ``.npz``);
+    otherwise ``input_file``'s sentences."""
     path = Path(path)
     try:
-        return path.read_text(encoding=encoding)
-    except FileNotFoundError:
-        raise UserError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path.name} is not a readable {what}: {exc}.") from None
+        if path.is_dir():
+            return path
+    except OSError:
+        pass
+    return input_file(path, what)
 
 
-def read_json(path: str | Path, what: str) -> Any:
-    """Parsed JSON, with ``read_text``'s errors and one for text that is not JSON."""
-    text = read_text(path, what)
+def _os_problem(path: Path, exc: OSError, what: str) -> str:
+    """One sentence for an OS error on ``path`` (symlink loop, long name, permissions...)."""
+    if exc.errno == errno.ELOOP:
+        return f"{path} is a symbolic link loop (it never reaches a file), not {a_or_an(what)}."
+    if exc.errno == errno.ENAMETOOLONG:
+        return f"{path.name[:60]}… is not a usable file name: it is too long for the system."
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"{path} cannot be read (permission denied)."
+    if exc.errno == errno.ENOTDIR:
+        return f"{path} does not exist (a part of its path is a file, not a folder)."
+    return f"{path} cannot be read: {exc.strerror or exc}."
+
+
+def read_bytes(path: str | Path, what: str, limit: int = READ_LIMIT) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them, or a ``UserError`` naming the file."""
+    path = input_file(path, what)
+    try:
+        with open(path, "rb") as handle:
+            # read(n) reserves n bytes first: ask for what the file says it holds, plus one
+            # byte to notice a file that grew past the limit meanwhile
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(min(size, limit) + 1)
+            if len(data) > size and len(data) <= limit:
+                data += handle.read(limit + 1 - len(data))
+    except OSError as exc:
+        raise UserError(_os_problem(path, exc, what)) from None
+    if len(data) > limit:
+        raise UserError(
+            f"{path.name} is larger than {_size_text(limit)}: too large for {a_or_an(what)}."
+        )
+    return data
+
+
+def read_text(path: str | Path, what: str, encoding: str = "utf-8", limit: int = READ_LIMIT) -> str:
+    """A text file, or a ``UserError``: "X does not exist" / "X is not a readable <what>: why"."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{Path(path).name} is not a readable {what}: byte {exc.start:,} is not {encoding} "
+            "text."
+        ) from None
+
+
+def parse_json(text: str | bytes, name: str, what: str) -> Any:
+    """JSON text parsed, or one sentence naming ``name``: bad syntax, nesting too deep for the
+    parser, or a number with thousands of digits all end the same way."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{Path(path).name} is not a readable {what}: {exc}.") from None
+        raise UserError(f"{name} is not a readable {what}: {exc}.") from None
+    except RecursionError:
+        raise UserError(
+            f"{name} is not a readable {what}: its JSON is nested too deeply to be one."
+        ) from None
+    except ValueError as exc:  # a number past Python's digit limit
+        raise UserError(f"{name} is not a readable {what}: {exc}.") from None
+
+
+def read_json(path: str | Path, what: str, limit: int = READ_LIMIT) -> Any:
+    """Parsed JSON, with ``read_text``'s errors and one for text that is not JSON."""
+    return parse_json(read_text(path, what, limit=limit), Path(path).name, what)
 
 
 def csv_text(columns: Iterable[str], rows: Iterable[dict[str, Any]]) -> str:

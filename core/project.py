@@ -15,8 +15,8 @@ from typing import Any
 
 import tomli_w
 
-from deploylens.core.errors import ProjectFileError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.errors import ProjectFileError, UserError
+from deploylens.core.files import SETTINGS_LIMIT, atomic_write_text, read_text
 
 SCHEMA_VERSION = 1
 PROJECT_SUFFIX = ".deploylens.toml"
@@ -88,11 +88,9 @@ def _migrate(data: dict[str, Any], path: Path) -> dict[str, Any]:
 def load_project(path: str | Path) -> Project:
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProjectFileError(f"{path} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProjectFileError(f"{path} cannot be read: {exc}.") from None
+        raw = read_text(path, "project file", limit=SETTINGS_LIMIT)
+    except UserError as exc:
+        raise ProjectFileError(exc.message) from None
     try:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.files import atomic_write_text, input_file, input_folder
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -74,8 +74,8 @@ def _real_build(args: argparse.Namespace, settings: Any) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from deploylens.core.jobs import run_job
 
-    if not args.model.is_file():
-        raise UserError(f"{args.model} does not exist.")
+    input_file(args.model, "ONNX model")
+    input_folder(args.data, "calibration data")
     params: dict[str, Any] = {
         "model": str(args.model.resolve()),
         "data": str(args.data.resolve()),

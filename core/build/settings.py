@@ -15,7 +15,7 @@ import tomli_w
 
 from deploylens.core.build.flags import FLAGS, family
 from deploylens.core.errors import UserError
-from deploylens.core.files import read_text
+from deploylens.core.files import SETTINGS_LIMIT, read_text
 
 PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
@@ -133,7 +133,7 @@ def switches_on(settings: BuildSettings) -> list[Switch]:
 def load_settings(path: str | Path) -> BuildSettings:
     path = Path(path)
     try:
-        data = tomllib.loads(read_text(path, "settings file"))
+        data = tomllib.loads(read_text(path, "settings file", limit=SETTINGS_LIMIT))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path.name} is not a readable settings file: {exc}.") from None
     try:

@@ -101,10 +101,31 @@ def onnx_nodes_from_name(name: str) -> tuple[list[str], str]:
     return [n for n in nodes if n], ""
 
 
+# Keys only a layer of --exportLayerInfo / IEngineInspector has (a device record has "Name" too).
+LAYER_KEYS = frozenset(
+    ("LayerType", "Inputs", "Outputs", "TacticValue", "TacticName", "Metadata", "Origin")
+)
+
+
+class _BadLayer(ValueError):
+    """A field of a layer entry with the wrong type (turned into one sentence by the caller)."""
+
+
 def _tensor(data: dict[str, Any]) -> TensorInfo:
     fmt = str(data.get("Format/Datatype", ""))
     dims = data.get("Dimensions") or []
-    return TensorInfo(str(data.get("Name", "")), [int(d) for d in dims], fmt, precision_of(fmt))
+    if not isinstance(dims, list) or not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in dims
+    ):
+        raise _BadLayer(f"'Dimensions' {str(dims)[:40]} is not a list of integers")
+    return TensorInfo(str(data.get("Name", "")), dims, fmt, precision_of(fmt))
+
+
+def _tensors(data: dict[str, Any], key: str) -> list[TensorInfo]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise _BadLayer(f"'{key}' is {type(value).__name__}, not a list")
+    return [_tensor(t) for t in value if isinstance(t, dict)]
 
 
 def _layer(data: dict[str, Any] | str) -> EngineLayer:
@@ -118,8 +139,8 @@ def _layer(data: dict[str, Any] | str) -> EngineLayer:
     layer = EngineLayer(
         name=name,
         type=str(data.get("LayerType", "")),
-        inputs=[_tensor(t) for t in data.get("Inputs", []) if isinstance(t, dict)],
-        outputs=[_tensor(t) for t in data.get("Outputs", []) if isinstance(t, dict)],
+        inputs=_tensors(data, "Inputs"),
+        outputs=_tensors(data, "Outputs"),
         tactic=str(data.get("TacticValue", "")),
         tactic_name=str(data.get("TacticName", "")),
         onnx_nodes=from_meta or nodes,
@@ -138,20 +159,33 @@ def load_layer_info(path: str | Path) -> EngineInfo:
 
 def parse_layer_info(data: Any, source: str = "") -> EngineInfo:
     name = Path(source).name or "the layer info"
-    if isinstance(data, list) and all(
-        isinstance(x, str) or (isinstance(x, dict) and "Name" in x) for x in data
-    ):  # some tools write the Layers list alone
-        data = {"Layers": data}
+    if isinstance(data, list) and data:  # some tools write the Layers list alone
+        if all(isinstance(x, str) or (isinstance(x, dict) and LAYER_KEYS & x.keys()) for x in data):
+            data = {"Layers": data}
+        elif all(isinstance(x, dict) and "ComputeCapability" in x for x in data):
+            raise UserError(
+                f"{name} is TREx device metadata (*.engine.metadata.json: GPU name, compute "
+                "capability), not trtexec --exportLayerInfo output."
+            )
     if not isinstance(data, dict) or not isinstance(data.get("Layers"), list):
         raise UserError(
             f"{name} is not trtexec --exportLayerInfo output: it has no 'Layers' list "
             "(is it an --exportProfile or --exportTimes file?)."
         )
     raw_layers = data["Layers"]
+    if not raw_layers:
+        raise UserError(f"{name} lists no layers: an engine has at least one.")
     bad = [x for x in raw_layers if not isinstance(x, dict | str)]
     if bad:
         raise UserError(f"{name}: a layer entry is {type(bad[0]).__name__}, not an object.")
-    layers = [_layer(x) for x in raw_layers]
+    layers = []
+    for index, entry in enumerate(raw_layers):
+        try:
+            layers.append(_layer(entry))
+        except _BadLayer as exc:
+            raise UserError(f"{name}: layer {index}'s {exc}.") from None
     detailed = any(isinstance(x, dict) and "LayerType" in x for x in raw_layers)
-    bindings = [str(b) for b in data.get("Bindings", [])]
-    return EngineInfo(source, layers, bindings, detailed)
+    bindings = data.get("Bindings", [])
+    if not isinstance(bindings, list):
+        raise UserError(f"{name}: 'Bindings' is {type(bindings).__name__}, not a list.")
+    return EngineInfo(source, layers, [str(b) for b in bindings], detailed)

@@ -13,6 +13,7 @@ from deploylens.core.export.fixit import fix_ladder
 from deploylens.core.export.plugin_api import load_plugins, plugin_entries
 from deploylens.core.export.settings import ExportSettings, parse_dynamic_axes
 from deploylens.core.export.sources import grant_consent, parse_input, parse_spec
+from deploylens.core.files import input_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +69,7 @@ def run_export(args: argparse.Namespace, output: str) -> dict[str, Any]:
 
     source = parse_spec(args.spec)
     source.inputs = [parse_input(text) for text in args.input]
-    source.inputs_npz = str(Path(args.inputs).resolve()) if args.inputs else ""
+    source.inputs_npz = str(input_file(args.inputs, "inputs .npz").resolve()) if args.inputs else ""
     if source.kind == "python" and args.trust:
         grant_consent(source.target)
     python = args.python or AppSettings.load().worker_python or None

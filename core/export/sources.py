@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.files import atomic_write_text, input_file
 from deploylens.core.settings import config_dir
 
 
@@ -62,9 +62,9 @@ def parse_spec(spec: str) -> ModelSource:
     if spec.endswith(".py"):
         raise UserError(f"{spec}: name the factory too, as FILE.py:function.")
     if spec.endswith(".pt2"):
-        return ModelSource("exported_program", str(Path(spec).resolve()))
+        return ModelSource("exported_program", str(input_file(spec, "ExportedProgram").resolve()))
     if spec.endswith((".pt", ".pth", ".ts")):
-        return ModelSource("torchscript", str(Path(spec).resolve()))
+        return ModelSource("torchscript", str(input_file(spec, "TorchScript model").resolve()))
     raise UserError(
         f"'{spec}' is not a model source: use sample:NAME, torchvision:NAME, "
         "FILE.py:factory, MODEL.pt (TorchScript) or MODEL.pt2 (ExportedProgram)."

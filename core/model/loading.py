@@ -7,7 +7,8 @@ from pathlib import Path
 import onnx
 from google.protobuf.message import DecodeError
 
-from deploylens.core.errors import ModelLoadError
+from deploylens.core.errors import ModelLoadError, UserError
+from deploylens.core.files import input_file, read_bytes
 
 PROTOBUF_LIMIT = 2**31 - 1
 
@@ -46,12 +47,8 @@ def sniff_foreign_format(head: bytes) -> str | None:
 
 def read_model(path: str | Path) -> onnx.ModelProto:
     """Parse an ONNX file's protobuf only; external weights stay on disk, untouched."""
-    path = Path(path)
-    if not path.exists():
-        raise ModelLoadError(f"{path} does not exist.")
-    if path.is_dir():
-        raise ModelLoadError(f"{path} is a folder, not an ONNX file.")
     try:
+        path = input_file(path, "ONNX model")
         size = path.stat().st_size
         if size == 0:
             raise ModelLoadError(f"{path.name} is empty (0 bytes), so it is not an ONNX model.")
@@ -60,11 +57,11 @@ def read_model(path: str | Path) -> onnx.ModelProto:
                 f"{path.name} is {size / 2**30:.1f} GiB: an ONNX file cannot exceed 2 GiB; "
                 "big models keep their weights in external data files."
             )
-        data = path.read_bytes()
-    except PermissionError:
-        raise ModelLoadError(f"{path} cannot be read (permission denied).") from None
-    except OSError as exc:
-        raise ModelLoadError(f"{path} cannot be read: {exc.strerror or exc}.") from None
+        data = read_bytes(path, "ONNX model", PROTOBUF_LIMIT)
+    except ModelLoadError:
+        raise
+    except UserError as exc:
+        raise ModelLoadError(exc.message, exc.hint) from None
     foreign = sniff_foreign_format(data[:16])
     if foreign:
         raise ModelLoadError(f"{path.name} {foreign}.")

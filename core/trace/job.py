@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import input_file
 
 BACKENDS = ("ort", "torch", "trt")
 
@@ -20,8 +21,7 @@ def profile(params: dict[str, Any]) -> dict[str, Any]:
     if backend == "ort":
         from deploylens.core.trace.capture import capture_ort
 
-        if not Path(model).is_file():
-            raise UserError(f"{model} does not exist (the ort backend takes an ONNX file).")
+        input_file(model, "ONNX model (the ort backend's input)")
         return capture_ort(model, out, iterations)
     if backend == "torch":
         from deploylens.core.export.sources import load_model, parse_spec

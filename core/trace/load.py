@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import input_file
 from deploylens.core.trace.model import Trace
 
 
 def load_trace(path: str | Path, progress: Any = None) -> Trace:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path} does not exist.")
+    path = input_file(path, "trace")
+    if path.stat().st_size == 0:
+        raise UserError(f"{path.name} is empty (0 bytes), so it is not a trace.")
     with open(path, "rb") as handle:
         head = handle.read(4096)
     if head.startswith(b"SQLite format 3"):

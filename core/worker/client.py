@@ -69,8 +69,13 @@ class WorkerSession:
             self._stderr_size -= len(self._stderr.popleft())
 
     def stderr_tail(self, lines: int = TAIL_LINES) -> str:
-        text = b"".join(self._stderr).decode("utf-8", "replace")
-        return "\n".join(text.rstrip().splitlines()[-lines:])
+        """The last ``lines`` lines; after a native crash, from faulthandler's "Fatal Python
+        error" line on (the signal and the crashing thread come first, other threads after)."""
+        all_lines = b"".join(self._stderr).decode("utf-8", "replace").rstrip().splitlines()
+        fatal = [i for i, line in enumerate(all_lines) if line.startswith("Fatal Python error")]
+        if fatal:
+            return "\n".join(all_lines[fatal[-1] : fatal[-1] + 2 * lines])
+        return "\n".join(all_lines[-lines:])
 
     def accept_hello(self, message: dict[str, Any]) -> None:
         """Check the handshake; raise ``JobFailure`` with a precise sentence if it is unusable."""

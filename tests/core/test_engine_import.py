@@ -137,3 +137,119 @@ def test_engine_cli(artifacts: Path) -> None:
     report = json.loads(result.stdout)
     assert report["detailed"] and report["diff"]["added"] and report["diff"]["removed"]
     assert {"INT8"} <= {row["out_precision"] for row in report["layers"]}
+
+
+def test_times_reproduce_trtexecs_own_summary(artifacts: Path) -> None:
+    """Each TREx example ships the --exportTimes records and the summary trtexec printed for
+    the same run: the warm-up records (compute before --warmUp) are left out as trtexec does,
+    and every figure agrees with the one trtexec printed."""
+    checked = with_warmups = 0
+    for timing in files(artifacts, "*.timing.json"):
+        meta = timing.with_name(timing.name.replace(".timing.json", ".profile.metadata.json"))
+        if not meta.is_file():
+            continue
+        summary = load_summary(meta)
+        stats = load_times(timing, summary["warmup_ms"], "metadata")
+        with_warmups += stats["warmup_records"] > 0  # older trtexec exports include them
+        trtexec = summary["summary"]
+        assert stats["throughput_qps"] == pytest.approx(trtexec["throughput_qps"], rel=2e-5)
+        for ours, theirs in (("latency", "Latency"), ("compute", "GPU Compute Time")):
+            for label, value in trtexec[theirs].items():
+                # picked records agree to every printed digit; the mean is a sum of rounded
+                # records here and of unrounded ones in trtexec
+                rel = 5e-5 if label == "mean" else 1e-6
+                assert float(f"{stats[ours][label]:.6g}") == pytest.approx(value, rel=rel), (
+                    timing.name,
+                    ours,
+                    label,
+                )
+        checked += 1
+    assert checked >= 6 and with_warmups >= 5
+
+
+def _record(start: float, compute: float) -> dict[str, float]:
+    return {
+        "startEnqMs": start, "endEnqMs": start + 0.01, "startH2dMs": start,
+        "endH2dMs": start, "startComputeMs": start, "endComputeMs": start + compute,
+        "startD2hMs": start + compute, "endD2hMs": start + compute, "h2dMs": 0,
+        "computeMs": compute, "d2hMs": 0, "latencyMs": compute,
+    }  # fmt: skip
+
+
+def test_warmup_records_are_left_out_and_said(tmp_path: Path) -> None:
+    """Warm-up runs 10× slower than the rest: including them (the old behaviour) made the
+    mean 2.8 ms and the max 10 ms for an engine that runs in 1 ms."""
+    records = [_record(i * 10.0, 10.0) for i in range(20)]  # 0–190 ms: warm-up
+    records += [_record(200.0 + i * 1.0, 1.0) for i in range(100)]
+    path = tmp_path / "times.json"
+    path.write_text(json.dumps(records))
+    stats = load_times(path)
+    assert stats["records"] == 120 and stats["warmup_records"] == 20
+    assert stats["inferences"] == 100
+    assert stats["latency"]["max"] == 1.0 and stats["latency"]["mean"] == pytest.approx(1.0)
+    assert stats["throughput_qps"] == pytest.approx(1000.0)
+    assert "warm-up" in stats["used"] and "200" in stats["used"]
+    # a newer trtexec that already left them out: nothing is dropped
+    path.write_text(json.dumps(records[20:]))
+    assert load_times(path)["warmup_records"] == 0
+    # the warm-up named in the log wins over the default
+    assert load_times(path, 250.0, "log")["warmup_records"] == 50
+
+
+def test_engine_refuses_device_metadata_and_keeps_the_report_without_a_summary(
+    tmp_path: Path,
+) -> None:
+    from deploylens.core.cli import main
+
+    meta = tmp_path / "resnet.engine.metadata.json"
+    meta.write_text(json.dumps([{"Name": "NVIDIA A100", "ComputeCapability": [8, 0]}]))
+    with pytest.raises(UserError, match="device metadata"):
+        load_layer_info(meta)
+    layers = tmp_path / "layers.json"
+    layers.write_text(json.dumps({"Layers": [{"Name": "conv", "LayerType": "Conv"}]}))
+    log = tmp_path / "build_only.log"
+    log.write_text("[I] [TRT] Loaded engine size: 3 MiB\n[I] Engine built in 2.1 sec.\n")
+    assert main(["engine", str(layers), "--log", str(log)]) == 1  # the log was unusable...
+    with pytest.raises(UserError, match=r"build_only\.log has no trtexec performance summary"):
+        load_summary(log)
+
+
+def test_engine_report_survives_a_log_without_summary(tmp_path: Path, capsys) -> None:
+    from deploylens.core.cli import main
+
+    layers = tmp_path / "layers.json"
+    layers.write_text(json.dumps({"Layers": [{"Name": "conv", "LayerType": "Conv"}]}))
+    log = tmp_path / "cut.log"
+    log.write_text("[I] === Model Options ===\n")
+    assert main(["engine", str(layers), "--log", str(log)]) == 1
+    out, err = capsys.readouterr()
+    assert "conv" in out or "1 layers" in out or "Conv" in out  # ...but the layers were shown
+    assert "cut.log has no trtexec performance summary" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"Name": "a", "LayerType": "C", "Outputs": [{"Dimensions": ["x"]}]}, "Dimensions"),
+        ({"Name": "a", "LayerType": "C", "Inputs": 3}, "'Inputs' is int"),
+    ],
+)
+def test_badly_typed_layer_fields_are_one_sentence(entry: dict, problem: str) -> None:
+    with pytest.raises(UserError, match=problem):
+        parse_layer_info({"Layers": [entry]}, "x.json")
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ({"name": "a", "timeMs": "fast"}, "'timeMs' is 'fast', not a number"),
+        ({"name": "a", "timeMs": [1]}, "not a number"),
+        ({"name": "a", "timeMs": 1, "averageMs": None}, "'averageMs'"),
+    ],
+)
+def test_profile_numbers_must_be_numbers(tmp_path: Path, row: dict, problem: str) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([{"count": 1}, row]))
+    with pytest.raises(UserError, match=problem):
+        load_profile(path)
