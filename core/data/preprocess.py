@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.data.arrays import load_arrays
 from deploylens.core.errors import UserError
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".webp", ".tif", ".tiff"}
@@ -158,13 +159,13 @@ def iter_samples(
         if suffix in IMAGE_SUFFIXES:
             yield {first: load_image(path, spec)}
         elif suffix == ".npy":
-            yield {first: np.load(path, allow_pickle=False)}
+            yield {first: load_arrays(path)[""]}
         else:
-            with np.load(path, allow_pickle=False) as data:
-                missing = [name for name, _ in inputs if name not in data.files]
-                if missing:
-                    raise UserError(f"{path.name} has no array for input '{missing[0]}'.")
-                yield {name: data[name] for name, _ in inputs}
+            data = load_arrays(path)
+            missing = [name for name, _ in inputs if name not in data]
+            if missing:
+                raise UserError(f"{path.name} has no array for input '{missing[0]}'.")
+            yield {name: data[name] for name, _ in inputs}
 
 
 def batch_size(shape: list[Any], requested: int | None = None) -> int:

@@ -175,7 +175,9 @@ def load_model(source: ModelSource) -> tuple[Any, tuple[Any, ...], list[str]]:
         module = _load_torchscript(Path(source.target))
         return module, make_inputs(source), names or ["input"]
     if source.kind == "exported_program":
-        program = torch.export.load(source.target)
+        from deploylens.core.export.pt2_archive import load_exported_program
+
+        program = load_exported_program(source.target)
         return program.module(), make_inputs(source), names or ["input"]
     raise UserError(f"Unknown model source kind '{source.kind}'.")
 
@@ -205,13 +207,19 @@ def _load_torchscript(path: Path) -> Any:
 
 
 def make_inputs(source: ModelSource) -> tuple[Any, ...]:
-    import numpy as np
     import torch
 
     if source.inputs_npz:
-        with np.load(source.inputs_npz, allow_pickle=False) as data:
-            names = [i.name for i in source.inputs] or list(data.files)
-            return tuple(torch.from_numpy(data[name]) for name in names)
+        from deploylens.core.data.arrays import load_arrays
+
+        data = load_arrays(source.inputs_npz)
+        names = [i.name for i in source.inputs] or list(data)
+        missing = [name for name in names if name not in data]
+        if missing:
+            raise UserError(
+                f"{Path(source.inputs_npz).name} has no array for input '{missing[0]}'."
+            )
+        return tuple(torch.from_numpy(data[name]) for name in names)
     if not source.inputs:
         raise UserError(
             "This model source needs an input spec (--input name:1x3x224x224) "

@@ -46,14 +46,16 @@ def make_feeds(
         feeds = next(batches(npz, inputs, batch_size(inputs[0][1]), spec, limit=1))
         return {m.name: feeds[m.name].astype(ORT_DTYPES.get(m.type, np.float32)) for m in metas}
     if npz:
-        with np.load(npz, allow_pickle=False) as data:
-            missing = [i.name for i in sess.get_inputs() if i.name not in data.files]
-            if missing:
-                raise UserError(
-                    f"{Path(npz).name} has no array for input '{missing[0]}' "
-                    f"(it has {', '.join(data.files)})."
-                )
-            return {i.name: data[i.name] for i in sess.get_inputs()}
+        from deploylens.core.data.arrays import load_arrays
+
+        data = load_arrays(npz)
+        missing = [i.name for i in sess.get_inputs() if i.name not in data]
+        if missing:
+            raise UserError(
+                f"{Path(npz).name} has no array for input '{missing[0]}' "
+                f"(it has {', '.join(data) or 'none'})."
+            )
+        return {i.name: data[i.name] for i in sess.get_inputs()}
     rng = np.random.default_rng(seed)
     feeds = {}
     for meta in sess.get_inputs():
