@@ -119,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--rtol", action="append", default=[], help="N or OUTPUT:N")
     validate.add_argument("--atol", action="append", default=[], help="N or OUTPUT:N")
     validate.add_argument(
+        "--rel-l2",
+        action="append",
+        default=[],
+        help="N or OUTPUT:N: an output's ‖got−want‖/‖want‖ limit (default max(0.01, rtol))",
+    )
+    validate.add_argument(
         "--statistic", default="elemwise", choices=("elemwise", "max", "mean", "median", "quantile")
     )
     validate.add_argument("--seed", type=int, default=0)
@@ -193,9 +199,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     calibrate.add_argument("--trt-version", default="10.16", help="the cache header's TensorRT")
     calibrate.add_argument(
-        "--evaluate", type=int, default=20, help="samples for the accuracy check"
+        "--evaluate",
+        type=int,
+        default=20,
+        help="samples for the accuracy check (from --eval-data, else the calibration data)",
     )
-    calibrate.add_argument("--eval-data", type=Path, help="accuracy on this folder's first batch")
+    calibrate.add_argument(
+        "--eval-data", type=Path, help="held-out images/arrays for the accuracy check"
+    )
     calibrate.add_argument("--python", help="worker interpreter")
     calibrate.add_argument("--json", action="store_true")
 
@@ -409,6 +420,7 @@ def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
         rtol=parse_tolerance(args.rtol, 1e-5),
         atol=parse_tolerance(args.atol, 1e-5),
         statistic=args.statistic,
+        rel_l2=parse_tolerance(args.rel_l2, None),
     )
     from deploylens.core.files import input_file, input_folder
 
@@ -418,11 +430,7 @@ def _run_validation(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "layerwise": args.layerwise,
         "budget_mb": args.budget_mb,
-        "tolerances": {
-            "rtol": tolerances.rtol,
-            "atol": tolerances.atol,
-            "statistic": tolerances.statistic,
-        },
+        "tolerances": tolerances.to_dict(),
     }
     if args.inputs:
         input_folder(args.inputs, "inputs .npz")

@@ -103,6 +103,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(f"vs fp32 on {accuracy['samples']} samples: max abs {accuracy['max_abs']:.4g}, "
               f"rel L2 {accuracy['rel_l2']:.3g}, cosine {accuracy['cosine']:.5f}"
               + (f", top-1 agreement {top1:.1%}" if top1 is not None else ""))  # fmt: skip
+        print(f"  accuracy measured on {accuracy['data']}")
     if report.get("trt_cache"):
         cache = report["trt_cache"]
         print(f"TensorRT calibration cache {cache['path']} ({cache['header']}, {cache['tensors']} tensors)")

@@ -159,9 +159,15 @@ def load_model(source: ModelSource) -> tuple[Any, tuple[Any, ...], list[str]]:
     if source.kind == "torchvision":
         import torchvision
 
-        builder = getattr(torchvision.models, source.target, None)
-        if builder is None:
-            raise UserError(f"torchvision has no model '{source.target}'.")
+        known = set(torchvision.models.list_models())
+        if source.target not in known:
+            close = sorted(n for n in known if source.target.lower()[:4] in n)[:6]
+            raise UserError(
+                f"torchvision {torchvision.__version__} has no model '{source.target}'"
+                + (f" (did you mean {', '.join(close)}?)" if close else "")
+                + "; `torchvision.models.list_models()` lists them."
+            )
+        builder = torchvision.models.get_model_builder(source.target)
         torch.manual_seed(source.seed)  # weights=None: random init, reproducible per seed
         module = builder(weights=None).eval()
         inputs = make_inputs(source) if source.inputs else (torch.randn(1, 3, 224, 224),)

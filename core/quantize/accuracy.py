@@ -34,11 +34,12 @@ def measure(
 ) -> Accuracy:
     """Run both ORT sessions on every feed; statistics over the first output, all samples."""
     got_all, want_all = [], []
-    agree = total = 0
+    agree = total = samples = 0
     classifier = True
     for number, feed in enumerate(feeds, 1):
         want = np.asarray(fp32.run(None, feed)[0], dtype=np.float32)
         got = np.asarray(qdq.run(None, feed)[0], dtype=np.float32)
+        samples += int(want.shape[0]) if want.ndim else 1
         want_all.append(want.ravel())
         got_all.append(got.ravel())
         if want.ndim == 2 and want.shape[1] > 1:
@@ -52,7 +53,7 @@ def measure(
         return Accuracy(0, float("nan"), float("nan"), float("nan"), float("nan"), None)
     stats = compare("output", np.concatenate(got_all), np.concatenate(want_all), Tolerances())
     return Accuracy(
-        samples=len(want_all),
+        samples=samples,
         max_abs=stats.max_abs,
         mean_abs=stats.mean_abs,
         rel_l2=stats.rel_l2,

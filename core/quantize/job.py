@@ -18,7 +18,6 @@ def calibrate_and_measure(
     import onnxruntime as ort
 
     from deploylens.core.quantize import accuracy, trt_cache
-    from deploylens.core.validate.run import make_feeds
 
     progress = progress or (lambda f, m: None)
     known = {f.name for f in fields(CalibrationRequest)}
@@ -32,17 +31,17 @@ def calibrate_and_measure(
         "samples_per_s": result.samples_per_s,
         "tensors": len(result.ranges),
     }
+    from deploylens.core.validate.run import feed_batches
+
     evaluate = int(params.get("evaluate", 20))
     if evaluate > 0:
         options = ort.SessionOptions()
         options.intra_op_num_threads = int(params.get("threads", 0))
         fp32 = ort.InferenceSession(request.model, options, providers=["CPUExecutionProvider"])
         qdq = ort.InferenceSession(result.output, options, providers=["CPUExecutionProvider"])
-        source = params.get("eval_data") or ""
-        if source:
-            feeds = [make_feeds(fp32, source, preprocess=request.preprocess)]
-        else:
-            feeds = [make_feeds(fp32, seed=1 + n) for n in range(evaluate)]  # seeded, batch 1
+        # The user's data, never random noise: --eval-data, else the calibration data itself.
+        source = params.get("eval_data") or request.data
+        feeds = take_samples(feed_batches(fp32, source, preprocess=request.preprocess), evaluate)
         measured = accuracy.measure(
             fp32,
             qdq,
@@ -50,6 +49,12 @@ def calibrate_and_measure(
             lambda n: progress(0.8 + 0.15 * n / len(feeds), f"accuracy {n}/{len(feeds)}"),
         )
         report["accuracy"] = measured.to_dict()
+        samples = measured.samples
+        report["accuracy"]["data"] = f"the first {samples} samples of {source}" + (
+            " (the calibration data itself: held-out data, --eval-data, is a fairer test)"
+            if not params.get("eval_data")
+            else ""
+        )
     cache_path = params.get("trt_cache") or ""
     if cache_path:
         version = params.get("trt_version") or "10.16"
@@ -65,6 +70,19 @@ def calibrate_and_measure(
                 "under the EntropyCalibration2 header.")  # fmt: skip
     progress(1.0, "done")
     return report
+
+
+def take_samples(batches: Any, limit: int) -> list[dict[str, Any]]:
+    """Whole batches until ``limit`` samples are reached (the last one may pass it)."""
+    taken: list[dict[str, Any]] = []
+    count = 0
+    for feeds in batches:
+        if count >= limit:
+            break
+        taken.append(feeds)
+        first = next(iter(feeds.values()))
+        count += int(first.shape[0]) if first.ndim else 1
+    return taken
 
 
 def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import numpy as np
 from deploylens.core.validate.tolerances import Tolerances
 
 EPS = 1e-12
+inf = float("inf")
 BLOCK = 1 << 20  # elements per step: temporaries stay a few MB whatever the tensor size
 BINS = [0.0] + [10.0**k for k in range(-12, 3)]
 
@@ -29,6 +30,9 @@ class OutputComparison:
     bins: list[float]  # bucket edges (powers of ten)
     reason: str = ""
     rel_l2: float = float("nan")  # ‖got − want‖ / ‖want‖, comparable across scales
+    ref_max_abs: float = float("nan")  # largest finite |reference value|: the output's scale
+    got_max_abs: float = float("nan")
+    batches: int = 1
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -140,52 +144,126 @@ def _block(sums: _Sums, x: np.ndarray, y: np.ndarray, rtol: float, atol: float) 
     return err, rel
 
 
+class Comparator:
+    """Statistics of one output accumulated over batches (a folder of inputs is compared in
+    full, not just its first batch), in blocks: memory stays flat for big tensors."""
+
+    def __init__(self, name: str, tolerances: Tolerances) -> None:
+        self.name = name
+        self.tolerances = tolerances
+        self.rtol, self.atol = tolerances.for_output(name)
+        self.sums = _Sums()
+        self.kept: list[tuple[np.ndarray, np.ndarray]] = []
+        self.shape: list[int] | None = None
+        self.batches = 0
+        self.mismatch = ""
+        self.ref_max = 0.0  # largest finite |value| of each side: is atol bigger than the data?
+        self.got_max = 0.0
+
+    def add(self, got: np.ndarray, want: np.ndarray) -> None:
+        self.batches += 1
+        if got.shape != want.shape:
+            self.mismatch = (
+                self.mismatch or f"shape {list(got.shape)} vs expected {list(want.shape)}"
+            )
+            self.shape = list(want.shape)
+            return
+        self.shape = list(want.shape) if self.shape is None else self._grow(want.shape)
+        wide = np.float64 in (got.dtype, want.dtype) or not (
+            np.issubdtype(got.dtype, np.floating) and np.issubdtype(want.dtype, np.floating)
+        )
+        dtype = np.float64 if wide else np.float32
+        a, b = np.ravel(got), np.ravel(want)
+        keep = self.tolerances.statistic in ("median", "quantile")
+        for start in range(0, a.size, BLOCK):
+            x = a[start : start + BLOCK].astype(dtype, copy=False)
+            y = b[start : start + BLOCK].astype(dtype, copy=False)
+            self.got_max = max(self.got_max, _finite_max(x))
+            self.ref_max = max(self.ref_max, _finite_max(y))
+            err, rel = _block(self.sums, x, y, self.rtol, self.atol)
+            if keep:
+                self.kept.append((err, rel))
+
+    def _grow(self, shape: tuple[int, ...]) -> list[int]:
+        """The shape reported for several batches: the batch axis summed."""
+        assert self.shape is not None
+        if len(shape) == len(self.shape) and shape and list(shape[1:]) == self.shape[1:]:
+            return [self.shape[0] + shape[0], *self.shape[1:]]
+        return self.shape
+
+    def result(self) -> OutputComparison:
+        nan = float("nan")
+        sums = self.sums
+        if self.mismatch or self.shape is None:
+            return OutputComparison(
+                self.name, self.shape or [], False, nan, nan, nan, nan, 0.0, 0, 0, [], [],
+                self.mismatch or "no batch was compared",
+            )  # fmt: skip
+        passed = _decide(self.tolerances, sums, self.kept, self.rtol, self.atol)
+        norm = np.sqrt(sums.norm_a) * np.sqrt(sums.norm_b)
+        has = sums.finite > 0
+        denominator = np.sqrt(sums.norm_b)
+        diff = float(np.sqrt(sums.norm_diff))
+        return OutputComparison(
+            name=self.name,
+            shape=self.shape,
+            passed=passed,
+            max_abs=sums.max_abs if has else nan,
+            mean_abs=sums.sum_abs / sums.finite if has else nan,
+            max_rel=sums.max_rel if has else nan,
+            cosine=float(sums.dot / norm) if norm > 0 else (1.0 if diff == 0 else 0.0),
+            within=sums.within / sums.count if sums.count else 1.0,
+            nan=sums.nan_mismatch,
+            inf=sums.inf,
+            histogram=[int(c) for c in sums.histogram],
+            bins=BINS,
+            rel_l2=diff / float(denominator) if denominator > 0 else (0.0 if diff == 0 else inf),
+            ref_max_abs=self.ref_max,
+            got_max_abs=self.got_max,
+            batches=self.batches,
+        )
+
+
+def _finite_max(x: np.ndarray) -> float:
+    if not x.size:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        top = np.nanmax(np.abs(np.where(np.isfinite(x), x, 0.0)))
+    return float(top)
+
+
 def compare(
     name: str, got: np.ndarray, want: np.ndarray, tolerances: Tolerances
 ) -> OutputComparison:
-    """Statistics of one tensor pair, computed in blocks: memory stays flat for big tensors."""
-    nan = float("nan")
-    if got.shape != want.shape:
-        return OutputComparison(
-            name, list(want.shape), False, nan, nan, nan, nan, 0.0, 0, 0, [], [],
-            f"shape {list(got.shape)} vs expected {list(want.shape)}",
-        )  # fmt: skip
-    wide = np.float64 in (got.dtype, want.dtype) or not (
-        np.issubdtype(got.dtype, np.floating) and np.issubdtype(want.dtype, np.floating)
-    )
-    dtype = np.float64 if wide else np.float32
-    a, b = np.ravel(got), np.ravel(want)
-    rtol, atol = tolerances.for_output(name)
-    keep = tolerances.statistic in ("median", "quantile")
-    kept: list[tuple[np.ndarray, np.ndarray]] = []
-    sums = _Sums()
-    for start in range(0, a.size, BLOCK):
-        x = a[start : start + BLOCK].astype(dtype, copy=False)
-        y = b[start : start + BLOCK].astype(dtype, copy=False)
-        err, rel = _block(sums, x, y, rtol, atol)
-        if keep:
-            kept.append((err, rel))
-    passed = _decide(tolerances, sums, kept, rtol, atol)
-    norm = np.sqrt(sums.norm_a) * np.sqrt(sums.norm_b)
-    has = sums.finite > 0
-    denominator = np.sqrt(sums.norm_b)
-    return OutputComparison(
-        name=name,
-        shape=list(want.shape),
-        passed=passed,
-        max_abs=sums.max_abs if has else nan,
-        mean_abs=sums.sum_abs / sums.finite if has else nan,
-        max_rel=sums.max_rel if has else nan,
-        cosine=float(sums.dot / norm) if norm > 0 else 1.0,
-        within=sums.within / sums.count if sums.count else 1.0,
-        nan=sums.nan_mismatch,
-        inf=sums.inf,
-        histogram=[int(c) for c in sums.histogram],
-        bins=BINS,
-        rel_l2=float(np.sqrt(sums.norm_diff) / denominator)
-        if denominator > 0
-        else float(np.sqrt(sums.norm_diff)),
-    )
+    """Statistics of one tensor pair (``Comparator`` for several batches)."""
+    comparator = Comparator(name, tolerances)
+    comparator.add(got, want)
+    return comparator.result()
+
+
+def judge_scale(c: OutputComparison, tolerances: Tolerances, note: str = "") -> None:
+    """An element check that ``atol`` alone can pass says nothing: two different models with
+    outputs near 0 (random-weight networks give ~1e-9) passed with atol 1e-5. So an output also
+    needs its overall error small next to its size (rel L2 ≤ ``tolerances.rel_l2_for``), and
+    outputs that are both smaller than atol are refused as meaningless unless identical."""
+    if not c.passed or c.reason:
+        return
+    atol = tolerances.for_output(c.name)[1]
+    limit = tolerances.rel_l2_for(c.name)
+    if max(c.ref_max_abs, c.got_max_abs) <= atol and c.max_abs > 0:
+        c.passed = False
+        c.reason = (
+            f"inconclusive: both outputs are ~0 (largest |value| "
+            f"{max(c.ref_max_abs, c.got_max_abs):.3g} ≤ atol {atol:g}), so any two models pass "
+            f"the element check; rel L2 {c.rel_l2:.3g}, cosine {c.cosine:.3f} — the inputs or "
+            "weights make this comparison meaningless" + (f" ({note})" if note else "")
+        )
+    elif c.rel_l2 > limit:
+        c.passed = False
+        c.reason = (
+            f"elements pass only through atol {atol:g}: rel L2 {c.rel_l2:.3g} > {limit:g} "
+            f"(cosine {c.cosine:.3f}) — the outputs differ" + (f" ({note})" if note else "")
+        )
 
 
 def _decide(

@@ -9,7 +9,10 @@ def validation_text(result: dict[str, Any]) -> str:
     lines = [
         f"{'PASS' if result['passed'] else 'FAIL'}: {result['candidate']} vs "
         f"{result['reference']} on {result['model']}",
-        "  inputs: " + ", ".join(f"{k} {v}" for k, v in result["inputs"].items()),
+        "  inputs: "
+        + ", ".join(f"{k} {v}" for k, v in result["inputs"].items())
+        + (f" — {result['inputs_used']}" if result.get("inputs_used") else ""),
+        *(f"  note: {note}" for note in result.get("notes", [])),
         f"  {'output':24s} {'max abs':>10s} {'mean abs':>10s} {'max rel':>10s} "
         f"{'cosine':>9s} {'within':>8s} {'NaN':>5s}",
     ]
@@ -21,9 +24,11 @@ def validation_text(result: dict[str, Any]) -> str:
             + (f"  {o['reason']}" if o["reason"] else "")
         )
     tol = result["tolerances"]
+    rel_l2 = tol.get("rel_l2") or "max(0.01, rtol)"
     lines.append(
         f"  tolerances: rtol {tol['rtol']}, atol {tol['atol']} ({tol['statistic']}); "
-        "an element fails only when both abs and rel exceed; NaN fails"
+        "an element fails only when both abs and rel exceed; NaN fails; "
+        f"and an output fails when its rel L2 exceeds {rel_l2} or both sides are below atol"
     )
     if result.get("layerwise"):
         lines.extend(layerwise_text(result["layerwise"]))
@@ -32,7 +37,9 @@ def validation_text(result: dict[str, Any]) -> str:
 
 def layerwise_text(lw: dict[str, Any], top: int = 8) -> list[str]:
     lines = [
-        f"  layer-wise ({lw['mode']}, mapping: {lw['mapping']}): {lw['compared']} tensors "
+        f"  layer-wise ({lw['mode']}, mapping: {lw['mapping']}"
+        + (f", on {lw['inputs_used']}" if lw.get("inputs_used") else "")
+        + f"): {lw['compared']} tensors "
         f"compared in {lw['chunks']} chunk(s) of ≤ {lw['budget_mb']:.0f} MB, "
         f"{len(lw['unmapped'])} module call(s) unmapped, {lw['seconds']:.2f} s"
     ]

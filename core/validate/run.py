@@ -4,13 +4,14 @@ eager, or ONNX Runtime with graph optimizations off when there is no torch model
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from deploylens.core.errors import UserError
-from deploylens.core.validate.compare import compare
+from deploylens.core.validate.compare import Comparator, judge_scale
 from deploylens.core.validate.tolerances import Tolerances
 
 RESULT_VERSION = 1
@@ -35,30 +36,40 @@ def session(path: str, optimized: bool = True, plugins: list[Any] | None = None)
 def make_feeds(
     sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
 ) -> dict[str, np.ndarray]:
-    """Inputs from an .npz (no pickles), the first batch of a data folder (images with a
-    preprocessing spec, or arrays), or seeded random ones matching the model's inputs."""
+    """The first batch of ``feed_batches`` (layer-wise comparison, profiling)."""
+    return next(feed_batches(sess, npz, seed, preprocess))
+
+
+def feed_batches(
+    sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
+) -> Iterator[dict[str, np.ndarray]]:
+    """Inputs batch by batch: every batch of a data folder (images with a preprocessing spec, or
+    arrays), the one batch of an ``.npz`` (no pickles), or one seeded random batch matching the
+    model's inputs."""
+    metas = sess.get_inputs()
     if npz and Path(npz).is_dir():
         from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
 
-        metas = sess.get_inputs()
         inputs = [(m.name, list(m.shape)) for m in metas]
         spec = parse_preprocess(preprocess) if preprocess else None
-        feeds = next(batches(npz, inputs, batch_size(inputs[0][1]), spec, limit=1))
-        return {m.name: feeds[m.name].astype(ORT_DTYPES.get(m.type, np.float32)) for m in metas}
+        for feeds in batches(npz, inputs, batch_size(inputs[0][1]), spec):
+            yield {m.name: feeds[m.name].astype(ORT_DTYPES.get(m.type, np.float32)) for m in metas}
+        return
     if npz:
         from deploylens.core.data.arrays import load_arrays
 
         data = load_arrays(npz)
-        missing = [i.name for i in sess.get_inputs() if i.name not in data]
+        missing = [i.name for i in metas if i.name not in data]
         if missing:
             raise UserError(
                 f"{Path(npz).name} has no array for input '{missing[0]}' "
                 f"(it has {', '.join(data) or 'none'})."
             )
-        return {i.name: data[i.name] for i in sess.get_inputs()}
+        yield {i.name: data[i.name] for i in metas}
+        return
     rng = np.random.default_rng(seed)
     feeds = {}
-    for meta in sess.get_inputs():
+    for meta in metas:
         dtype = ORT_DTYPES.get(meta.type)
         if dtype is None:
             raise UserError(f"Input '{meta.name}' is {meta.type}: give its values in an .npz.")
@@ -69,7 +80,25 @@ def make_feeds(
             feeds[meta.name] = rng.integers(0, 2, shape).astype(bool)
         else:
             feeds[meta.name] = rng.integers(0, 10, shape).astype(dtype)
-    return feeds
+    yield feeds
+
+
+def source_notes(torch_source: dict[str, Any] | None) -> list[str]:
+    """What the reader must know about the reference before trusting a verdict."""
+    if torch_source and torch_source.get("kind") == "torchvision":
+        name = torch_source.get("target")
+        return [
+            f"torchvision:{name} is built with random weights (weights=None, seed "
+            f"{torch_source.get('seed', 0)}): it is the right reference only for an ONNX file "
+            "exported from that same random model; for a trained model give the code or "
+            "checkpoint it came from (FILE.py:factory)."
+        ]
+    return []
+
+
+def _batch_of(feeds: dict[str, np.ndarray]) -> int:
+    first = next(iter(feeds.values()), None)
+    return int(first.shape[0]) if first is not None and first.ndim else 1
 
 
 def _torch_module(source_dict: dict[str, Any]) -> Any:
@@ -104,37 +133,64 @@ def validate_outputs(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     sess = session(path, plugins=plugins)
-    feeds = make_feeds(sess, npz, seed, preprocess)
-    got = sess.run(None, feeds)
     names = [o.name for o in sess.get_outputs()]
     module = _torch_module(torch_source) if torch_source else None
+    reference_session = None
     if module is not None:
         reference = "PyTorch eager"
-        want = _torch_outputs(module, feeds)
     else:
         reference = "ONNX Runtime, graph optimizations off"
-        want = session(path, optimized=False, plugins=plugins).run(None, feeds)
-    if len(want) != len(got):
-        raise UserError(f"The model has {len(got)} outputs but the reference produced {len(want)}.")
-    comparisons = [
-        compare(name, g, w, tolerances) for name, g, w in zip(names, got, want, strict=True)
-    ]
-    del got, want
+        reference_session = session(path, optimized=False, plugins=plugins)
+    comparators = [Comparator(name, tolerances) for name in names]
+    first: dict[str, np.ndarray] | None = None
+    samples = 0
+    count = 0
+    for feeds in feed_batches(sess, npz, seed, preprocess):
+        first = first if first is not None else feeds
+        count += 1
+        samples += _batch_of(feeds)
+        got = sess.run(None, feeds)
+        if module is not None:
+            want = _torch_outputs(module, feeds)
+        else:
+            assert reference_session is not None
+            want = reference_session.run(None, feeds)
+        if len(want) != len(got):
+            raise UserError(
+                f"The model has {len(got)} outputs but the reference produced {len(want)}."
+            )
+        for comparator, g, w in zip(comparators, got, want, strict=True):
+            comparator.add(g, w)
+        del got, want
+        if progress is not None:
+            progress(0.5 * min(count / 64, 1.0), f"compared batch {count}")
+    if first is None:
+        raise UserError(f"{Path(npz).name} gave no input batch.")
+    notes = source_notes(torch_source)
+    comparisons = [c.result() for c in comparators]
+    for comparison in comparisons:
+        judge_scale(comparison, tolerances, "reference with random weights" if notes else "")
+    if npz and Path(npz).is_dir():
+        used = f"all {samples} samples of {npz} in {count} batch{'es' * (count != 1)}"
+    elif npz:
+        used = f"the arrays in {Path(npz).name}"
+    else:
+        used = f"one batch of seeded random inputs (seed {seed}, uniform in [-1, 1])"
     result: dict[str, Any] = {
         "kind": "deploylens.validation",
         "version": RESULT_VERSION,
         "model": path,
         "reference": reference,
         "candidate": "ONNX Runtime (CPU)",
-        "inputs": {k: list(v.shape) for k, v in feeds.items()},
+        "inputs": {k: list(v.shape) for k, v in first.items()},
+        "inputs_used": used,
+        "batches": count,
+        "samples": samples,
+        "notes": notes,
         "seed": seed if not npz else None,
         "inputs_file": npz,
         "preprocess": preprocess,
-        "tolerances": {
-            "rtol": tolerances.rtol,
-            "atol": tolerances.atol,
-            "statistic": tolerances.statistic,
-        },
+        "tolerances": tolerances.to_dict(),
         "outputs": [c.to_dict() for c in comparisons],
         "passed": all(c.passed for c in comparisons),
     }
@@ -145,14 +201,18 @@ def validate_outputs(
 
         result["layerwise"] = compare_layers(
             onnx.load(path),
-            feeds,
+            first,
             tolerances,
             torch_module=module,
             plugins=plugins,
             budget_mb=budget_mb,
-            progress=progress,
+            progress=(lambda f, m: progress(0.5 + 0.5 * f, m)) if progress else None,
             scratch=scratch,
         )
+        if count > 1:
+            result["layerwise"]["inputs_used"] = (
+                f"the first batch ({_batch_of(first)} samples) of the {count}"
+            )
     result["seconds"] = time.perf_counter() - started
     return result
 

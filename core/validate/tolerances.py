@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from deploylens.core.errors import UserError
 
 STATISTICS = ("elemwise", "max", "mean", "median", "quantile")
+DEFAULT_REL_L2 = 1e-2
 
 
 @dataclass
@@ -17,6 +18,8 @@ class Tolerances:
     atol: dict[str, float] = field(default_factory=lambda: {"": 1e-5})
     statistic: str = "elemwise"
     quantile: float = 0.99
+    # An output's ‖got − want‖ / ‖want‖ at most this (per output; default max(1e-2, rtol)).
+    rel_l2: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
@@ -26,6 +29,22 @@ class Tolerances:
         if not 0.0 <= self.quantile <= 1.0:
             raise UserError(f"The quantile must be between 0 and 1, not {self.quantile}.")
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "statistic": self.statistic,
+            "quantile": self.quantile,
+            "rel_l2": self.rel_l2,
+        }
+
+    def rel_l2_for(self, name: str) -> float:
+        """The overall-error limit: given per output or by default, else max(1e-2, rtol) —
+        loose for FP32 (~1e-7 there) and fp16 (~1e-3), tight for two different models (~1)."""
+        if name in self.rel_l2 or "" in self.rel_l2:
+            return self.rel_l2.get(name, self.rel_l2.get("", DEFAULT_REL_L2))
+        return max(DEFAULT_REL_L2, self.for_output(name)[0])
+
     def for_output(self, name: str) -> tuple[float, float]:
         return (
             self.rtol.get(name, self.rtol.get("", 1e-5)),
@@ -33,13 +52,16 @@ class Tolerances:
         )
 
 
-def parse_tolerance(values: list[str], default: float) -> dict[str, float]:
-    """``["1e-4", "logits:1e-3"]`` → ``{"": 1e-4, "logits": 1e-3}``."""
-    result = {"": default}
+def parse_tolerance(values: list[str], default: float | None) -> dict[str, float]:
+    """``["1e-4", "logits:1e-3"]`` → ``{"": 1e-4, "logits": 1e-3}`` (no ``""`` entry when
+    ``default`` is None: the caller derives it)."""
+    result = {} if default is None else {"": default}
     for value in values:
         name, _, number = value.rpartition(":")
         try:
             result[name] = float(number)
         except ValueError:
             raise UserError(f"Tolerance '{value}': use a number or OUTPUT:number.") from None
+        if not 0.0 <= result[name] < float("inf"):
+            raise UserError(f"Tolerance '{value}': it must be a finite number ≥ 0.")
     return result

@@ -24,8 +24,10 @@ Message = dict[str, Any]
 
 
 def encode(message: Message) -> bytes:
-    """One message as one line of UTF-8 JSON (no embedded newlines, NaN refused)."""
-    return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+    """One message as one line of UTF-8 JSON (no embedded newlines). NaN and ±inf travel as
+    JSON's ``NaN``/``Infinity`` tokens, which the decoder reads back: a statistic is NaN when
+    two outputs cannot be compared, and refusing it lost the whole answer."""
+    return (json.dumps(message, separators=(",", ":"), allow_nan=True) + "\n").encode("utf-8")
 
 
 def hello(python: dict[str, Any], packages: dict[str, Any]) -> Message:

@@ -220,11 +220,7 @@ class ValidatePanel(QWidget):
         tolerances = self.tolerances()
         params: dict[str, Any] = {
             "path": self.model_path,
-            "tolerances": {
-                "rtol": tolerances.rtol,
-                "atol": tolerances.atol,
-                "statistic": tolerances.statistic,
-            },
+            "tolerances": tolerances.to_dict(),
             "layerwise": self.layerwise.isChecked(),
             "budget_mb": self.budget.value(),
             "plugin_entries": plugin_entries(),

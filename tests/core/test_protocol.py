@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
 from deploylens.core.worker import protocol
 
 
@@ -30,9 +28,21 @@ def test_garbage_lines_are_set_aside_not_fatal() -> None:
     assert decoder.garbage == ["hello from C", "[1,2]"]
 
 
-def test_nan_is_refused_at_the_source() -> None:
-    with pytest.raises(ValueError):
-        protocol.encode(protocol.result("j", math.nan))
+def test_non_finite_floats_cross_the_protocol() -> None:
+    """A comparison of two outputs with different shapes has NaN statistics; refusing NaN
+    ended validate in "non-JSON payload: Out of range float values"."""
+    decoder = protocol.LineDecoder()
+    payload = {"max_abs": math.nan, "max_rel": math.inf, "low": -math.inf}
+    (message,) = decoder.feed(protocol.encode(protocol.result("j", payload)))
+    got = message["payload"]
+    assert math.isnan(got["max_abs"]) and got["max_rel"] == math.inf and got["low"] == -math.inf
+
+
+def test_non_finite_floats_round_trip_through_a_real_worker() -> None:
+    from deploylens.core.jobs import run_job
+
+    echoed = run_job("selftest.echo", {"nan": math.nan, "inf": math.inf})["params"]
+    assert math.isnan(echoed["nan"]) and echoed["inf"] == math.inf
 
 
 def test_error_message_shape() -> None:

@@ -1,0 +1,180 @@
+"""Two different models must never PASS. Random-weight networks give outputs ~1e-9, where an
+``atol`` of 1e-5 absorbs any difference: ``validate mnv2.onnx --torch
+torchvision:efficientnet_b0`` used to PASS (cosine 0.045). Every model here is built by the test."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.cli import main
+from deploylens.core.validate.compare import Comparator, compare, judge_scale
+from deploylens.core.validate.tolerances import Tolerances
+
+
+def _judged(got: np.ndarray, want: np.ndarray, tol: Tolerances | None = None):  # type: ignore[no-untyped-def]
+    tol = tol or Tolerances()
+    result = compare("y", got, want, tol)
+    judge_scale(result, tol)
+    return result
+
+
+def test_outputs_below_atol_are_inconclusive_not_a_pass() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(0, 1e-9, 1000), rng.normal(0, 1e-9, 1000)  # unrelated
+    assert compare("y", a, b, Tolerances()).passed  # the element check alone: PASS (the bug)
+    judged = _judged(a, b)
+    assert not judged.passed and judged.reason.startswith("inconclusive")
+    assert _judged(a, a.copy()).passed  # identical outputs: agreement, whatever their size
+
+
+def test_atol_sized_outputs_that_differ_fail_on_rel_l2() -> None:
+    rng = np.random.default_rng(1)
+    want = rng.normal(0, 2e-5, 1000)
+    got = want + rng.uniform(-8e-6, 8e-6, 1000)  # ~25 % noise, every element within atol
+    assert compare("y", got, want, Tolerances()).passed
+    judged = _judged(got, want)
+    assert not judged.passed and "rel L2" in judged.reason and "the outputs differ" in judged.reason
+
+
+def test_real_agreement_still_passes_and_rel_l2_follows_rtol() -> None:
+    rng = np.random.default_rng(2)
+    want = rng.normal(0, 3, 10_000).astype(np.float32)
+    assert _judged(want + np.float32(1e-7) * want, want).passed  # FP32 noise
+    fp16 = want.astype(np.float16).astype(np.float32)
+    loose = Tolerances(rtol={"": 2e-2}, atol={"": 2e-2})
+    assert _judged(fp16, want, loose).passed
+    strict = Tolerances(rtol={"": 2e-2}, atol={"": 2e-2}, rel_l2={"": 1e-5})
+    assert not _judged(fp16, want, strict).passed  # an explicit rel L2 limit wins
+
+
+def test_batches_accumulate_into_one_verdict() -> None:
+    """A folder is compared in full: a bad last batch fails the output."""
+    tol = Tolerances()
+    comparator = Comparator("y", tol)
+    good = np.ones((2, 4), np.float32)
+    comparator.add(good, good)
+    comparator.add(good, good)
+    comparator.add(good + 1, good)
+    result = comparator.result()
+    assert result.shape == [6, 4] and result.batches == 3 and not result.passed
+
+
+FACTORY = """
+import torch
+
+class Tiny(torch.nn.Module):
+    def __init__(self, seed, scale, out=2):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.linear = torch.nn.Linear(16, out)
+        with torch.no_grad():
+            self.linear.weight.mul_(scale)
+            self.linear.bias.mul_(scale)
+
+    def forward(self, x):
+        return self.linear(x)
+
+def model_a():
+    return Tiny(0, {scale}), (torch.rand(1, 16),)
+
+def model_b():
+    return Tiny(1, {scale}), (torch.rand(1, 16),)
+
+def model_wide():
+    return Tiny(0, {scale}, out=3), (torch.rand(1, 16),)
+"""
+
+
+def _models(tmp_path: Path, scale: float) -> tuple[Path, Path]:
+    import torch
+
+    source = tmp_path / "models.py"
+    source.write_text(textwrap.dedent(FACTORY.format(scale=scale)))
+    namespace: dict[str, object] = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    module, inputs = namespace["model_a"]()  # type: ignore[operator]
+    onnx_path = tmp_path / "a.onnx"
+    torch.onnx.export(module, inputs, str(onnx_path), dynamo=False, input_names=["input"])
+    return onnx_path, source
+
+
+@pytest.mark.slow
+def test_validate_refuses_two_different_tiny_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    onnx_path, source = _models(tmp_path, 1e-9)
+    code = main(["validate", str(onnx_path), "--torch", f"{source}:model_b", "--trust", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 1 and not result["passed"]
+    assert result["outputs"][0]["reason"].startswith("inconclusive")
+
+
+@pytest.mark.slow
+def test_validate_passes_the_same_model_and_fails_a_different_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    onnx_path, source = _models(tmp_path, 1.0)
+    assert main(["validate", str(onnx_path), "--torch", f"{source}:model_a", "--trust"]) == 0
+    assert main(["validate", str(onnx_path), "--torch", f"{source}:model_b", "--trust"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("PASS") == 1 and out.count("FAIL") == 1
+
+
+@pytest.mark.slow
+def test_shape_mismatch_is_a_verdict_not_a_protocol_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its statistics are NaN; refusing NaN on the worker protocol lost the whole answer."""
+    onnx_path, source = _models(tmp_path, 1.0)
+    code = main(["validate", str(onnx_path), "--torch", f"{source}:model_wide", "--trust"])
+    captured = capsys.readouterr()
+    assert code == 1 and "shape [1, 2] vs expected [1, 3]" in captured.out
+    assert "non-JSON" not in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.slow
+def test_the_issue_case_mobilenet_v2_against_efficientnet_b0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The exact report: torchvision random weights, two different architectures."""
+    assert main(["export", "torchvision:mobilenet_v2", "--exporter", "torchscript",
+                 "--out", str(tmp_path / "mnv2.onnx")]) == 0  # fmt: skip
+    capsys.readouterr()
+    code = main(["validate", str(tmp_path / "mnv2.onnx"), "--torch", "torchvision:efficientnet_b0"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAIL" in out and "PASS" not in out
+    assert "random weights" in out
+
+
+def test_a_name_that_is_not_a_torchvision_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """``torchvision.models.resnet`` is a module: it was called as a builder and raised."""
+    from deploylens.core.errors import UserError
+    from deploylens.core.export.sources import ModelSource, load_model
+
+    for name in ("resnet", "utils", "nosuchnet"):
+        with pytest.raises(UserError, match=f"has no model '{name}'"):
+            load_model(ModelSource("torchvision", name))
+
+
+def test_a_data_folder_is_compared_in_full_and_says_so(samples: Path, tmp_path: Path) -> None:
+    """``--inputs DIR`` compared only its first batch, silently."""
+    from deploylens.core.validate.report import validation_text
+    from deploylens.core.validate.run import validate_outputs
+
+    folder = tmp_path / "arrays"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for index in range(5):
+        np.save(folder / f"{index}.npy", rng.uniform(0, 1, (3, 32, 32)).astype(np.float32))
+    result = validate_outputs(
+        str(samples / "small_cnn.dynamo.onnx"), None, str(folder), Tolerances()
+    )
+    assert result["batches"] == 5 and result["samples"] == 5
+    assert result["outputs"][0]["shape"][0] == 5  # every batch went into the statistics
+    assert result["inputs_used"] == f"all 5 samples of {folder} in 5 batches"
+    assert result["inputs_used"] in validation_text(result)
