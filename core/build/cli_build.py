@@ -18,6 +18,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     from deploylens.core.build.settings import (
         BuildSettings,
         check,
+        default_engine,
+        engine_command,
         load_settings,
         migrate_to_11,
         polygraphy_command,
@@ -29,6 +31,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.build:
         return _real_build(args, settings)
     report: dict[str, Any] = {"version": args.trt_version}
+    engine = args.engine or default_engine(str(args.model))
     problems = check(settings, args.trt_version, inputs)
     report["problems"] = [p.__dict__ for p in problems]
     lines = [str(p) for p in problems]
@@ -40,14 +43,15 @@ def cmd_build(args: argparse.Namespace) -> int:
         lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
     elif not problems:
         if args.print_trtexec or not (args.polygraphy or args.script):
-            command = trtexec_command(settings, args.trt_version, str(args.model), args.engine)
+            command = trtexec_command(settings, args.trt_version, str(args.model), engine)
             report["trtexec"] = command
+            report["then"] = engine_command(engine)
             lines.append(command)
+            lines.append(f"# then: {report['then']}  (keep trtexec's output as a log for --log)")
         if args.polygraphy:
-            report["polygraphy"] = polygraphy_command(settings, str(args.model))
+            report["polygraphy"] = polygraphy_command(settings, str(args.model), engine)
             lines.append(report["polygraphy"])
         if args.script:
-            engine = args.engine or str(args.model.with_suffix(".engine"))
             atomic_write_text(args.script, build_script(settings, args.trt_version, str(args.model), engine))
             report["script"] = str(args.script)
             lines.append(f"wrote {args.script}")

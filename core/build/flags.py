@@ -57,6 +57,7 @@ FLAGS = {
         Flag("--exportLayerInfo", "8.6"),
         Flag("--exportProfile", "8.6"),
         Flag("--exportTimes", "8.6"),
+        Flag("--separateProfileRun", "8.6"),
         Flag("--plugins", "8.6", "8.6", "--staticPlugins / --dynamicPlugins"),
         Flag("--staticPlugins", "10"),
         Flag("--stronglyTyped", "10", "10", "always on in 11.x"),
@@ -74,17 +75,23 @@ FLAGS = {
 }
 
 
+NEWEST_MAJOR = 11  # releases past this have flags this table cannot know
+
+
 def family(version: str) -> str:
-    """``"10.16"`` → ``"10"``, ``"8.6.1"`` → ``"8.6"``, ``"11.4"`` → ``"11"``."""
+    """``"10.16"`` → ``"10"``, ``"8.6.1"`` → ``"8.6"``, ``"11.4"`` → ``"11"``; ``ValueError``
+    for anything else — older than 8.6 (unsupported) and newer than 11.x (unknown flags) alike:
+    12.0 used to pass as 11 while 7.2 was refused."""
     parts = version.strip().split(".")
-    if not parts[0].isdigit():
+    if not all(part.isdigit() for part in parts) or len(parts) > 4:
         raise ValueError(version)
     major = int(parts[0])
-    if major >= 11:
+    minor = int(parts[1]) if len(parts) > 1 else None
+    if major == NEWEST_MAJOR:
         return "11"
     if major in (9, 10):
         return "10"
-    if major == 8 and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) >= 6:
+    if major == 8 and minor == 6:
         return "8.6"
     raise ValueError(version)
 

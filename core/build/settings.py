@@ -13,7 +13,7 @@ from typing import Any
 
 import tomli_w
 
-from deploylens.core.build.flags import FLAGS, family
+from deploylens.core.build.flags import FLAGS, NEWEST_MAJOR, family
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, read_text
 
@@ -89,23 +89,126 @@ class BuildSettings:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BuildSettings:
+    def from_dict(cls, data: dict[str, Any], source: str = "settings") -> BuildSettings:
+        """Settings from TOML/JSON, every value checked against its field's type: a wrong type
+        made broken command lines (``workspace_mb = true`` → ``--memPoolSize=workspace:TrueM``,
+        ``plugins = "x"`` → one flag per character)."""
+        if not isinstance(data, dict):
+            raise UserError(f"{source}: the build settings must be a table, not {_kind(data)}.")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise UserError(f"Unknown build setting '{unknown[0]}'.")
-        values = dict(data)
-        if "profiles" in values:
-            values["profiles"] = [
-                Profile({k: (list(v[0]), list(v[1]), list(v[2])) for k, v in p.items()})
-                for p in values["profiles"]
-            ]
-        if "calibration" in values:
-            values["calibration"] = Calibration(**values["calibration"])
+            raise UserError(
+                f"{source}: unknown build setting '{unknown[0]}'"
+                + (f" (did you mean '{close[0]}'?)" if (close := _close(unknown[0], known)) else "")
+                + "."
+            )
+        hints = _hints(cls)
+        values = {
+            key: _conform(value, hints[key], f"{source}: '{key}'")
+            for key, value in data.items()
+            if key not in ("profiles", "calibration")
+        }
+        if "profiles" in data:
+            values["profiles"] = _profiles(data["profiles"], f"{source}: 'profiles'")
+        if "calibration" in data:
+            table = data["calibration"]
+            where = f"{source}: 'calibration'"
+            if not isinstance(table, dict):
+                raise UserError(f"{where} must be a table, not {_kind(table)}.")
+            extra = sorted(set(table) - {f.name for f in fields(Calibration)})
+            if extra:
+                raise UserError(f"{where} has no setting '{extra[0]}'.")
+            calibration_hints = _hints(Calibration)
+            values["calibration"] = Calibration(
+                **{k: _conform(v, calibration_hints[k], f"{where}.{k}") for k, v in table.items()}
+            )
         return cls(**values)
 
     def to_toml(self) -> str:
         return tomli_w.dumps(self.to_dict())
+
+
+def _kind(value: Any) -> str:
+    """How a TOML/JSON value reads in a message: "true (a boolean)", "'x' (a string)"."""
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+             list: "a list", dict: "a table"}  # fmt: skip
+    text = repr(value) if not isinstance(value, bool) else str(value).lower()
+    return f"{text[:40]} ({names.get(type(value), type(value).__name__)})"
+
+
+def _close(name: str, known: set[str]) -> list[str]:
+    import difflib
+
+    return difflib.get_close_matches(name, sorted(known), n=1)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(cls)
+
+
+def _conform(value: Any, hint: Any, where: str) -> Any:
+    """``value`` checked against ``hint`` (``int | None``, ``list[str]``, ``dict[str, str]``…);
+    a ``UserError`` naming the key, the type it needs and the value it got."""
+    import types
+    import typing
+
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _conform(value, options[0], where)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise UserError(f"{where} must be true or false, not {_kind(value)}.")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"{where} must be an integer, not {_kind(value)}.")
+        if value < 0:
+            raise UserError(f"{where} must be 0 or more, not {value}.")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise UserError(f"{where} must be a number, not {_kind(value)}.")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise UserError(f"{where} must be a string, not {_kind(value)}.")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise UserError(f"{where} must be a list, not {_kind(value)}.")
+        (item,) = typing.get_args(hint)
+        return [_conform(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise UserError(f"{where} must be a table, not {_kind(value)}.")
+        _, item = typing.get_args(hint)
+        return {str(k): _conform(v, item, f"{where}.{k}") for k, v in value.items()}
+    raise UserError(f"{where}: this setting cannot be read from {_kind(value)}.")
+
+
+def _profiles(value: Any, where: str) -> list[Profile]:
+    """``[[profiles]]`` tables of ``input = [min, opt, max]`` with three lists of integers."""
+    if not isinstance(value, list):
+        raise UserError(f"{where} must be a list of tables, not {_kind(value)}.")
+    profiles = []
+    for number, table in enumerate(value, 1):
+        if not isinstance(table, dict):
+            raise UserError(f"{where}: profile {number} must be a table, not {_kind(table)}.")
+        shapes = {}
+        for name, triple in table.items():
+            here = f"{where}: profile {number}, '{name}'"
+            if not (isinstance(triple, list) and len(triple) == 3):
+                raise UserError(f"{here} must be [min, opt, max] shapes, not {_kind(triple)}.")
+            dims = [_conform(shape, list[int], f"{here}") for shape in triple]
+            shapes[str(name)] = (dims[0], dims[1], dims[2])
+        profiles.append(Profile(shapes))
+    return profiles
 
 
 @dataclass(frozen=True)
@@ -136,10 +239,8 @@ def load_settings(path: str | Path) -> BuildSettings:
         data = tomllib.loads(read_text(path, "settings file", limit=SETTINGS_LIMIT))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path.name} is not a readable settings file: {exc}.") from None
-    try:
-        return BuildSettings.from_dict(data.get("build", data))
-    except (TypeError, IndexError, ValueError) as exc:
-        raise UserError(f"{path.name}: {exc}.") from None
+    table = data.get("build", data)
+    return BuildSettings.from_dict(table, path.name + (" [build]" if "build" in data else ""))
 
 
 # -- checks ----------
@@ -164,7 +265,7 @@ def check(
     try:
         fam = family(version)
     except ValueError:
-        return [Problem("version", f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x.")]
+        return [Problem("version", version_problem(version))]
     problems: list[Problem] = []
     migrate = "run `deploylens build … --migrate` for the 11.x recipe (calibrate → QDQ model)"
     if fam == "11":
@@ -269,6 +370,15 @@ def _check_profiles(profiles: list[Profile], inputs: dict[str, list[Any]] | None
     return problems
 
 
+def version_problem(version: str) -> str:
+    """Why ``version`` is not a release these settings know."""
+    head = version.strip().split(".")[0]
+    if head.isdigit() and int(head) > NEWEST_MAJOR:
+        return (f"TensorRT {version} is newer than this DeployLens knows (8.6, 10.x, 11.x): its "
+                "trtexec flags are unknown, so no command is made for it.")  # fmt: skip
+    return f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x."
+
+
 def assert_buildable(settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None) -> None:
     problems = check(settings, version, inputs)
     if problems:
@@ -281,13 +391,40 @@ def _shape(dims: list[int]) -> str:
     return "x".join(str(d) for d in dims)
 
 
-def trtexec_args(settings: BuildSettings, version: str, model: str, engine: str = "") -> list[str]:
-    """The exact trtexec argument list for ``version`` (only flags that release has)."""
+def default_engine(model: str) -> str:
+    return str(Path(model).with_suffix(".engine"))
+
+
+def engine_reports(engine: str) -> dict[str, str]:
+    """The JSON files trtexec writes beside ``engine`` and ``deploylens engine`` reads."""
+    stem = str(Path(engine).with_suffix(""))
+    return {
+        "layers": f"{stem}.layers.json",
+        "profile": f"{stem}.profile.json",
+        "times": f"{stem}.times.json",
+    }
+
+
+def engine_command(engine: str) -> str:
+    """How to open what the trtexec line writes."""
+    files = engine_reports(engine)
+    return (
+        f"deploylens engine {shlex.quote(files['layers'])} --profile "
+        f"{shlex.quote(files['profile'])} --times {shlex.quote(files['times'])}"
+    )
+
+
+def trtexec_args(
+    settings: BuildSettings, version: str, model: str, engine: str = "", reports: bool = True
+) -> list[str]:
+    """The exact trtexec argument list for ``version`` (only flags that release has). It always
+    saves the engine (``engine`` or MODEL.engine) and, with ``reports``, writes the layer info,
+    per-layer profile (in a separate run, so the timing run is not slowed by it) and times
+    that ``deploylens engine`` reads."""
     assert_buildable(settings, version, None)  # never a command that silently drops settings
     fam = family(version)
-    args = ["trtexec", f"--onnx={model}"]
-    if engine:
-        args.append(f"--saveEngine={engine}")
+    engine = engine or default_engine(model)
+    args = ["trtexec", f"--onnx={model}", f"--saveEngine={engine}"]
     s = settings
     for number, profile in enumerate(s.profiles or []):
         if number:
@@ -340,6 +477,14 @@ def trtexec_args(settings: BuildSettings, version: str, model: str, engine: str 
     args += [switch.trtexec for switch in switches_on(s)]
     for plugin in s.plugins or []:
         args.append(f"--plugins={plugin}" if fam == "8.6" else f"--staticPlugins={plugin}")
+    if reports:
+        files = engine_reports(engine)
+        args += [
+            f"--exportLayerInfo={files['layers']}",
+            f"--exportProfile={files['profile']}",
+            f"--exportTimes={files['times']}",
+            "--separateProfileRun",
+        ]
     names = [a.split("=")[0] for a in args[1:]]
     missing = [n for n in names if n in FLAGS and not FLAGS[n].available(fam)]
     if missing:
@@ -350,13 +495,18 @@ def trtexec_args(settings: BuildSettings, version: str, model: str, engine: str 
     return args
 
 
-def trtexec_command(settings: BuildSettings, version: str, model: str, engine: str = "") -> str:
-    return " ".join(shlex.quote(a) for a in trtexec_args(settings, version, model, engine))
+def trtexec_command(
+    settings: BuildSettings, version: str, model: str, engine: str = "", reports: bool = True
+) -> str:
+    args = trtexec_args(settings, version, model, engine, reports)
+    return " ".join(shlex.quote(a) for a in args)
 
 
-def polygraphy_command(settings: BuildSettings, model: str, engine: str = "engine.plan") -> str:
-    """The equivalent ``polygraphy convert`` line (Polygraphy spells some options its own way)."""
+def polygraphy_command(settings: BuildSettings, model: str, engine: str = "") -> str:
+    """The equivalent ``polygraphy convert`` line (Polygraphy spells some options its own way);
+    it writes the same engine file as the trtexec line."""
     s = settings
+    engine = engine or default_engine(model)
     args = ["polygraphy", "convert", model, "--convert-to", "trt", "-o", engine]
     for precision in s.precisions or []:
         args.append(f"--{precision}")

@@ -58,14 +58,16 @@ def test_exact_trtexec_commands_per_version() -> None:
     assert trtexec_command(settings, "10.16", "m.onnx", "m.plan") == (
         "trtexec --onnx=m.onnx --saveEngine=m.plan --minShapes=x:1x8 --optShapes=x:4x8 "
         "--maxShapes=x:16x8 --fp16 --int8 --calib=calib.cache --memPoolSize=workspace:2048M "
-        "--builderOptimizationLevel=4 --timingCacheFile=t.cache --profilingVerbosity=detailed"
+        "--builderOptimizationLevel=4 --timingCacheFile=t.cache --profilingVerbosity=detailed "
+        "--exportLayerInfo=m.layers.json --exportProfile=m.profile.json "
+        "--exportTimes=m.times.json --separateProfileRun"
     )
     with pytest.raises(UserError, match="TensorRT 11 has no precision flags"):
         trtexec_args(settings, "11.4", "m.onnx")
     plain = BuildSettings(profiles=[PROFILE], strip_weights=True, plugins=["libmy.so"])
     assert "--staticPlugins=libmy.so" in trtexec_args(plain, "11.4", "m.onnx")
     assert (
-        trtexec_args(BuildSettings(plugins=["libmy.so"]), "8.6", "m.onnx")[-1]
+        trtexec_args(BuildSettings(plugins=["libmy.so"]), "8.6", "m.onnx", reports=False)[-1]
         == "--plugins=libmy.so"
     )
     line = polygraphy_command(settings, "m.onnx")
@@ -132,7 +134,7 @@ def test_toml_round_trip_and_bad_files(tmp_path: Path) -> None:
     assert load_settings(path) == settings
     assert "tactic_sources" not in settings.to_toml()  # only what the user changed
     path.write_text("[build]\nfp17 = true\n")
-    with pytest.raises(UserError, match="Unknown build setting 'fp17'"):
+    with pytest.raises(UserError, match="unknown build setting 'fp17'"):
         load_settings(path)
     path.write_text("precisions = [")
     with pytest.raises(UserError, match="not a readable settings file"):
@@ -156,3 +158,63 @@ def test_build_cli(tmp_path: Path) -> None:
         [*base, "--trt-version", "11.4"], capture_output=True, text=True, timeout=60
     )
     assert refused.returncode == 1 and "TensorRT 11 has no precision flags" in refused.stdout
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("workspace_mb = true", "'workspace_mb' must be an integer, not true (a boolean)"),
+        ('plugins = "libx.so"', "'plugins' must be a list, not 'libx.so' (a string)"),
+        ("optimization_level = true", "'optimization_level' must be an integer"),
+        ("precisions = [16]", "'precisions'[0] must be a string, not 16 (an integer)"),
+        ("refit = 1", "'refit' must be true or false, not 1 (an integer)"),
+        ("workspace_mb = -5", "'workspace_mb' must be 0 or more"),
+        ("layer_precisions = { conv = 1 }", "'layer_precisions'.conv must be a string"),
+        ("profiles = [{ x = [[1], [2]] }]", "must be [min, opt, max] shapes"),
+        ('profiles = [{ x = [[1], [2], ["a"]] }]', "must be an integer, not 'a'"),
+        ("calibration = 3", "'calibration' must be a table"),
+        ('[calibration]\nmethod = "entropy"\nbatch_size = 1.5', "'calibration'.batch_size"),
+        ("workspace = 10", "unknown build setting 'workspace' (did you mean 'workspace_mb'?)"),
+    ],
+)
+def test_wrongly_typed_settings_are_refused_by_key(tmp_path: Path, toml: str, message: str) -> None:
+    """They used to make broken command lines: --memPoolSize=workspace:TrueM, one --plugins
+    per character, --builderOptimizationLevel=True; four type errors showed Python internals."""
+    path = tmp_path / "settings.toml"
+    path.write_text(toml + "\n")
+    with pytest.raises(UserError) as caught:
+        load_settings(path)
+    assert message in caught.value.message and "settings.toml" in caught.value.message
+
+
+def test_every_setting_type_round_trips_through_toml(tmp_path: Path) -> None:
+    settings = ten_style()
+    settings.plugins = ["liba.so"]
+    settings.layer_precisions = {"conv*": "fp32"}
+    settings.refit = True
+    path = tmp_path / "s.toml"
+    path.write_text(settings.to_toml())
+    assert load_settings(path) == settings
+
+
+@pytest.mark.parametrize(
+    ("version", "accepted"),
+    [("8.6", True), ("8.6.1", True), ("10.16", True), ("9.3", True), ("11.4", True),
+     ("12.0", False), ("7.2", False), ("8.5", False), ("ten", False), ("10.x", False)],
+)  # fmt: skip
+def test_release_range_is_the_same_on_both_ends(version: str, accepted: bool) -> None:
+    problems = check(BuildSettings(), version, INPUTS)
+    assert (problems == []) is accepted, problems
+    if version == "12.0":
+        assert "newer than this DeployLens knows" in problems[0].message
+
+
+def test_every_line_names_the_same_engine_and_the_reports_engine_reads() -> None:
+    settings = BuildSettings()
+    for engine, expected in (("out/m.plan", "out/m.plan"), ("", "m.engine")):
+        trtexec = trtexec_command(settings, "10.16", "m.onnx", engine)
+        assert f"--saveEngine={expected}" in trtexec
+        assert f"-o {expected}" in polygraphy_command(settings, "m.onnx", engine)
+        stem = expected.rsplit(".", 1)[0]
+        for flag in ("exportLayerInfo", "exportProfile", "exportTimes"):
+            assert f"--{flag}={stem}." in trtexec
