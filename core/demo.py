@@ -53,10 +53,13 @@ def _environment_lines(hello: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _export_story(worker: Worker, out_dir: Path, report: dict[str, Any]) -> list[str]:
+def _export_story(
+    worker: Worker, out_dir: Path, report: dict[str, Any], matrix: SupportMatrix
+) -> list[str]:
     """The seeds' ladder on the asinh sample: TorchScript at opset 9 fails, the plugin fixes it."""
     from deploylens.core.export.cli_export import result_text
-    from deploylens.core.export.plugin_api import plugin_entries
+    from deploylens.core.export.fixit import attach_fixes
+    from deploylens.core.export.plugin_api import load_plugins, plugin_entries
     from deploylens.core.export.settings import ExportSettings
     from deploylens.core.export.sources import parse_spec
 
@@ -81,6 +84,7 @@ def _export_story(worker: Worker, out_dir: Path, report: dict[str, Any]) -> list
         except JobFailure as failure:
             lines += [f"Export could not run: {failure.message}", ""]
             return lines
+        attach_fixes(result, matrix, load_plugins()[0])
         runs.append(
             {"ok": result["ok"], "findings": result.get("findings", []), "ort": result.get("ort")}
         )
@@ -126,7 +130,7 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
                 entry["error"] = failure.message
                 markdown += [f"### {model.name}", "", f"Could not open: {failure.message}", ""]
             report["models"].append(entry)
-        markdown += _export_story(worker, out_dir, report)
+        markdown += _export_story(worker, out_dir, report, matrix)
     if screenshot:
         png = out_dir / "main_window.png"
         try:

@@ -8,8 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.export.diagnose import Finding
-from deploylens.core.export.fixit import fix_ladder
+from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.plugin_api import load_plugins, plugin_entries
 from deploylens.core.export.settings import ExportSettings, parse_dynamic_axes
 from deploylens.core.export.sources import grant_consent, parse_input, parse_spec
@@ -89,8 +88,7 @@ def run_export(args: argparse.Namespace, output: str) -> dict[str, Any]:
             matrix = load_matrix(python=python)
         except Exception:  # advice without the matrix is still advice
             matrix = None
-        for finding in result["findings"]:
-            finding["fixes"] = fix_ladder(Finding(**finding), matrix, plugins)
+        attach_fixes(result, matrix, plugins)
     return result
 
 
@@ -125,7 +123,7 @@ def result_text(result: dict[str, Any], show_code: bool = False) -> str:
             + (f"\n    called from {where}" if where else "")
         )
         for fix in finding.get("fixes", []):
-            lines.append(f"    {fix['rank']}. {fix['title']}")
+            lines.append(f"    {fix['step']}. [{fix['rung']}] {fix['title']}")
             if show_code and fix["code"]:
                 lines.extend("         " + line for line in fix["code"].rstrip().splitlines())
     return "\n".join(lines)

@@ -8,13 +8,16 @@ from typing import Any
 
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.plugin_api import OpPlugin, plugins_for
+from deploylens.core.support.compositions import COMPOSITIONS
 from deploylens.core.support.matrix import SupportMatrix
 
 # torch op -> (ONNX op it maps to, first opset, torch-level composition of the same math)
 KNOWN_OPS: dict[str, tuple[str, int, str]] = {
-    "aten::asinh": ("Asinh", 9, "torch.log(x + torch.sqrt(x * x + 1))"),
-    "aten::acosh": ("Acosh", 9, "torch.log(x + torch.sqrt(x * x - 1))"),
-    "aten::atanh": ("Atanh", 9, "0.5 * torch.log((1 + x) / (1 - x))"),
+    "aten::asinh": ("Asinh", 9, COMPOSITIONS["Asinh"].torch),
+    "aten::acosh": ("Acosh", 9, COMPOSITIONS["Acosh"].torch),
+    "aten::atanh": ("Atanh", 9, COMPOSITIONS["Atanh"].torch),
+    "aten::sinh": ("Sinh", 9, COMPOSITIONS["Sinh"].torch),
+    "aten::cosh": ("Cosh", 9, COMPOSITIONS["Cosh"].torch),
     "aten::roll": (
         "",
         0,
@@ -23,6 +26,7 @@ KNOWN_OPS: dict[str, tuple[str, int, str]] = {
     ),
     "torchvision::deform_conv2d": ("DeformConv", 19, ""),
 }
+RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin")
 
 
 def _fix(
@@ -85,17 +89,41 @@ def _translation_code(op: str, onnx_op: str) -> str:
 
 
 def _wrapper_code(op: str, composition: str) -> str:
+    """A drop-in ``autograd.Function`` whose forward is ``composition`` (lines; the last is
+    the value)."""
     name = op.split("::")[-1]
+    *lines, last = composition.splitlines()
+    body = "".join(f"        {line}\n" for line in lines) + f"        return {last}\n"
     return (
         "import torch\n\n\n"
         f"class {name.title().replace('_', '')}ForExport(torch.autograd.Function):\n"
         '    """Same math as the original op, in ops every exporter knows."""\n\n'
         "    @staticmethod\n"
         "    def forward(ctx, x):\n"
-        f"        return {composition}\n\n\n"
+        f"{body}\n\n"
         f"# in the model: replace torch.{name}(x) with "
         f"{name.title().replace('_', '')}ForExport.apply(x)\n"
     )
+
+
+def numbered(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fixes in rung order, each with its ``step`` (1, 2, 3 …: what the user reads) and
+    ``rung`` (which of the four rungs it stands on; two fixes may share one)."""
+    ordered = sorted(fixes, key=lambda fix: fix["rank"])
+    for step, fix in enumerate(ordered, 1):
+        fix["step"] = step
+        fix["rung"] = RUNGS[fix["rank"] - 1]
+    return ordered
+
+
+def attach_fixes(
+    result: dict[str, Any], matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
+) -> dict[str, Any]:
+    """Every finding of an export result gets its ladder — the one place the CLI, the Export
+    panel and the demo report do it (the demo's report.json had ``"fixes": []``)."""
+    for finding in result.get("findings") or []:
+        finding["fixes"] = fix_ladder(Finding(**finding), matrix, plugins)
+    return result
 
 
 def fix_ladder(
@@ -113,7 +141,7 @@ def fix_ladder(
                 settings={"exporter": "dynamo", "opset": 19},
             )
         )
-        return fixes
+        return numbered(fixes)
     if finding.suggested_opset:
         fixes.append(
             _fix(
@@ -125,7 +153,7 @@ def fix_ladder(
             )
         )
     if not op:
-        return fixes
+        return numbered(fixes)
     known = KNOWN_OPS.get(op, ("", 0, ""))
     onnx_op, first_opset, composition = known
     if matrix is not None:
@@ -217,4 +245,4 @@ def fix_ladder(
                 "DeployLens plugin (docs/plugins.md)",
             )
         )
-    return fixes
+    return numbered(fixes)

@@ -148,16 +148,29 @@ def _initializer_bytes(tensor: onnx.TensorProto) -> int:
     return size
 
 
-def _checker_warning(model: onnx.ModelProto) -> str | None:
-    """The ONNX checker's verdict as one line; models that fail it still open."""
+MAX_FINDINGS = 50
+
+
+def checker_findings(model: onnx.ModelProto) -> list[str]:
+    """Everything the ONNX checker and strict shape inference object to, one line each: the
+    checker stops at its first error, strict inference lists every node it cannot type (five
+    more on Polygraphy's bad_graph example). Models that fail still open."""
+    found: list[str] = []
     try:
         onnx.checker.check_model(model, full_check=False)
     except onnx.checker.ValidationError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"onnx.checker: {first}"
+        found.append(f"onnx.checker: {first}")
     except Exception as exc:  # the checker itself can fail on odd models
-        return f"onnx.checker could not run: {type(exc).__name__}: {exc}"
-    return None
+        found.append(f"onnx.checker could not run: {type(exc).__name__}: {str(exc)[:200]}")
+    try:
+        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except Exception as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        if lines:
+            lines[0] = lines[0].removeprefix("[ShapeInferenceError] Inference error(s): ")
+        found.extend(f"shape inference: {line[:300]}" for line in lines[:MAX_FINDINGS])
+    return found
 
 
 def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> ModelSummary:
@@ -185,9 +198,7 @@ def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> M
     external = scan_external_data(initializers, path.parent)
     problems.extend(f.problem for f in external if f.problem)
     if check and not external:
-        note = _checker_warning(model)
-        if note:
-            warnings.append(note)
+        warnings.extend(checker_findings(model))
     return ModelSummary(
         path=str(path),
         file_bytes=path.stat().st_size if path.exists() else 0,

@@ -49,11 +49,12 @@ def parse_target(text: str) -> Target:
 
 @dataclass
 class Blocker:
-    op: str
+    op: str  # as shown: "Asinh", "custom::deform_conv2d", "(tensor storage)"
     count: int
     nodes: list[str]
     reason: str
     suggestions: list[Suggestion] = field(default_factory=list)
+    key: tuple[str, str] | None = None  # (domain, op type); None for model-level blockers
 
 
 @dataclass
@@ -142,11 +143,35 @@ def _verdict(
     dtypes = sorted(
         {
             t[7:-1].replace("float", "float32") if t == "tensor(float)" else t[7:-1]
-            for t in (types or {}).values()
+            for t in _data_types(matrix, domain, op, opset, types or {})
             if t
         }
     )
     return matrix.trt_verdict(domain, op, opset, target.detail, dtypes or None)
+
+
+INDEX_TYPES = {"tensor(int32)", "tensor(int64)"}
+
+
+def _data_types(
+    matrix: SupportMatrix, domain: str, op: str, opset: int, types: dict[str, str | None]
+) -> list[str | None]:
+    """The types onnx-tensorrt's "supported types" column speaks of: the op's data tensors.
+    A fixed-type input (Reshape's int64 ``shape``) or an index/shape constraint (Gather's
+    ``Tind``, ConstantOfShape's ``T1``, RoiAlign's ``batch_indices``) is not checked against
+    it — doing so blocked Reshape/Gather/Slice on 8.6 and ConstantOfShape everywhere."""
+    history = matrix.history(domain, op)
+    version = history.resolve(opset) if history else None
+    if version is None:
+        return list(types.values())
+    params = dict([*version.inputs, *version.outputs])
+    kept = []
+    for name, type_ in types.items():
+        allowed = version.type_constraints.get(params.get(name, ""))
+        if allowed is None or set(allowed) <= INDEX_TYPES:
+            continue
+        kept.append(type_)
+    return kept
 
 
 def analyze(
@@ -173,19 +198,25 @@ def analyze(
                             len(names),
                             names[:MAX_NODE_NAMES],
                             verdict.reason,
+                            key=(domain, op),
                         )
                     )
         blockers.extend(_model_level_blockers(graphs, target))
         workable = workable_opsets(matrix, target, uses)
         span = (workable[0], workable[-1]) if workable else None
         for blocker in blockers:
-            if blocker.suggestions or blocker.op.startswith("("):
+            if blocker.suggestions or blocker.key is None:
                 continue
-            domain, _, op = blocker.op.rpartition("::")
-            own = workable_opsets(
-                matrix, target, {(domain or "ai.onnx", op): uses[(domain or "ai.onnx", op)]}
+            own = workable_opsets(matrix, target, {blocker.key: uses[blocker.key]})
+            blocker.suggestions = ladder(
+                blocker.key[1],
+                target.label,
+                own,
+                span,
+                target.runtime,
+                model_opset,
+                target.detail,
             )
-            blocker.suggestions = ladder(op, target.label, own, span, target.runtime)
         notes = []
         if target.runtime == "trt":
             from deploylens.core.support.tensorrt_table import table_for

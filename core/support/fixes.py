@@ -6,23 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# ONNX op -> an equivalent composition of ops that every backend knows (the formula people use)
+from deploylens.core.support.compositions import COMPOSITIONS as _COMPOSITIONS
+from deploylens.core.support.compositions import NO_COMPOSITION
+
+# ONNX op -> an equivalent composition of ops every backend knows (overflow-safe where it matters)
 COMPOSITIONS: dict[str, str] = {
-    "Asinh": "Log(x + Sqrt(x*x + 1))",
-    "Acosh": "Log(x + Sqrt(x*x - 1))",
-    "Atanh": "0.5 * Log((1 + x) / (1 - x))",
-    "Sinh": "(Exp(x) - Exp(-x)) / 2",
-    "Cosh": "(Exp(x) + Exp(-x)) / 2",
-    "LayerNormalization": "ReduceMean, Sub, Pow, ReduceMean, Add(eps), Sqrt, Div, Mul(scale), "
-    "Add(bias)",
-    "Gelu": "0.5 * x * (1 + Erf(x / Sqrt(2)))",
-    "HardSwish": "x * HardSigmoid(x, alpha=1/6, beta=0.5)",
-    "Mish": "x * Tanh(Softplus(x))",
-    "Celu": "Max(0, x) + Min(0, alpha * (Exp(x / alpha) - 1))",
-    "GroupNormalization": "Reshape to (N, G, -1), InstanceNormalization-style ReduceMean/Var, "
-    "Reshape back, Mul(scale), Add(bias)",
-    "GridSample": "no exact composition: use a plugin",
-    "DeformConv": "no exact composition (bilinear sampling at learned offsets): use a plugin",
+    **{op: c.text for op, c in _COMPOSITIONS.items()},
+    **NO_COMPOSITION,
 }
 
 
@@ -33,16 +23,30 @@ class Suggestion:
     text: str
 
 
+def plugin_interface(target_detail: str) -> str:
+    """The TensorRT plugin interface a release offers: IPluginV3 exists from TensorRT 10."""
+    head = target_detail.split(".")[0]
+    if head.isdigit() and int(head) < 10:
+        return "IPluginV2DynamicExt (IPluginV3 needs TensorRT 10)"
+    return "IPluginV3"
+
+
 def ladder(
     op: str,
     target: str,
     workable_opsets: list[int],
     model_opsets: tuple[int, int] | None,
     runtime: str,
+    model_opset: int | None = None,
+    target_detail: str = "",
 ) -> list[Suggestion]:
+    """The rungs that can help: changing the opset only when the op works at some other
+    opset than the model's (at the model's own it is blocked for another reason: types,
+    attributes), and the plugin interface the target release really has."""
     steps: list[Suggestion] = []
-    if workable_opsets:
-        span = f"{workable_opsets[0]}–{workable_opsets[-1]}"
+    elsewhere = [o for o in workable_opsets if o != model_opset]
+    if elsewhere and model_opset not in workable_opsets:
+        span = f"{elsewhere[0]}–{elsewhere[-1]}"
         whole = (
             f"; the whole model works at opsets {model_opsets[0]}–{model_opsets[1]}"
             if model_opsets
@@ -69,7 +73,7 @@ def ladder(
         "an ONNX Runtime custom op (onnxruntime-extensions @onnx_op in ai.onnx.contrib, "
         "or a C++ custom op library)"
         if runtime == "ort"
-        else "a TensorRT plugin (IPluginV3) registered for the op"
+        else f"a TensorRT plugin ({plugin_interface(target_detail)}) registered for the op"
     )
     steps.append(Suggestion(4, "plugin", f"Emit a custom-domain op and give {target} {plugin}."))
     return steps

@@ -9,7 +9,14 @@ from typing import Any
 
 from deploylens.core.support import onnx_spec
 from deploylens.core.support.onnx_spec import OpHistory, OpVersion
-from deploylens.core.support.tensorrt_table import TRT_TYPE_NAMES, lookup, table_for
+from deploylens.core.support.tensorrt_table import (
+    CAST_DOWN,
+    TRT_TYPE_NAMES,
+    casts_int64_down,
+    lookup,
+    row_types,
+    table_for,
+)
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
 # Ops ONNX Runtime resolves while loading the graph, without a kernel.
@@ -219,17 +226,26 @@ class SupportMatrix:
         if row["supported"] != "Y":
             note = f": {row['restrictions']}" if row["restrictions"] else ""
             return Verdict(NO, f"{prefix}TensorRT {used} does not support {op}{note}")
-        if dtypes and row["types"]:
-            allowed = {t.strip() for t in row["types"].split(",")}
-            bad = sorted({TRT_TYPE_NAMES.get(d, d) for d in dtypes} - allowed - {"?"})
+        cast_note = ""
+        allowed = row_types(row)
+        if dtypes and allowed:
+            wanted = {TRT_TYPE_NAMES.get(d, d) for d in dtypes}
+            if casts_int64_down(used):
+                cast = {t for t in wanted if t in CAST_DOWN and CAST_DOWN[t] in allowed}
+                if cast:
+                    cast_note = "; " + ", ".join(
+                        f"{t} is cast down to {CAST_DOWN[t]} (values clamped)" for t in sorted(cast)
+                    )
+                wanted = (wanted - cast) | {CAST_DOWN[t] for t in cast}
+            bad = sorted(wanted - allowed - {"?"})
             if bad:
                 return Verdict(
                     NO,
-                    f"{prefix}TensorRT {used} supports {op} for {row['types']}, "
+                    f"{prefix}TensorRT {used} supports {op} for {', '.join(sorted(allowed))}, "
                     f"not {', '.join(bad)}",
                 )
         note = f" (restriction: {row['restrictions']})" if row["restrictions"] else ""
-        return Verdict(YES, f"{prefix}{note}".strip("; ").strip())
+        return Verdict(YES, f"{prefix}{note}{cast_note}".strip("; ").strip())
 
     # -- PyTorch exporters ------------------------------------------------------------------------
     def torchscript_opsets(self, aten: str) -> list[int] | None:

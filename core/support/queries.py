@@ -126,6 +126,6 @@ def reports_text(reports: list[TargetReport]) -> str:
             lines.append(
                 f"    nodes: {', '.join(blocker.nodes[:5])}{' …' if blocker.count > 5 else ''}"
             )
-            for step in blocker.suggestions:
-                lines.append(f"    {step.rank}. {step.text}")
+            for number, step in enumerate(blocker.suggestions, 1):
+                lines.append(f"    {number}. {step.text}")
     return "\n".join(lines)

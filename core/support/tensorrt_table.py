@@ -62,6 +62,25 @@ def table_for(version: str) -> tuple[str, dict[str, Any], str]:
     return used, versions[used], warning
 
 
+# Typos in onnx-tensorrt's tables, read as what they mean (10.1's ConstantOfShape says "INF64").
+TYPE_TYPOS = {"INF64": "INT64"}
+# TensorRT ≤ 8.6 tables: "TensorRT will attempt to cast down INT64 to INT32 and DOUBLE down to
+# FLOAT, clamping values to +-INT_MAX or +-FLT_MAX if necessary."
+CAST_DOWN = {"INT64": "INT32", "DOUBLE": "FP32"}
+
+
+def row_types(row: dict[str, str]) -> set[str]:
+    """The "supported types" cell as a set, typos corrected and empty entries dropped."""
+    found = (t.strip() for t in row.get("types", "").split(","))
+    return {TYPE_TYPOS.get(t, t) for t in found if t}
+
+
+def casts_int64_down(table_version: str) -> bool:
+    """Whether that table's parser casts INT64/DOUBLE down (the note every table ≤ 8.6 has;
+    9.x and 10.x list INT64 among the types themselves)."""
+    return version_key(table_version) < (9,)
+
+
 def lookup(table: dict[str, Any], op: str) -> dict[str, str] | None:
     ops = table["ops"]
     if op in ops:

@@ -30,8 +30,7 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.errors import UserError
 from deploylens.core.export.cli_export import result_text
-from deploylens.core.export.diagnose import Finding
-from deploylens.core.export.fixit import fix_ladder
+from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.plugin_api import load_plugins, plugin_entries
 from deploylens.core.export.settings import (
     ExportSettings,
@@ -242,8 +241,7 @@ class ExportPanel(QWidget):
 
     def _on_result(self, result: dict[str, Any]) -> None:
         self.export_button.setEnabled(True)
-        for finding in result.get("findings", []):
-            finding["fixes"] = fix_ladder(Finding(**finding), self.matrix, self.plugins)
+        attach_fixes(result, self.matrix, self.plugins)
         self.result = result
         self.summary.setPlainText(result_text(result))
         self._show_findings(result)
@@ -259,7 +257,7 @@ class ExportPanel(QWidget):
             top.setToolTip(1, where or finding["message"])
             self.findings.addTopLevelItem(top)
             for fix in finding["fixes"]:
-                item = QTreeWidgetItem(top, [f"{fix['rank']}. {fix['title']}", fix["kind"]])
+                item = QTreeWidgetItem(top, [f"{fix['step']}. {fix['title']}", fix["rung"]])
                 item.setData(0, Qt.ItemDataRole.UserRole, fix)
             top.setExpanded(True)
 

@@ -255,8 +255,8 @@ class OpSupportPanel(QWidget):
                     ],
                 )
                 item.setToolTip(1, blocker.reason)
-                for step in blocker.suggestions:
-                    QTreeWidgetItem(item, [f"{step.rank}. {step.kind}", step.text, ""])
+                for number, step in enumerate(blocker.suggestions, 1):
+                    QTreeWidgetItem(item, [f"{number}. {step.kind}", step.text, ""])
             top.setExpanded(True)
 
     def blocked_ops(self) -> set[tuple[str, str]]:

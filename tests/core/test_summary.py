@@ -101,3 +101,25 @@ def test_checker_findings_are_warnings_not_failures(artifacts: Path) -> None:
 def test_onnxruntime_dataset_models(artifacts: Path, name: str) -> None:
     summary = inspect_model(artifacts / "onnxruntime-pip-1.31.1-datasets" / name)
     assert summary.inputs and summary.outputs
+
+
+def test_every_node_inference_rejects_is_listed_not_just_the_first(tmp_path: Path) -> None:
+    """The checker stops at its first error; strict shape inference names every bad node."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from deploylens.core.model.summary import inspect_model
+
+    f = TensorProto.FLOAT
+    inputs = [
+        helper.make_tensor_value_info("a", f, [2, 3]),
+        helper.make_tensor_value_info("b", f, [4, 5]),
+    ]
+    nodes = [helper.make_node("MatMul", ["a", "b"], [f"m{i}"], f"bad_matmul_{i}") for i in range(3)]
+    nodes.append(helper.make_node("Add", ["m0", "m1"], ["y"], "add"))
+    graph = helper.make_graph(nodes, "bad", inputs, [helper.make_tensor_value_info("y", f, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(tmp_path / "bad.onnx"))
+    warnings = inspect_model(tmp_path / "bad.onnx").warnings
+    for index in range(3):
+        assert any(f"bad_matmul_{index}" in w for w in warnings), warnings

@@ -37,6 +37,11 @@ def test_demo_writes_report_and_a_real_screenshot(tmp_path: Path) -> None:
     report = json.loads((out / "report.json").read_text())
     assert report["screenshot"] == str(out / "main_window.png")
     assert report["environment"]["python"]["executable"]
+    failed, fixed = report["export"]  # asinh at opset 9: fails, then the plugin fixes it
+    assert not failed["ok"] and fixed["ok"]
+    (finding,) = failed["findings"]
+    steps = [fix["step"] for fix in finding["fixes"]]
+    assert len(steps) >= 4 and steps == list(range(1, len(steps) + 1))  # "fixes": [] before
     image = QImage(str(out / "main_window.png"))
     assert (image.width(), image.height()) == (1400, 860)
     assert distinct_colours(image) > 20  # text, tables, tabs: not a blank or single-colour grab

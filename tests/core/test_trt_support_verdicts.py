@@ -1,0 +1,169 @@
+"""TensorRT parser verdicts that were wrong, each on a model built here: INT64 index/shape inputs
+blocked Reshape/Gather/Slice on 8.6 (its table says INT64 is cast down to INT32),
+ConstantOfShape was blocked everywhere (its INT64 shape input was checked against the output
+types, and 10.1's table says "INF64"), RoiAlign on 10.1 was blocked for its INT64
+batch_indices; the fix ladder offered IPluginV3 for 8.6 and "change the opset" where the
+model's opset already works; the asinh composition was −inf at x = −1e4."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from deploylens.core.jobs import run_job
+from deploylens.core.support.analysis import analyze, parse_target
+from deploylens.core.support.compositions import COMPOSITIONS, composition_model
+from deploylens.core.support.fixes import ladder
+from deploylens.core.support.matrix import SupportMatrix
+
+
+@pytest.fixture(scope="module")
+def matrix() -> SupportMatrix:
+    return SupportMatrix.load(run_job("support.collect")["path"])
+
+
+def _model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:  # type: ignore[no-untyped-def]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _blocked(matrix: SupportMatrix, model: onnx.ModelProto, target: str) -> dict[str, str]:
+    (report,) = analyze(model, matrix, [parse_target(target)])
+    return {b.op: b.reason for b in report.blockers}
+
+
+def index_ops_model() -> onnx.ModelProto:
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    x = helper.make_tensor_value_info("x", f, [2, 6])
+    y = helper.make_tensor_value_info("y", f, None)
+    inits = [
+        numpy_helper.from_array(np.array([3, 4], np.int64), "shape"),
+        numpy_helper.from_array(np.array([0, 2], np.int64), "idx"),
+        numpy_helper.from_array(np.array([0], np.int64), "starts"),
+        numpy_helper.from_array(np.array([2], np.int64), "ends"),
+        numpy_helper.from_array(np.array([0], np.int64), "axes"),
+    ]
+    nodes = [
+        helper.make_node("Reshape", ["x", "shape"], ["r"], "reshape"),
+        helper.make_node("Gather", ["r", "idx"], ["g"], "gather"),
+        helper.make_node("Slice", ["g", "starts", "ends", "axes"], ["s"], "slice"),
+        helper.make_node(
+            "Constant",
+            [],
+            ["c"],
+            "const",
+            value=numpy_helper.from_array(np.array([2, 4], np.int64)),
+        ),
+        helper.make_node("ConstantOfShape", ["c"], ["zeros"], "zeros"),
+        helper.make_node("Add", ["s", "zeros"], ["y"], "add"),
+    ]
+    model = _model(nodes, [x], [y], inits)
+    model.graph.output[0].type.tensor_type.elem_type = f
+    del i64
+    return model
+
+
+@pytest.mark.parametrize("target", ["trt-8.6", "trt-10.0", "trt-10.1"])
+def test_int64_index_and_shape_inputs_do_not_block(matrix: SupportMatrix, target: str) -> None:
+    assert _blocked(matrix, index_ops_model(), target) == {}
+
+
+def test_int64_data_is_cast_down_on_8_6_and_said(matrix: SupportMatrix) -> None:
+    """A Constant holding INT64 values: 8.6 casts it to INT32 (clamping) — a note, not a block."""
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [2])
+    node = helper.make_node(
+        "Constant", [], ["y"], "c", value=numpy_helper.from_array(np.array([1, 2], np.int64))
+    )
+    model = _model([node], [], [y])
+    verdict = matrix.trt_verdict("", "Constant", 17, "8.6", ["int64"])
+    assert verdict.ok and "INT64 is cast down to INT32" in verdict.reason
+    assert _blocked(matrix, model, "trt-8.6") == {}
+
+
+def test_constant_of_shape_int64_output_reads_the_table_typo(matrix: SupportMatrix) -> None:
+    assert matrix.trt_verdict("", "ConstantOfShape", 17, "10.1", ["int64"]).ok  # "INF64"
+
+
+def test_roialign_on_10_1_is_not_blocked_by_its_batch_indices(matrix: SupportMatrix) -> None:
+    f = TensorProto.FLOAT
+    inputs = [
+        helper.make_tensor_value_info("x", f, [1, 3, 8, 8]),
+        helper.make_tensor_value_info("rois", f, [2, 4]),
+        helper.make_tensor_value_info("batch", TensorProto.INT64, [2]),
+    ]
+    y = helper.make_tensor_value_info("y", f, [2, 3, 2, 2])
+    node = helper.make_node(
+        "RoiAlign", ["x", "rois", "batch"], ["y"], "roi", output_height=2, output_width=2
+    )
+    assert _blocked(matrix, _model([node], inputs, [y]), "trt-10.1") == {}
+
+
+def test_a_type_block_offers_no_opset_change_and_the_right_plugin_api(
+    matrix: SupportMatrix,
+) -> None:
+    """Abs on INT8 is blocked for its type on TensorRT; changing the opset cannot help."""
+    x = helper.make_tensor_value_info("x", TensorProto.INT8, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.INT8, [4])
+    model = _model([helper.make_node("Abs", ["x"], ["y"], "abs")], [x], [y])
+    for target, interface in (("trt-8.6", "IPluginV2DynamicExt"), ("trt-10.1", "IPluginV3")):
+        (report,) = analyze(model, matrix, [parse_target(target)])
+        (blocker,) = report.blockers
+        assert "INT8" in blocker.reason
+        kinds = [s.kind for s in blocker.suggestions]
+        assert "opset" not in kinds, blocker.suggestions
+        plugin = blocker.suggestions[-1].text
+        assert interface in plugin
+        if target == "trt-8.6":
+            assert "IPluginV3 needs TensorRT 10" in plugin
+
+
+def test_the_opset_rung_is_offered_only_when_another_opset_works() -> None:
+    assert ladder("Asinh", "trt-10.1", [9, 10, 11], None, "trt", 7, "10.1")[0].kind == "opset"
+    assert all(
+        s.kind != "opset" for s in ladder("Asinh", "trt-10.1", [9, 10, 11], None, "trt", 10, "10.1")
+    )
+
+
+def _grid() -> np.ndarray:
+    magnitudes = np.concatenate([[0.0], np.logspace(-30, 30, 2001)]).astype(np.float32)
+    return np.concatenate([-magnitudes[::-1], magnitudes]).astype(np.float32)
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    return np.abs(got - want) <= np.maximum(2e-7, 2e-6 * np.abs(want))
+
+
+@pytest.mark.parametrize("op", ["Asinh", "Acosh", "Sinh", "Cosh"])
+def test_compositions_match_torch_over_the_float32_range(op: str) -> None:
+    """Run the ONNX composition in ONNX Runtime and the torch composition the export fix pastes,
+    against torch's own op, on ±1e30 (the textbook asinh gave −inf at −1e4)."""
+    import onnxruntime as ort
+    import torch
+
+    x = _grid()
+    reference = getattr(torch, op.lower())(torch.from_numpy(x)).numpy()
+    if op in ("Sinh", "Cosh"):
+        x = x[np.abs(x) <= 89.0]  # beyond, float32 sinh/cosh are inf themselves
+        reference = getattr(torch, op.lower())(torch.from_numpy(x)).numpy()
+    session = ort.InferenceSession(
+        composition_model(op).SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    (onnx_out,) = session.run(None, {"x": x})
+    namespace = {"torch": torch, "x": torch.from_numpy(x)}
+    *lines, last = COMPOSITIONS[op].torch.splitlines()
+    for line in lines:
+        exec(line, namespace)
+    torch_out = eval(last, namespace).numpy()
+    for name, got in (("onnx", onnx_out), ("torch", torch_out)):
+        valid = ~np.isnan(reference)
+        assert np.array_equal(np.isnan(got), np.isnan(reference)), name
+        bad = ~_close(got[valid], reference[valid])
+        assert not bad.any(), (name, x[valid][bad][:5], got[valid][bad][:5])
+    if op == "Asinh":
+        assert np.isfinite(onnx_out).all()
+        minus = np.float32(-1e4)
+        with np.errstate(divide="ignore"):
+            textbook = np.log(minus + np.sqrt(minus * minus + np.float32(1)))
+        assert textbook == -np.inf  # the bug it replaces
