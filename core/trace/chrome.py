@@ -20,8 +20,17 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
+from deploylens.core.errors import UserError
 from deploylens.core.trace.json_stream import iter_chunks
-from deploylens.core.trace.model import KIND, Interner, Lane, Trace, TraceBuilder
+from deploylens.core.trace.model import (
+    KIND,
+    TIME_LIMIT_NS,
+    BadTraceValue,
+    Interner,
+    Lane,
+    Trace,
+    TraceBuilder,
+)
 
 CATEGORY = {
     "kernel": "kernel",
@@ -39,13 +48,36 @@ CATEGORY = {
     "gpu_user_annotation": "nvtx",
     "node": "ort_node",
     "session": "cpu_op",
+    # Other accelerators' Kineto categories (HTA counts their device ops as kernels): MTIA's
+    # on-device ops, and every vendor's host runtime/driver calls.
+    "mtia_ccp_events": "kernel",
+    "mtia_runtime": "cuda_api",
+    "xpu_runtime": "cuda_api",
+    "xpu_driver": "cuda_api",
+    "hpu_op": "cuda_api",
+    "gcu_runtime": "cuda_api",
+    "gcu_driver": "cuda_api",
+    "glow_runtime": "cuda_api",
+    "privateuse1_runtime": "cuda_api",
+    "privateuse1_driver": "cuda_api",
 }
-GPU_CATEGORIES = {"kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "gpu_user_annotation"}
+GPU_CATEGORIES = {
+    "kernel",
+    "gpu_memcpy",
+    "memcpy",
+    "gpu_memset",
+    "memset",
+    "gpu_user_annotation",
+    "mtia_ccp_events",
+}
+# Categories that carry no duration of their own: not worth a warning when unknown.
+QUIET_CATEGORIES = {"", "trace", "overhead", "cpu_instant_event", "ac2g", "flow"}
 _COPY = re.compile(r"(HtoD|DtoH|DtoD|PtoP|HtoH)", re.IGNORECASE)
 _MEMKINDS = re.compile(r"\(([A-Za-z]+) -> ([A-Za-z]+)\)")
 COPY_KIND = {"htod": "memcpy_h2d", "dtoh": "memcpy_d2h", "dtod": "memcpy_d2d", "ptop": "memcpy_p2p"}
 _ZERO = msgspec.Raw(b"0")
 ORT = KIND["ort_node"]
+OTHER = KIND["other"]
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -122,10 +154,22 @@ _NO_ARGS = _Args()
 
 
 def _decode(data: bytes) -> list[Any]:
+    """Typed events; ``ValueError`` for bytes that are not JSON (the chunker tries another
+    split), ``BadTraceValue`` for JSON whose values no trace holds."""
     try:
         return _STRICT.decode(data)
     except msgspec.ValidationError:
-        return [_normalized(e) for e in _LOOSE.decode(data) if e.ph in ("X", "M")]
+        pass
+    except RecursionError:
+        raise BadTraceValue("its JSON is nested too deeply to be a trace") from None
+    try:
+        loose = _LOOSE.decode(data)
+    except RecursionError:
+        raise BadTraceValue("its JSON is nested too deeply to be a trace") from None
+    try:
+        return [_normalized(e) for e in loose if e.ph in ("X", "M")]
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise BadTraceValue(f"an event holds a value that is not a time: {exc}") from None
 
 
 def _normalized(e: _LooseEvent) -> _Complete | _Metadata:
@@ -245,19 +289,30 @@ _SCALE = np.array([1000, 100, 10, 1], np.int64)
 
 
 def ns_from_float_us(us: np.ndarray) -> np.ndarray:
-    """Durations in µs → ns, rounded to the nearest ns; negatives (clock skew) become 0."""
-    return np.rint(np.clip(us, 0.0, 9e15) * 1e3).astype(np.int64)
+    """Durations in µs → ns, rounded to the nearest ns; negatives (clock skew) become 0;
+    ``BadTraceValue`` for NaN or one longer than a trace can hold (it was clipped silently)."""
+    if us.size and not (us.max() * 1e3 <= TIME_LIMIT_NS):  # NaN fails the comparison too
+        worst = float(np.nanmax(us)) if not np.isnan(us).all() else float("nan")
+        raise BadTraceValue(f"an event lasts {worst:.3g} µs: the file is corrupt")
+    return np.rint(np.clip(us, 0.0, None) * 1e3).astype(np.int64)
 
 
 def _ns_text(value: str) -> int:
     """One µs number's text → ns, exactly; a quoted number ("12.5", written by some tools)
-    counts as the number."""
+    counts as the number. ``BadTraceValue`` for text or a time past int64."""
     value = value.strip().strip('"')
     whole, _, fraction = value.partition(".")
-    if "e" in value.lower() or not whole.lstrip("-").isdigit():
-        return round(float(value) * 1000)
-    sign = -1 if whole.startswith("-") else 1
-    return int(whole) * 1000 + sign * int((fraction + "000")[:3] or 0)
+    try:
+        if "e" in value.lower() or not whole.lstrip("-").isdigit():
+            result = round(float(value) * 1000)
+        else:
+            sign = -1 if whole.startswith("-") else 1
+            result = int(whole) * 1000 + sign * int((fraction + "000")[:3] or 0)
+    except (ValueError, OverflowError):
+        raise BadTraceValue(f"a time is {value[:40]!r}, not a number of microseconds") from None
+    if abs(result) > TIME_LIMIT_NS:
+        raise BadTraceValue(f"a time of {value[:40]} µs is outside the ±73 years a trace can hold")
+    return result
 
 
 class _Import:
@@ -272,6 +327,7 @@ class _Import:
         self.classes: dict[str, tuple[int, str]] = {}  # category → (kind id, lane class)
         self.details = Interner({None: 0})  # (grid, block, op, provider, text) → id; 0: none
         self.format = "chrome"
+        self.unknown: dict[str, int] = {}  # categories this version does not know → events
 
     def add(self, events: list[Any]) -> None:
         for e in [e for e in events if type(e) is _Metadata]:
@@ -287,6 +343,11 @@ class _Import:
         for category in {e.cat for e in xs} - classes.keys():
             classes[category] = _classify(category)
         kind_of = [classes[e.cat] for e in xs]
+        strange = {c for c in {e.cat for e in xs} if classes[c][0] == OTHER} - QUIET_CATEGORIES
+        for category in strange:
+            self.unknown[category] = self.unknown.get(category, 0) + sum(
+                1 for e in xs if e.cat == category
+            )
         if any(c[0] == ORT for c in classes.values()):
             xs, kind_of = self._ort_nodes(xs, kind_of)
         if any(c[1].startswith("gpu") for c in classes.values()):
@@ -305,8 +366,10 @@ class _Import:
             ),
             kind=np.array([c[0] for c in kind_of], np.int8),
             name=np.array([names[e.name] for e in xs], np.int32),
-            corr=np.array([-1 if a.correlation is None else a.correlation for a in args], np.int64),
-            nbytes=np.array([a.bytes or 0 for a in args], np.int64),
+            corr=_int64s(
+                [-1 if a.correlation is None else a.correlation for a in args], "correlation"
+            ),
+            nbytes=_int64s([a.bytes or 0 for a in args], "bytes"),
             detail=np.array(
                 [
                     0
@@ -355,6 +418,8 @@ class _Import:
                 )
             detail_text[index] = builder.intern(text)
         builder.meta.update(source=str(path), format=self.format)
+        if self.unknown:
+            builder.meta["unknown_categories"] = dict(sorted(self.unknown.items()))
         trace = builder.finish(lanes=list(lane_map), remap={"lane": remap, "detail": detail_text})
         self._copies(trace)
         return trace
@@ -388,6 +453,16 @@ class _Import:
         return Lane(process, f"annotations {thread}" if where == "host_nvtx" else thread)
 
 
+def _int64s(values: list[Any], field: str) -> np.ndarray:
+    try:
+        return np.array(values, np.int64)
+    except (OverflowError, ValueError, TypeError):
+        bad = next((v for v in values if not -(2**63) <= int(v) < 2**63), values[0])
+        raise BadTraceValue(
+            f"an event's '{field}' is {bad}, past what a 64-bit integer holds"
+        ) from None
+
+
 def _classify(category: str) -> tuple[int, str]:
     kind = CATEGORY.get(category.lower(), "other")
     where = "gpu" if category.lower() in GPU_CATEGORIES else "host"
@@ -404,7 +479,16 @@ def load_chrome(path: str | Path, progress: Callable[[int, str], None] | None = 
     try:
         for events in iter_chunks(path, _decode, report):
             state.add(events)
+        trace = state.finish(path)
+    except BadTraceValue as exc:
+        raise UserError(f"{path.name} is not a readable trace: {exc}.") from None
     finally:
         if enabled:
             gc.enable()
-    return state.finish(path)
+    if not len(trace.start):
+        raise UserError(
+            f'{path.name} holds no trace events (no complete "X" events): it is not a '
+            "Chrome/Kineto/ONNX Runtime trace (trtexec --exportOutput? metadata?), or an empty "
+            "capture."
+        )
+    return trace

@@ -66,6 +66,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
         )
     for hint in stats["hints"]:
         print(f"  hint: {hint}")
+    unknown = stats.get("unknown_categories") or {}
+    if unknown:
+        print(
+            f"  {sum(unknown.values()):,} events in categories this version does not know, "
+            "counted as 'other' (not kernels): "
+            + ", ".join(f"{name} ×{count:,}" for name, count in unknown.items())
+        )
     return 0
 
 

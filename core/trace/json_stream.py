@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -83,8 +84,8 @@ def iter_chunks(
 def _read(handle: IO[bytes], path: Path, size: int) -> bytes:
     try:
         return handle.read(size)
-    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError
-        raise UserError(f"{path.name} cannot be read to the end: {exc}.") from None
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise UserError(f"{path.name} cannot be read to the end (corrupt): {exc}.") from None
 
 
 def _bracketed(data: bytearray, end: int) -> bytes:
@@ -123,6 +124,13 @@ def _find_array(handle: IO[bytes], path: Path) -> bytes:
     buffer = _read(handle, path, 1 << 16)
     stripped = buffer.lstrip()
     if stripped.startswith(b"["):
+        first = stripped[1:].lstrip()[:1]
+        if first not in (b"{", b"]", b""):
+            line = stripped.split(b"\n", 1)[0][:40].decode("utf-8", "replace")
+            raise UserError(
+                f"{path.name} is not a JSON trace: it starts with '{line}' (a text log?), not a "
+                "list of events."
+            )
         return stripped[1:]
     if not stripped.startswith(b"{"):
         raise UserError(f"{path.name} is not a JSON trace (it starts with {stripped[:20]!r}).")

@@ -8,7 +8,7 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import input_file
-from deploylens.core.trace.model import Trace
+from deploylens.core.trace.model import BadTraceValue, Trace
 
 
 def load_trace(path: str | Path, progress: Any = None) -> Trace:
@@ -29,10 +29,13 @@ def load_trace(path: str | Path, progress: Any = None) -> Trace:
     from deploylens.core.trace import trtexec
 
     flavour = trtexec.sniff(head)
-    if flavour == "times":
-        return trtexec.load_times(path)
-    if flavour == "profile":
-        return trtexec.load_profile_trace(path)
+    try:
+        if flavour == "times":
+            return trtexec.load_times(path)
+        if flavour == "profile":
+            return trtexec.load_profile_trace(path)
+    except BadTraceValue as exc:
+        raise UserError(f"{path.name} is not a readable trtexec export: {exc}.") from None
     from deploylens.core.trace.chrome import load_chrome
 
     return load_chrome(path, progress)

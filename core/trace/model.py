@@ -38,6 +38,29 @@ COPY_KINDS = tuple(
 GPU_KINDS = (KIND["kernel"], KIND["memset"], *COPY_KINDS)
 
 
+# Times a trace can hold: ±2^61 ns (73 years) for a start, 2^61 ns for a duration, so that
+# start + dur never wraps an int64 (a 1e300 µs duration came out negative in the statistics).
+TIME_LIMIT_NS = 1 << 61
+
+
+class BadTraceValue(Exception):
+    """A value a trace file holds that no capture can (a time past int64, text where a number
+    belongs); the loader turns it into one sentence naming the file."""
+
+
+def check_times(start: np.ndarray, dur: np.ndarray) -> None:
+    if start.size and (int(start.max()) > TIME_LIMIT_NS or int(start.min()) < -TIME_LIMIT_NS):
+        worst = int(start.max()) if int(start.max()) > TIME_LIMIT_NS else int(start.min())
+        raise BadTraceValue(
+            f"an event starts at {worst / 1e9:.3g} s, outside the ±73 years a trace can hold"
+        )
+    if dur.size and int(dur.max()) > TIME_LIMIT_NS:
+        raise BadTraceValue(
+            f"an event lasts {int(dur.max()) / 1e9:.3g} s, longer than any capture: the file is "
+            "corrupt"
+        )
+
+
 def member(column: np.ndarray, ids: Any, size: int = len(KINDS)) -> np.ndarray:
     """``np.isin(column, ids)`` for small non-negative ids (kinds, name ids) through a lookup
     table: 1 byte per row, where ``np.isin`` takes ~13 bytes per row of temporaries."""
@@ -181,6 +204,10 @@ class TraceBuilder:
         detail: str = "",
     ) -> None:
         c = self._cols
+        if not (-TIME_LIMIT_NS <= start <= TIME_LIMIT_NS and dur <= TIME_LIMIT_NS):
+            raise BadTraceValue(
+                f"an event at {start} ns lasting {dur} ns is outside what a trace can hold"
+            )
         c["start"].append(start)
         c["dur"].append(max(dur, 0))
         c["lane"].append(lane)
@@ -247,6 +274,7 @@ class TraceBuilder:
             return remap[key][values] if key in remap else values
 
         start, lane = column("start"), column("lane")
+        check_times(start, np.zeros(0, np.int64))
         order = np.lexsort((start, lane))
         columns = {
             "start": start[order],
@@ -255,7 +283,10 @@ class TraceBuilder:
         del start, lane
         for key in COLUMNS:
             if key not in columns:
-                columns[key] = compact(key, column(key))[order]
+                values = column(key)
+                if key == "dur":
+                    check_times(np.zeros(0, np.int64), values)
+                columns[key] = compact(key, values)[order]
         return Trace(
             **columns,
             names=list(self._names),

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.errors import UserError
-from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
+from deploylens.core.trace.model import KIND, BadTraceValue, Lane, Trace, TraceBuilder
 
 COPY_KINDS = {1: "memcpy_h2d", 2: "memcpy_d2h", 8: "memcpy_d2d", 10: "memcpy_p2p"}
 MEMORY_KINDS = {
@@ -71,7 +71,7 @@ def load_nsys(path: str | Path) -> Trace:
             raise UserError(
                 f"{path.name} is SQLite but not an Nsight Systems export (no StringIds table)."
             )
-        strings = dict(db.execute("SELECT id, value FROM StringIds"))
+        strings = {key: str(value) for key, value in db.execute("SELECT id, value FROM StringIds")}
         builder = TraceBuilder()
         builder.reserve(
             sum(
@@ -97,10 +97,12 @@ def load_nsys(path: str | Path) -> Trace:
         if "NVTX_EVENTS" in tables:
             _nvtx(db, builder, strings)
         return builder.finish()
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         raise UserError(
             f"{path.name} could not be read as an Nsight Systems export: {exc}."
         ) from None
+    except BadTraceValue as exc:
+        raise UserError(f"{path.name} is not a readable Nsight Systems export: {exc}.") from None
     finally:
         db.close()
 
@@ -114,10 +116,31 @@ def _host_lane(global_tid: int | None, prefix: str = "") -> Lane:
 def _batches(db: sqlite3.Connection, query: str) -> Iterator[np.ndarray]:
     """A query's integer rows (NULLs coalesced in SQL) as int64 arrays of ``BATCH`` rows: each is
     turned into compact columns before the next is fetched, so the import never holds a whole
-    table as int64 rows (~100 bytes per kernel) — let alone as Python tuples (~5× the file)."""
+    table as int64 rows (~100 bytes per kernel) — let alone as Python tuples (~5× the file).
+    ``BadTraceValue`` names the table and column of a cell that is not an integer."""
     cursor = db.execute(query)
     while batch := cursor.fetchmany(BATCH):
-        yield np.array(batch, dtype=np.int64)
+        try:
+            yield np.array(batch, dtype=np.int64)
+        except (ValueError, TypeError, OverflowError):
+            raise BadTraceValue(_bad_cell(cursor, batch, query)) from None
+
+
+def _bad_cell(cursor: sqlite3.Cursor, batch: list[tuple[Any, ...]], query: str) -> str:
+    names = [d[0] for d in cursor.description or []]
+    table = query.rsplit(" FROM ", 1)[-1].split()[0]
+    for row in batch:
+        for index, value in enumerate(row):
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or not -(2**63) <= value < 2**63
+            ):
+                column = names[index] if index < len(names) else f"column {index}"
+                return (
+                    f"table {table} holds {str(value)[:40]!r} in {column}, where an integer belongs"
+                )
+    return f"table {table} holds a value that is not an integer"
 
 
 def row_groups(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -273,6 +296,11 @@ def _nvtx(db: sqlite3.Connection, builder: TraceBuilder, strings: dict[int, str]
         f"WHERE end IS NOT NULL AND eventType IN {NVTX_RANGES}"
     )
     for start, end, text, tid_text, tid in db.execute(query):
+        if not all(isinstance(v, int) for v in (start, end)) or not isinstance(tid, int | None):
+            bad = next(v for v in (start, end, tid) if not isinstance(v, int | None))
+            raise BadTraceValue(
+                f"table NVTX_EVENTS holds {str(bad)[:40]!r} where a time or thread id belongs"
+            )
         name: Any = text if text is not None else strings.get(tid_text, "")
         builder.add(
             start, end - start, builder.lane(_host_lane(tid, "NVTX ")), KIND["nvtx"], str(name)

@@ -311,4 +311,6 @@ def trace_stats(trace: Trace) -> dict[str, Any]:
         "overlap": ovl,
         "copies": copies,
         "hints": hints(copies, ovl, streams),
+        # events in categories this version does not know: counted as "other", never as kernels
+        "unknown_categories": trace.meta.get("unknown_categories", {}),
     }

@@ -14,9 +14,17 @@ from pathlib import Path
 import numpy as np
 
 from deploylens.core.engine.timings import load_profile
+from deploylens.core.engine.timings import number as as_number
 from deploylens.core.errors import UserError
 from deploylens.core.files import read_json
-from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
+from deploylens.core.trace.model import (
+    KIND,
+    TIME_LIMIT_NS,
+    BadTraceValue,
+    Lane,
+    Trace,
+    TraceBuilder,
+)
 
 STAGES = (
     ("startH2dMs", "endH2dMs", "memcpy_h2d", "Memcpy HtoD (inference input)", "H2D"),
@@ -38,6 +46,12 @@ def sniff(head: bytes) -> str | None:
 
 
 def _ns(ms: np.ndarray) -> np.ndarray:
+    """ms → ns; ``BadTraceValue`` past the times a trace holds (it wrapped around before)."""
+    finite = ms[np.isfinite(ms)]
+    if finite.size and np.abs(finite).max() * 1e6 > TIME_LIMIT_NS:
+        raise BadTraceValue(
+            f"a time of {np.abs(finite).max():.3g} ms is outside what a trace holds"
+        )
     return np.round(ms * 1e6).astype(np.int64)
 
 
@@ -52,7 +66,10 @@ def load_times(path: str | Path) -> Trace:
     builder.meta.update(source=str(path), format="trtexec-times", inferences=len(data))
 
     def column(key: str) -> np.ndarray:
-        return np.array([float(r.get(key, np.nan)) for r in data])
+        return np.array(
+            [as_number(r[key], name, f"record {i}'s '{key}'") if key in r else np.nan
+             for i, r in enumerate(data)]
+        )  # fmt: skip
 
     index = np.arange(len(data))
     for number, (start_key, end_key, kind, label, lane_name) in enumerate(STAGES):

@@ -1,0 +1,132 @@
+"""Traces that are not what they claim, built here: each is one sentence and exit 1 (or a right
+answer), never a traceback, an empty "trace" or a statistic that contradicts the file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from deploylens.core.cli import main
+from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.stats import trace_stats
+
+
+def _event(**changes: object) -> dict[str, object]:
+    event: dict[str, object] = {
+        "ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100.5, "dur": 3.0,
+        "args": {"device": 0, "stream": 7, "correlation": 1},
+    }  # fmt: skip
+    event.update(changes)
+    return event
+
+
+def _write(tmp_path: Path, name: str, payload: object) -> Path:
+    path = tmp_path / name
+    path.write_text(payload if isinstance(payload, str) else json.dumps(payload))
+    return path
+
+
+HOSTILE = {
+    "ts_past_int64.json": ({"traceEvents": [_event(ts=10**25)]}, "outside the ±73 years"),
+    "corr_past_int64.json": (
+        {"traceEvents": [_event(args={"correlation": 10**20})]},
+        "'correlation' is 100000000000000000000",
+    ),
+    "bytes_past_int64.json": ({"traceEvents": [_event(args={"bytes": 10**30})]}, "'bytes'"),
+    "dur_1e300.json": ({"traceEvents": [_event(dur=1e300)]}, "lasts 1e+300 µs"),
+    "dur_text.json": ({"traceEvents": [_event(dur="fast")]}, "'fast', not a number"),
+    "nested_1000.json": (
+        '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x":'
+        + "[" * 1000
+        + "]" * 1000
+        + "}}]}",
+        "nested too deeply",
+    ),
+    "exportOutput.json": ([{"name": "output", "dimensions": "1x10", "values": [1, 2]}], "no trace"),
+    "metadata_list.json": ([{"Name": "NVIDIA A100", "ComputeCapability": [8, 0]}], "no trace"),
+    "empty_events.json": ({"traceEvents": []}, "no trace events"),
+    "text.log": ("[I] === Model Options ===\n[I] Format: ONNX\n", "starts with '[I] ==="),
+    "times_text.json": (
+        [
+            {
+                "startEnqMs": 0,
+                "endEnqMs": 1,
+                "startComputeMs": "soon",
+                "endComputeMs": 2,
+                "latencyMs": 1,
+                "computeMs": 1,
+            }
+        ],
+        "'startComputeMs' is 'soon', not a number",
+    ),
+    "profile_list.json": (
+        [{"count": 10}, {"name": "conv", "timeMs": [1], "averageMs": 0.1}],
+        "'timeMs' is '[1]', not a number",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_trace_is_one_sentence(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload, words = HOSTILE[name]
+    path = _write(tmp_path, name, payload)
+    out = tmp_path / "out.chrome.json"
+    assert main(["trace", str(path), "--chrome", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"deploylens: error: {name}") and words in err, err
+    assert "Traceback" not in err
+    assert not out.exists()  # --chrome wrote an empty file for a JSON list before
+
+
+def test_corrupt_gzip_deflate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = bytearray(gzip.compress(json.dumps({"traceEvents": [_event()] * 200}).encode()))
+    data[30:40] = b"\x00" * 10
+    path = tmp_path / "broken.json.gz"
+    path.write_bytes(bytes(data))
+    assert main(["trace", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "broken.json.gz cannot be read to the end (corrupt)" in err
+
+
+def test_accelerator_device_ops_count_as_kernels(tmp_path: Path) -> None:
+    """MTIA's on-device ops (HTA counts them as kernels) were 0 kernels and format "chrome"."""
+    events = [_event(cat="mtia_ccp_events", name=f"op{i}", ts=100 + 10 * i) for i in range(3)]
+    events.append(_event(cat="mtia_runtime", name="launch", pid=1, tid=1))
+    trace = load_trace(_write(tmp_path, "mtia.json", {"traceEvents": events}))
+    stats = trace_stats(trace)
+    assert stats["format"] == "kineto"
+    assert stats["kinds"]["kernel"] == 3 and stats["kinds"]["cuda_api"] == 1
+    assert stats["unknown_categories"] == {}
+
+
+def test_unknown_categories_are_reported_not_hidden(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = [_event(), _event(cat="npu_device_op", ts=200), _event(cat="npu_device_op", ts=300)]
+    path = _write(tmp_path, "npu.json", {"traceEvents": events})
+    assert trace_stats(load_trace(path))["unknown_categories"] == {"npu_device_op": 2}
+    assert main(["trace", str(path)]) == 0
+    assert "npu_device_op ×2" in capsys.readouterr().out
+
+
+def test_nsys_text_in_an_integer_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "report.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+    db.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, "
+        "correlationId, shortName)"
+    )
+    db.execute("INSERT INTO StringIds VALUES (1, 'gemm')")
+    db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 'later', 0, 7, 1, 1)")
+    db.commit()
+    db.close()
+    assert main(["trace", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "report.sqlite" in err and "'later' in end" in err and "Traceback" not in err
