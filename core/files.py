@@ -44,6 +44,86 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         raise
 
 
+# Outputs a job builds in several files (a model and its external data) are written into a
+# hidden folder beside the final name and moved there only once checked: a killed job leaves no
+# half-written or unverified file under the final name, and its folder is swept by the next run.
+STAGING_MARK = ".deploylens-partial-"
+STALE_AFTER_S = 24 * 3600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_staging(folder: str | Path) -> list[Path]:
+    """Remove staging folders in ``folder`` whose process is gone (or that are a day old)."""
+    import shutil
+    import time
+
+    removed = []
+    try:
+        entries = list(Path(folder).glob(f".*{STAGING_MARK}*"))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid_text = entry.name.rsplit(STAGING_MARK, 1)[-1].split("-")[0]
+        try:
+            old = time.time() - entry.lstat().st_mtime > STALE_AFTER_S
+        except OSError:
+            continue
+        if pid_text.isdigit() and _alive(int(pid_text)) and not old:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+        removed.append(entry)
+    return removed
+
+
+@contextlib.contextmanager
+def staged_outputs(final: str | Path) -> Iterator[Path]:
+    """A fresh hidden folder beside ``final`` to build the output in; removed on the way out,
+    whatever happens (``commit_staged`` moves the finished files out first)."""
+    import shutil
+
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_staging(final.parent)
+    stage = Path(
+        tempfile.mkdtemp(prefix=f".{final.name}{STAGING_MARK}{os.getpid()}-", dir=final.parent)
+    )
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def commit_staged(stage: Path, built: Path, final: str | Path) -> Path:
+    """Move a staged ONNX model (``built``, inside ``stage``) to ``final``: the external data
+    files it references (by relative name) first, the model itself last, each by rename;
+    anything else the job left in ``stage`` goes with the folder."""
+    import onnx
+
+    from deploylens.core.model.external_data import external_locations
+
+    final = Path(final)
+    model = onnx.load(str(built), load_external_data=False)
+    for location in sorted(external_locations(model)):
+        source = stage / location
+        if source.is_file() and source.parent == stage:
+            os.replace(source, final.parent / location)
+    os.replace(built, final)
+    return final
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write to a temp file in the same folder, fsync, then rename over ``path``."""
     with atomic_open(path) as handle:

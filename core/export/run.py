@@ -18,6 +18,7 @@ from deploylens.core.export.plugin_api import OpPlugin, load_plugins
 from deploylens.core.export.settings import DYNAMO, ExportSettings, cli_line, python_script
 from deploylens.core.export.sources import ModelSource, load_model
 from deploylens.core.export.verify import verify_export
+from deploylens.core.files import commit_staged, staged_outputs
 
 DEFAULT_OPSET = {"torchscript": 17, "dynamo": 18}
 
@@ -114,7 +115,6 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         kwargs["verbose"] = False
     opset = settings.opset or DEFAULT_OPSET[settings.exporter]
     out = Path(settings.output).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {
         "source": source.to_dict(),
         "settings": settings.to_dict(),
@@ -123,6 +123,38 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "path": str(out),
         "plugin_errors": errors,
     }
+    # Export and check in a hidden folder beside the output; only a checked model is renamed
+    # to its final name (a kill mid-write left a truncated file there, replacing a good one).
+    with staged_outputs(out) as stage:
+        staged = stage / out.name
+        _export_and_check(
+            ctx, module, inputs, expected, kwargs, settings, opset, chosen, staged, result
+        )
+        result["checks_s"] = result.get("checks_s", 0.0) + reference_s
+        if result.get("ok"):
+            commit_staged(stage, staged, out)
+        elif result.get("invalid"):
+            invalid = out.with_suffix(".invalid.onnx")
+            commit_staged(stage, staged, invalid)
+            result["path"] = str(invalid)
+    return result
+
+
+def _export_and_check(
+    ctx: Any,
+    module: Any,
+    inputs: Any,
+    expected: Any,
+    kwargs: dict[str, Any],
+    settings: ExportSettings,
+    opset: int,
+    chosen: list[OpPlugin],
+    out: Path,
+    result: dict[str, Any],
+) -> None:
+    """Export to ``out`` (the staging path) and fill ``result``: findings, or the checks."""
+    import torch
+
     registered = _apply_plugins(chosen, settings, kwargs, opset)
     ctx.progress(0.2, f"exporting with the {settings.exporter} exporter")
     started = time.perf_counter()
@@ -155,9 +187,8 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
             )
     if failure is not None:
         findings = diagnose(failure, settings.exporter, opset, stderr[0] if stderr else "")
-        out.unlink(missing_ok=True)
         result.update(ok=False, findings=[f.to_dict() for f in findings])
-        return result
+        return
     ctx.progress(0.7, "checking: opset read-back, onnx.checker, ONNX Runtime smoke test")
     started = time.perf_counter()
     checks = verify_export(
@@ -169,12 +200,8 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         expected,
         chosen,
     )
-    result["checks_s"] = time.perf_counter() - started + reference_s
+    result["checks_s"] = time.perf_counter() - started
     result.update(checks)
     result["warnings"] = result["warnings"] + result["export_warnings"]
-    if checks["findings"]:
-        invalid = out.with_suffix(".invalid.onnx")
-        out.replace(invalid)
-        result["path"] = str(invalid)
+    result["invalid"] = bool(checks["findings"])
     result["ok"] = not checks["findings"]
-    return result

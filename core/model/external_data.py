@@ -49,6 +49,19 @@ def external_tensor_span(tensor: onnx.TensorProto) -> tuple[str, int, int]:
     return entries.get("location", ""), offset, length
 
 
+def external_locations(model: onnx.ModelProto) -> set[str]:
+    """The external data file names a model's initializers (subgraphs included) refer to."""
+    from deploylens.core.model.summary import iter_subgraphs
+
+    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
+    return {
+        _entries(tensor).get("location", "")
+        for graph in graphs
+        for tensor in graph.initializer
+        if tensor_is_external(tensor)
+    } - {""}
+
+
 def scan_external_data(
     tensors: Iterable[onnx.TensorProto], model_dir: Path
 ) -> list[ExternalDataFile]:

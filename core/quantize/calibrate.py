@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import commit_staged, staged_outputs
 
 METHODS = ("minmax", "entropy", "percentile")
 # Entropy: 512 histogram bins searched for the 128-level threshold with the least KL divergence.
@@ -122,8 +123,12 @@ def _numpy_dtype(ort_type: str) -> Any:
     return ORT_DTYPES.get(ort_type, np.float32)
 
 
-def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> CalibrationResult:
-    """Calibrate ``request.model`` and write its Q/DQ model; ranges come back for TensorRT."""
+def calibrate(
+    request: CalibrationRequest, progress: Progress | None = None, scratch: str | None = None
+) -> CalibrationResult:
+    """Calibrate ``request.model`` and write its Q/DQ model; ranges come back for TensorRT.
+    Temporary models go under ``scratch`` (the worker's folder, removed however the worker
+    ends) and the Q/DQ model is built beside its final name and renamed only when complete."""
     import onnxruntime as ort
     from onnxruntime.quantization import (
         CalibrationMethod,
@@ -157,13 +162,17 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
         "QuantizeBias": False,  # TensorRT fuses float biases; int32 bias Q/DQ is not its format
     }
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="deploylens-calib-") as scratch, _root_warnings_muted():
-        ranges_path = Path(scratch) / "ranges.json"
-        model = _preprocessed(request.model, Path(scratch) / "prepared.onnx", progress)
+    with (
+        tempfile.TemporaryDirectory(prefix="deploylens-calib-", dir=scratch) as workdir,
+        _root_warnings_muted(),
+        staged_outputs(output) as stage,
+    ):
+        ranges_path = Path(workdir) / "ranges.json"
+        model = _preprocessed(request.model, Path(workdir) / "prepared.onnx", progress)
         # Ranges first, with histogram settings quantize_static cannot pass (CALIBRATOR_OPTIONS).
         calibrator = create_calibrator(
             Path(model),
-            augmented_model_path=str(Path(scratch) / "augmented.onnx"),
+            augmented_model_path=str(Path(workdir) / "augmented.onnx"),
             calibrate_method=method,
             extra_options=CALIBRATOR_OPTIONS[request.method] | {"percentile": request.percentile},
         )
@@ -173,25 +182,21 @@ def calibrate(request: CalibrationRequest, progress: Progress | None = None) -> 
         save_tensors_data(calibrator.compute_data(), ranges_path)
         del calibrator
         progress(0.92, "writing the Q/DQ model")
-        partial = output + ".partial"
-        try:
-            quantize_static(
-                model,
-                partial,
-                None,  # the ranges come from the cache written above
-                quant_format=QuantFormat.QDQ,
-                per_channel=request.per_channel,
-                activation_type=QuantType.QInt8,
-                weight_type=QuantType.QInt8,
-                nodes_to_exclude=request.exclude or None,
-                calibrate_method=method,
-                extra_options=extra,
-                calibration_cache_path=ranges_path,
-            )
-        except Exception:
-            Path(partial).unlink(missing_ok=True)
-            raise
-        Path(partial).replace(output)  # never a half-written model under the final name
+        partial = stage / Path(output).name
+        quantize_static(
+            model,
+            str(partial),
+            None,  # the ranges come from the cache written above
+            quant_format=QuantFormat.QDQ,
+            per_channel=request.per_channel,
+            activation_type=QuantType.QInt8,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=request.exclude or None,
+            calibrate_method=method,
+            extra_options=extra,
+            calibration_cache_path=ranges_path,
+        )
+        commit_staged(stage, partial, output)  # never a half-written model under the final name
         data = load_tensors_data(ranges_path)
     seconds = time.perf_counter() - start
     ranges = {

@@ -12,7 +12,7 @@ RESULT_VERSION = 1
 
 
 def calibrate_and_measure(
-    params: dict[str, Any], progress: Any = None, log: Any = None
+    params: dict[str, Any], progress: Any = None, log: Any = None, scratch: str | None = None
 ) -> dict[str, Any]:
     """Shared by the job, the CLI and the bench: everything a calibration run reports."""
     import onnxruntime as ort
@@ -22,7 +22,7 @@ def calibrate_and_measure(
     progress = progress or (lambda f, m: None)
     known = {f.name for f in fields(CalibrationRequest)}
     request = CalibrationRequest(**{k: v for k, v in params.items() if k in known})
-    result = calibrate(request, lambda f, m: progress(0.8 * f, m))
+    result = calibrate(request, lambda f, m: progress(0.8 * f, m), scratch)
     report: dict[str, Any] = {
         "kind": "deploylens.calibration",
         "version": RESULT_VERSION,
@@ -86,4 +86,4 @@ def take_samples(batches: Any, limit: int) -> list[dict[str, Any]]:
 
 
 def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    return calibrate_and_measure(params, ctx.progress, ctx.log)
+    return calibrate_and_measure(params, ctx.progress, ctx.log, ctx.workdir)
