@@ -257,7 +257,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     summary = inspect_model(args.model, check=not args.no_check)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary_text(summary))
     for problem in summary.problems:
-        print(f"deploylens: error: {problem}", file=sys.stderr)
+        print(f"deploylens: error: {args.model.name}: {problem}", file=sys.stderr)
     return 1 if summary.problems else 0
 
 

@@ -4,8 +4,13 @@ DeployLens would do, as plain TensorRT API calls an engineer can run and edit on
 from __future__ import annotations
 
 from deploylens.core.build.flags import family
-from deploylens.core.build.settings import BuildSettings, assert_buildable, switches_on
-from deploylens.core.build.tensorrt_adapter import HARDWARE_LEVELS, VERBOSITY
+from deploylens.core.build.settings import (
+    HARDWARE_LEVELS,
+    VERBOSITY,
+    BuildSettings,
+    assert_buildable,
+    switches_on,
+)
 
 
 def build_script(settings: BuildSettings, version: str, model: str, engine: str = "model.engine") -> str:

@@ -18,6 +18,15 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, read_text
 
 PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
+LAYER_TYPES = ("fp32", "fp16", "bf16", "int8", "fp8")  # per-layer precision / output type
+# Setting value → TensorRT enum member (the adapter, the script and the checks read these).
+TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS")
+HARDWARE_LEVELS = {
+    "none": "NONE",
+    "ampere+": "AMPERE_PLUS",
+    "sameComputeCapability": "SAME_COMPUTE_CAPABILITY",
+}
+VERBOSITY = {"detailed": "DETAILED", "layer_names_only": "LAYER_NAMES_ONLY", "none": "NONE"}
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
 REMOVED_IN_11 = (
     "precisions",
@@ -316,6 +325,30 @@ def check(
             problems.append(Problem("profiles", "DLA engines support one profile only."))
     if settings.sparsity not in (None, "disable", "enable", "force"):
         problems.append(Problem("sparsity", "Use disable, enable or force."))
+    problems.extend(_check_words(settings))
+    return problems
+
+
+def _check_words(settings: BuildSettings) -> list[Problem]:
+    """Settings spelled as words must be words TensorRT knows: an unknown one made a script
+    that raised KeyError and a trtexec line that trtexec refuses."""
+    problems = []
+    for name, allowed in (
+        ("profiling_verbosity", tuple(VERBOSITY)),
+        ("hardware_compatibility", tuple(HARDWARE_LEVELS)),
+    ):
+        value = getattr(settings, name)
+        if value is not None and value not in allowed:
+            problems.append(Problem(name, f"'{value[:40]}' is not one of {', '.join(allowed)}."))
+    for change in settings.tactic_sources or []:
+        if change[:1] not in ("+", "-") or change[1:] not in TACTIC_SOURCES:
+            problems.append(Problem("tactic_sources", f"'{change[:40]}' is not +NAME or -NAME "
+                                    f"with NAME one of {', '.join(TACTIC_SOURCES)}."))  # fmt: skip
+    for name in ("layer_precisions", "layer_output_types"):
+        for layer, value in (getattr(settings, name) or {}).items():
+            if value not in LAYER_TYPES:
+                problems.append(Problem(name, f"layer '{layer[:40]}': '{value[:20]}' is not one "
+                                        f"of {', '.join(LAYER_TYPES)}."))  # fmt: skip
     return problems
 
 
@@ -554,7 +587,14 @@ def migrate_to_11(settings: BuildSettings, model: str) -> dict[str, Any]:
         )
     for name in REMOVED_IN_11:
         setattr(new, name, None)
-    steps.append("build the strongly typed network: " + trtexec_command(new, "11", qdq_model))
+    remaining = check(new, "11", None)
+    if remaining:  # never a command that drops a setting (and never an exception in the panel)
+        steps.append(
+            "fix what TensorRT 11 would refuse, then build strongly typed: "
+            + "; ".join(str(p) for p in remaining)
+        )
+    else:
+        steps.append("build the strongly typed network: " + trtexec_command(new, "11", qdq_model))
     before, after = settings.to_dict(), new.to_dict()
     diff = [
         {"field": k, "before": before.get(k), "after": after.get(k)}

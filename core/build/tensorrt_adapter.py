@@ -19,19 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.build.flags import family
-from deploylens.core.build.settings import BuildSettings, switches_on
+from deploylens.core.build.settings import (
+    HARDWARE_LEVELS,
+    TACTIC_SOURCES,
+    VERBOSITY,
+    BuildSettings,
+    switches_on,
+)
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
 
 Progress = Callable[[float | None, str], None]
 LOG_LEVELS = {"INTERNAL_ERROR": "error", "ERROR": "error", "WARNING": "warning", "INFO": "info"}
-TACTIC_SOURCES = ("CUBLAS", "CUBLAS_LT", "CUDNN", "EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS")
-HARDWARE_LEVELS = {
-    "none": "NONE",
-    "ampere+": "AMPERE_PLUS",
-    "sameComputeCapability": "SAME_COMPUTE_CAPABILITY",
-}
-VERBOSITY = {"detailed": "DETAILED", "layer_names_only": "LAYER_NAMES_ONLY", "none": "NONE"}
 
 
 class BuildCancelled(Exception):

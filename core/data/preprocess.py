@@ -19,6 +19,7 @@ import numpy as np
 
 from deploylens.core.data.arrays import load_arrays
 from deploylens.core.errors import UserError
+from deploylens.core.files import input_file
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".webp", ".tif", ".tiff"}
 ARRAY_SUFFIXES = {".npy", ".npz"}
@@ -101,10 +102,11 @@ def load_image(path: Path, spec: Preprocess) -> np.ndarray:
         raise UserError(
             "Reading images needs Pillow: pip install pillow (or give .npy/.npz arrays)."
         ) from None
+    input_file(path, "image")  # a FIFO named x.png would block Pillow's open
     try:
         with Image.open(path) as opened:
             image = opened.convert("RGB")
-    except OSError as exc:
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
         raise UserError(f"{path.name} is not a readable image: {exc}.") from None
     if spec.resize is not None:
         if isinstance(spec.resize, int):
@@ -158,14 +160,19 @@ def iter_samples(
         suffix = path.suffix.lower()
         if suffix in IMAGE_SUFFIXES:
             yield {first: load_image(path, spec)}
-        elif suffix == ".npy":
-            yield {first: load_arrays(path)[""]}
-        else:
-            data = load_arrays(path)
-            missing = [name for name, _ in inputs if name not in data]
-            if missing:
-                raise UserError(f"{path.name} has no array for input '{missing[0]}'.")
-            yield {name: data[name] for name, _ in inputs}
+            continue
+        data = load_arrays(path)
+        if suffix == ".npy":
+            data = {first: data[""]}
+        missing = [name for name, _ in inputs if name not in data]
+        if missing:
+            raise UserError(f"{path.name} has no array for input '{missing[0]}'.")
+        for name, _ in inputs:
+            if data[name].dtype.kind not in "biuf":
+                raise UserError(
+                    f"{path.name}: array '{name}' holds {data[name].dtype} values, not numbers."
+                )
+        yield {name: data[name] for name, _ in inputs}
 
 
 def batch_size(shape: list[Any], requested: int | None = None) -> int:
@@ -196,20 +203,31 @@ def batches(
             return
         ranks = {name: len(shape) for name, shape in inputs}
         if all(sample[n].ndim == ranks[n] for n in sample):
-            yield _check(sample, inputs)
+            yield _check(sample, inputs, folder)
             produced += 1
             continue
         pending.append(sample)
         if len(pending) == batch_size:
-            yield _check({n: np.stack([s[n] for s in pending]) for n in pending[0]}, inputs)
+            yield _check(_stacked(pending, folder), inputs, folder)
             produced += 1
             pending = []
     if pending and (limit is None or produced < limit):
-        yield _check({n: np.stack([s[n] for s in pending]) for n in pending[0]}, inputs)
+        yield _check(_stacked(pending, folder), inputs, folder)
+
+
+def _stacked(samples: list[dict[str, np.ndarray]], folder: str | Path) -> dict[str, np.ndarray]:
+    """Samples of one batch stacked; samples of different shapes are the folder's problem."""
+    try:
+        return {n: np.stack([s[n] for s in samples]) for n in samples[0]}
+    except ValueError:
+        shapes = ", ".join(sorted({str(list(s[n].shape)) for s in samples for n in s}))
+        raise UserError(
+            f"{Path(folder).name}/: samples of one batch have different shapes ({shapes})."
+        ) from None
 
 
 def _check(
-    feeds: dict[str, np.ndarray], inputs: list[tuple[str, list[Any]]]
+    feeds: dict[str, np.ndarray], inputs: list[tuple[str, list[Any]]], folder: str | Path = ""
 ) -> dict[str, np.ndarray]:
     for name, shape in inputs:
         array = feeds[name]
@@ -217,7 +235,7 @@ def _check(
             isinstance(d, int) and d > 0 and d != s for d, s in zip(shape, array.shape, strict=True)
         ):
             raise UserError(
-                f"Input '{name}' wants shape {shape} but the data gives {list(array.shape)}: "
-                "check the preprocessing (resize/crop/layout)."
+                f"{Path(folder).name}/: input '{name}' wants shape {shape} but the data gives "
+                f"{list(array.shape)}: check the preprocessing (resize/crop/layout)."
             )
     return feeds

@@ -4,6 +4,7 @@ trtexec log (or TREx's ``*.profile.metadata.json``, which holds the same summary
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +28,8 @@ class LayerTime:
 def number(value: Any, name: str, where: str) -> float:
     """A JSON value that must be a finite number, or one sentence naming the file and field."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UserError(f"{name}: {where} is {str(value)[:40]!r}, not a number.")
+        shown = json.dumps(value, default=str)[:40] if not isinstance(value, str) else repr(value)
+        raise UserError(f"{name}: {where} is {shown[:40]}, not a number.")
     result = float(value)
     if not np.isfinite(result):
         raise UserError(f"{name}: {where} is {value!r}, not a finite number.")
@@ -68,6 +70,7 @@ TIME_KEYS = ("latencyMs", "computeMs", "h2dMs", "d2hMs")
 # trtexec --warmUp's default (ms). Records whose GPU compute starts earlier are warm-up runs.
 DEFAULT_WARMUP_MS = 200.0
 PERCENTILES = (90, 95, 99)
+MAX_MS = 1e12  # 31 years: a record past it is corrupt (and overflows float32 statistics)
 
 
 def load_times(
@@ -96,7 +99,13 @@ def load_times(
             if key not in record and default is not None:
                 values.append(default)
             else:
-                values.append(number(record.get(key), name, f"record {index}'s '{key}'"))
+                value = number(record.get(key), name, f"record {index}'s '{key}'")
+                if abs(value) > MAX_MS:
+                    raise UserError(
+                        f"{name}: record {index}'s '{key}' is {value:.3g} ms, not a time a "
+                        "trtexec run records."
+                    )
+                values.append(value)
         return np.array(values, dtype=np.float64)
 
     if warmup_ms is None:

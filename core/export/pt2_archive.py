@@ -16,6 +16,7 @@ import contextlib
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,41 +34,53 @@ class _Refused(Exception):
 
 
 def audit(data: bytes, name: str) -> None:
-    """Raise ``UserError`` when loading the archive ``data`` would unpickle anything."""
+    """Raise ``UserError`` when loading the archive ``data`` would unpickle anything, or when
+    it is damaged (a bad CRC, a truncated entry, a config that is not UTF-8 JSON)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         raise UserError(
             f"{name} is not an ExportedProgram archive (torch.export.save writes a zip file)."
         ) from None
-    with archive:
-        names = set(archive.namelist())
-        formats = [n for n in names if n.endswith("archive_format")]
-        if not formats:
-            legacy = any(n.endswith("serialized_exported_program.json") for n in names)
-            raise UserError(
-                f"{name} is "
-                + (
-                    "an ExportedProgram in the legacy (torch < 2.7) layout, whose weights load "
-                    "only by unpickling"
-                    if legacy
-                    else "a zip archive but not an ExportedProgram (no archive_format entry)"
-                )
-                + ": DeployLens refuses to run pickled code.",
-                "Re-save it with torch.export.save from torch ≥ 2.7, or give FILE.py:factory.",
+    try:
+        _audit_archive(archive, name)
+    except (
+        zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, RecursionError
+    ) as exc:  # fmt: skip
+        reason = str(exc)[:160] or type(exc).__name__
+        raise UserError(f"{name} is a damaged archive: {reason}.") from None
+    finally:
+        archive.close()
+
+
+def _audit_archive(archive: zipfile.ZipFile, name: str) -> None:
+    names = set(archive.namelist())
+    formats = [n for n in names if n.endswith("archive_format")]
+    if not formats:
+        legacy = any(n.endswith("serialized_exported_program.json") for n in names)
+        raise UserError(
+            f"{name} is "
+            + (
+                "an ExportedProgram in the legacy (torch < 2.7) layout, whose weights load "
+                "only by unpickling"
+                if legacy
+                else "a zip archive but not an ExportedProgram (no archive_format entry)"
             )
-        prefix = formats[0].removesuffix("archive_format")
-        if archive.read(formats[0]).strip() != b"pt2":
-            raise UserError(f"{name} is not a PT2 archive (its archive_format is not 'pt2').")
-        models = [
-            n.removeprefix(prefix + "models/").removesuffix(".json")
-            for n in names
-            if n.startswith(prefix + "models/") and n.endswith(".json")
-        ]
-        if not models:
-            raise UserError(f"{name} holds no exported program (no models/*.json entry).")
-        for model in models:
-            _audit_model(archive, names, prefix, model, name)
+            + ": DeployLens refuses to run pickled code.",
+            "Re-save it with torch.export.save from torch ≥ 2.7, or give FILE.py:factory.",
+        )
+    prefix = formats[0].removesuffix("archive_format")
+    if archive.read(formats[0]).strip() != b"pt2":
+        raise UserError(f"{name} is not a PT2 archive (its archive_format is not 'pt2').")
+    models = [
+        n.removeprefix(prefix + "models/").removesuffix(".json")
+        for n in names
+        if n.startswith(prefix + "models/") and n.endswith(".json")
+    ]
+    if not models:
+        raise UserError(f"{name} holds no exported program (no models/*.json entry).")
+    for model in models:
+        _audit_model(archive, names, prefix, model, name)
 
 
 def _audit_model(
@@ -82,7 +95,7 @@ def _audit_model(
             continue
         try:
             config = json.loads(archive.read(config_name)).get("config", {})
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             raise UserError(f"{name}: its {kind} config is not readable JSON.") from None
         if not isinstance(config, dict):
             raise UserError(f"{name}: its {kind} config is not a JSON object.")

@@ -195,14 +195,14 @@ def _load_torchscript(path: Path) -> Any:
         raise UserError(f"{path} does not exist.")
     try:
         return torch.jit.load(str(path), map_location="cpu").eval()
-    except RuntimeError:
+    except Exception:  # not TorchScript, or a damaged archive (its code is not even UTF-8)
         pass
     try:  # not TorchScript: a checkpoint? Only plain tensors may load, never pickled code.
         loaded = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:
         raise UserError(
             f"{path.name} is neither TorchScript nor a plain checkpoint: loading it would run "
-            f"pickled code, which DeployLens refuses ({str(exc).splitlines()[0][:160]}).",
+            f"pickled code, which DeployLens refuses ({_first_line(exc)}).",
             "Save the model with torch.jit.save or torch.export.save, or give FILE.py:factory.",
         ) from None
     kind = "state dict" if isinstance(loaded, dict) else type(loaded).__name__
@@ -210,6 +210,11 @@ def _load_torchscript(path: Path) -> Any:
         f"{path.name} holds a {kind} (weights only), not a model.",
         "Give the Python file that builds the model (FILE.py:factory) and load the weights there.",
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:160]
 
 
 def make_inputs(source: ModelSource) -> tuple[Any, ...]:

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 NAME_SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+# Bounds on what the metadata may make of a node's path (a real one is a few hundred bytes).
+MAX_SCOPES_TEXT = 1 << 16
+MAX_SCOPE_DEPTH = 256
+MAX_SCOPE_NAME = 512
 MAX_CHILDREN = 1000
 ROOT = 0
 
@@ -20,21 +24,28 @@ def parse_name_scopes(value: str) -> tuple[str, ...]:
 
     The first entry is the root module (empty) and the last the op's own name; both are dropped.
     """
+    if not isinstance(value, str):
+        return ()
     if value.startswith("['") and value.endswith("']") and not ('"' in value or "\\" in value):
         parts = value[2:-2].split("', '")
+    elif len(value) > MAX_SCOPES_TEXT or not value.startswith("["):
+        return ()  # not the exporter's list: an int, None, a 10k-deep nesting — no scope
     else:
         try:
-            parts = [str(p) for p in ast.literal_eval(value)]
-        except (ValueError, SyntaxError):
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return ()
-    return tuple(p for p in parts[1:-1] if p)
+        if not isinstance(parsed, list | tuple):
+            return ()
+        parts = [p if isinstance(p, str) else str(p) for p in parsed]
+    return tuple(p[:MAX_SCOPE_NAME] for p in parts[1:-1][:MAX_SCOPE_DEPTH] if p)
 
 
 def path_from_node_name(name: str) -> tuple[str, ...]:
     """``/layer1/layer1.0/conv1/Conv`` → ``('layer1', 'layer1.0', 'conv1')``."""
     if not name.startswith("/"):
         return ()
-    return tuple(p for p in name.split("/")[1:-1] if p)
+    return tuple(p[:MAX_SCOPE_NAME] for p in name.split("/")[1:-1][:MAX_SCOPE_DEPTH] if p)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import onnx
 
+from deploylens.core.errors import ModelLoadError
 from deploylens.core.model.dtypes import tensor_bytes
 
 
@@ -38,12 +40,26 @@ def _entries(tensor: onnx.TensorProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in tensor.external_data}
 
 
+def _whole(text: str, key: str, tensor: onnx.TensorProto) -> int:
+    """An ``offset``/``length`` entry as a non-negative integer, or a ``ModelLoadError``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ModelLoadError(
+            f"initializer '{tensor.name[:80]}' has external data {key} {text[:40]!r}: "
+            "not a byte count (the model is corrupt or hand-edited)"
+        )
+    return value
+
+
 def external_tensor_span(tensor: onnx.TensorProto) -> tuple[str, int, int]:
     """(location, offset, length) of an external tensor; length from dims when not stored."""
     entries = _entries(tensor)
-    offset = int(entries.get("offset", 0) or 0)
+    offset = _whole(entries.get("offset") or "0", "offset", tensor)
     if entries.get("length"):
-        length = int(entries["length"])
+        length = _whole(entries["length"], "length", tensor)
     else:
         length = tensor_bytes(tensor.data_type, math.prod(tensor.dims)) or 0
     return entries.get("location", ""), offset, length
@@ -62,35 +78,72 @@ def external_locations(model: onnx.ModelProto) -> set[str]:
     } - {""}
 
 
+def _location_problem(location: str, model_dir: Path) -> str | None:
+    """What is wrong with an external data location itself (before looking at the file)."""
+    shown = location[:60] + ("…" if len(location) > 60 else "")
+    if not location:
+        return "external tensors name no file (empty 'location')"
+    if "\x00" in location:
+        return f"external data location {shown!r} contains a NUL byte: not a file name"
+    if len(location.encode("utf-8", "replace")) > 4095 or any(
+        len(part.encode("utf-8", "replace")) > 255 for part in location.split("/")
+    ):
+        return f"external data location '{shown}' is longer than a file name can be"
+    if os.path.isabs(location):
+        return f"'{shown}' points outside the model's folder; runtimes refuse it"
+    try:
+        target = (model_dir / location).resolve()
+        inside = target.is_relative_to(model_dir.resolve())
+    except (OSError, RuntimeError):  # a symlink loop on the way
+        return f"external data file '{shown}' is a symbolic link loop"
+    if not inside:
+        return f"'{shown}' points outside the model's folder; runtimes refuse it"
+    return None
+
+
+def _missing_or_odd(location: str, target: Path, model_dir: Path) -> str:
+    if target.is_symlink() and not target.exists():
+        return f"external data file '{location}' is a broken symbolic link"
+    if target.exists():
+        return f"external data file '{location}' is not a regular file (a folder or device?)"
+    return f"external data file '{location}' is missing (looked in {model_dir})"
+
+
 def scan_external_data(
     tensors: Iterable[onnx.TensorProto], model_dir: Path
 ) -> list[ExternalDataFile]:
     """Group external tensors by file and check each file against what is referenced."""
     by_location: dict[str, list[tuple[int, int]]] = {}
+    broken: dict[str, str] = {}  # location → the first unreadable offset/length entry
     for tensor in tensors:
         if tensor_is_external(tensor):
-            location, offset, length = external_tensor_span(tensor)
+            try:
+                location, offset, length = external_tensor_span(tensor)
+            except ModelLoadError as exc:
+                location, offset, length = _entries(tensor).get("location", ""), 0, 0
+                broken.setdefault(location, exc.message)
             by_location.setdefault(location, []).append((offset, length))
     files: list[ExternalDataFile] = []
     for location, spans in sorted(by_location.items()):
         referenced = sum(length for _, length in spans)
         end = max(offset + length for offset, length in spans)
-        problem: str | None = None
         size: int | None = None
-        target = (model_dir / location).resolve()
-        if not location:
-            problem = "external tensors name no file (empty 'location')"
-        elif os.path.isabs(location) or not target.is_relative_to(model_dir.resolve()):
-            problem = f"'{location}' points outside the model's folder; runtimes refuse it"
-        elif not target.is_file():
-            problem = f"external data file '{location}' is missing (looked in {model_dir})"
-        else:
-            size = target.stat().st_size
-            if size < end:
-                problem = (
-                    f"external data file '{location}' is {size:,} bytes but the model reads "
-                    f"up to byte {end:,}: it is truncated or belongs to another export"
-                )
+        problem = broken.get(location) or _location_problem(location, model_dir)
+        if problem is None:
+            target = model_dir / location
+            try:
+                info = target.stat()
+            except OSError:
+                info = None
+            if info is None or not stat.S_ISREG(info.st_mode):
+                problem = _missing_or_odd(location, target, model_dir)
+            else:
+                size = info.st_size
+                if size < end:
+                    problem = (
+                        f"external data file '{location}' is {size:,} bytes but the model reads "
+                        f"up to byte {end:,}: it is truncated or belongs to another export"
+                    )
         files.append(
             ExternalDataFile(
                 location=location,

@@ -9,6 +9,7 @@ from google.protobuf.message import DecodeError
 
 from deploylens.core.errors import ModelLoadError, UserError
 from deploylens.core.files import input_file, read_bytes
+from deploylens.core.model.utf8 import TEXT_CHECK_LIMIT, is_utf8_clean
 
 PROTOBUF_LIMIT = 2**31 - 1
 
@@ -74,6 +75,11 @@ def read_model(path: str | Path) -> onnx.ModelProto:
             "(the file is truncated, corrupt, or another format)."
         ) from None
     _check_is_onnx(model, path)
+    if len(data) <= TEXT_CHECK_LIMIT and not is_utf8_clean(data):
+        raise ModelLoadError(
+            f"{path.name} is not a readable ONNX model: a name or other text field is not "
+            "UTF-8 (the file is corrupt)."
+        )
     return model
 
 
@@ -83,6 +89,11 @@ def _check_is_onnx(model: onnx.ModelProto, path: Path) -> None:
         raise ModelLoadError(
             f"{path.name} is not an ONNX model: it parses as protobuf but has no {missing} "
             "(truncated, or a different protobuf format such as a TensorFlow graph)."
+        )
+    if model.ir_version > 1000:
+        raise ModelLoadError(
+            f"{path.name} is not a readable ONNX model: its IR version {model.ir_version} is "
+            "not one any ONNX release wrote (the file is corrupt)."
         )
     if model.ir_version > onnx.IR_VERSION:
         raise ModelLoadError(

@@ -11,6 +11,7 @@ from typing import Any
 
 import onnx
 
+from deploylens.core.errors import ModelLoadError
 from deploylens.core.model.dtypes import element_type_name, tensor_bytes
 from deploylens.core.model.external_data import (
     ExternalDataFile,
@@ -18,6 +19,7 @@ from deploylens.core.model.external_data import (
     scan_external_data,
     tensor_is_external,
 )
+from deploylens.core.model.isolated import Crashed, run_isolated
 from deploylens.core.model.loading import read_model
 
 SUMMARY_SCHEMA = 1
@@ -141,7 +143,10 @@ def iter_subgraphs(nodes: Any) -> Iterator[onnx.GraphProto]:
 
 def _initializer_bytes(tensor: onnx.TensorProto) -> int:
     if tensor_is_external(tensor):
-        return external_tensor_span(tensor)[2]
+        try:
+            return external_tensor_span(tensor)[2]
+        except ModelLoadError:  # reported as the external data file's problem
+            return 0
     size = tensor_bytes(tensor.data_type, math.prod(tensor.dims))
     if size is None:  # strings: their own lengths
         return sum(len(item) for item in tensor.string_data)
@@ -154,7 +159,18 @@ MAX_FINDINGS = 50
 def checker_findings(model: onnx.ModelProto) -> list[str]:
     """Everything the ONNX checker and strict shape inference object to, one line each: the
     checker stops at its first error, strict inference lists every node it cannot type (five
-    more on Polygraphy's bad_graph example). Models that fail still open."""
+    more on Polygraphy's bad_graph example). Models that fail still open. Both run in a forked
+    child: onnx aborts the interpreter on some malformed models."""
+    found = run_isolated(_checker_findings, model)
+    if isinstance(found, Crashed):
+        return [
+            f"onnx's checker/shape inference crashed on this model ({found.reason}): it is "
+            "malformed (dims, attributes or types no exporter writes)"
+        ]
+    return found
+
+
+def _checker_findings(model: onnx.ModelProto) -> list[str]:
     found: list[str] = []
     try:
         onnx.checker.check_model(model, full_check=False)

@@ -10,6 +10,7 @@ import onnx
 
 from deploylens.core.errors import UserError
 from deploylens.core.model.dtypes import element_type_name
+from deploylens.core.model.isolated import run_isolated
 from deploylens.core.model.summary import iter_subgraphs
 from deploylens.core.support.fixes import Suggestion, ladder
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
@@ -76,12 +77,23 @@ class _OpUse:
 
 
 def _value_types(model: onnx.ModelProto, graphs: list[onnx.GraphProto]) -> dict[str, str]:
-    """Tensor name → ``tensor(...)`` type string, after shape inference (best effort)."""
+    """Tensor name → ``tensor(...)`` type string, after shape inference (best effort; onnx's
+    inference runs in a forked child because it aborts the process on some malformed models)."""
+    inferred = run_isolated(_inferred_types, model)
+    if isinstance(inferred, dict):
+        return inferred
+    return _declared_types(graphs)  # analysis still works, only with the declared types
+
+
+def _inferred_types(model: onnx.ModelProto) -> dict[str, str] | None:
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-        graphs = [inferred.graph, *iter_subgraphs(inferred.graph.node)]
-    except Exception:  # analysis still works, only without types
-        pass
+    except Exception:
+        return None
+    return _declared_types([inferred.graph, *iter_subgraphs(inferred.graph.node)])
+
+
+def _declared_types(graphs: list[onnx.GraphProto]) -> dict[str, str]:
     types: dict[str, str] = {}
     for graph in graphs:
         for value in (*graph.input, *graph.output, *graph.value_info):

@@ -209,11 +209,14 @@ def _ints(value: Any) -> tuple[int, ...] | None:
 
 
 def _int(value: Any, default: int = -1) -> int:
+    """A lane/process id as an int64 for labels: digits of a name ("stream 7"), bounded (a
+    5,000-digit pid passed Python's digit limit and raised)."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        digits = re.findall(r"\d+", str(value))
-        return int(digits[-1]) if digits else default
+        result = int(value)
+    except (TypeError, ValueError, OverflowError):
+        digits = re.findall(r"\d+", str(value)[:200])
+        return int(digits[-1][:18]) if digits else default
+    return result if -(2**63) <= result < 2**63 else default
 
 
 def ns_from_us(tokens: list[bytes]) -> np.ndarray:

@@ -65,6 +65,7 @@ def load_nsys(path: str | Path) -> Trace:
                 f"{path.name} is not an SQLite database (export with `nsys export --type sqlite`)."
             )
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.text_factory = lambda raw: raw.decode("utf-8", "replace")  # a corrupt name stays a name
     try:
         tables = _tables(db)
         if "StringIds" not in tables:
@@ -97,7 +98,7 @@ def load_nsys(path: str | Path) -> Trace:
         if "NVTX_EVENTS" in tables:
             _nvtx(db, builder, strings)
         return builder.finish()
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged page can garble the schema
         raise UserError(
             f"{path.name} could not be read as an Nsight Systems export: {exc}."
         ) from None

@@ -53,19 +53,21 @@ def feed_batches(
         inputs = [(m.name, list(m.shape)) for m in metas]
         spec = parse_preprocess(preprocess) if preprocess else None
         for feeds in batches(npz, inputs, batch_size(inputs[0][1]), spec):
-            yield {m.name: feeds[m.name].astype(ORT_DTYPES.get(m.type, np.float32)) for m in metas}
+            yield fitted_feeds(feeds, metas, f"{Path(npz).name}/")
         return
     if npz:
         from deploylens.core.data.arrays import load_arrays
 
         data = load_arrays(npz)
+        if "" in data and len(metas) == 1:  # an .npy feeds a single-input model
+            data = {metas[0].name: data[""]}
         missing = [i.name for i in metas if i.name not in data]
         if missing:
             raise UserError(
                 f"{Path(npz).name} has no array for input '{missing[0]}' "
                 f"(it has {', '.join(data) or 'none'})."
             )
-        yield {i.name: data[i.name] for i in metas}
+        yield fitted_feeds({i.name: data[i.name] for i in metas}, metas, Path(npz).name)
         return
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -81,6 +83,36 @@ def feed_batches(
         else:
             feeds[meta.name] = rng.integers(0, 10, shape).astype(dtype)
     yield feeds
+
+
+def fitted_feeds(
+    feeds: dict[str, np.ndarray], metas: list[Any], source: str
+) -> dict[str, np.ndarray]:
+    """Arrays checked against the model's inputs before ONNX Runtime sees them (it answered
+    with an internal "Invalid rank" or "Numpy_type 14" error): the rank and every fixed dim
+    must match, and the element kind; within a kind (float64 → float32) values are cast."""
+    fitted = {}
+    for meta in metas:
+        array = np.asarray(feeds[meta.name])
+        want = ORT_DTYPES.get(meta.type)
+        where = f"{source}: input '{meta.name}'"
+        shape = list(meta.shape)
+        if array.ndim != len(shape) or any(
+            isinstance(d, int) and d > 0 and d != s
+            for d, s in zip(shape, array.shape, strict=False)
+        ):
+            wanted = [d if isinstance(d, int) and d > 0 else "?" for d in shape]
+            raise UserError(f"{where} is shaped {list(array.shape)}; the model takes {wanted}.")
+        if want is None:
+            raise UserError(f"{where} is {meta.type}, which DeployLens cannot feed.")
+        kind, wanted_kind = array.dtype.kind, np.dtype(want).kind
+        same = kind == wanted_kind or {kind, wanted_kind} <= {"i", "u"}
+        if not same or kind not in "biuf":
+            raise UserError(
+                f"{where} holds {array.dtype} values; the model takes {np.dtype(want)}."
+            )
+        fitted[meta.name] = array.astype(want, copy=False)
+    return fitted
 
 
 def source_notes(torch_source: dict[str, Any] | None) -> list[str]:

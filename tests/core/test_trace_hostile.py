@@ -65,7 +65,7 @@ HOSTILE = {
     ),
     "profile_list.json": (
         [{"count": 10}, {"name": "conv", "timeMs": [1], "averageMs": 0.1}],
-        "'timeMs' is '[1]', not a number",
+        "'timeMs' is [1], not a number",
     ),
 }
 
