@@ -5,6 +5,7 @@ process. ``fork`` shares the parsed model copy-on-write: a few milliseconds, no 
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import select
@@ -41,6 +42,7 @@ def run_isolated(function: Callable[..., T], *args: Any, timeout: float = TIMEOU
         os.close(read_end)
         quiet = os.open(os.devnull, os.O_WRONLY)  # a C++ assertion's text is not the user's
         os.dup2(quiet, 2)
+        faulthandler.disable()  # the parent reports the crash; no second report from here
         try:
             try:
                 payload = pickle.dumps(("ok", function(*args)))
