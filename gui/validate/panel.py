@@ -104,10 +104,11 @@ class ValidatePanel(QWidget):
         self.banner = QLabel("No validation yet.")
         self.banner.setStyleSheet(IDLE_STYLE)
         self.banner.setWordWrap(True)
-        self.outputs = QTableWidget(0, 7)
+        self.outputs = QTableWidget(0, 9)
         self.outputs.setHorizontalHeaderLabels(
-            ["Output", "Max abs", "Mean abs", "Max rel", "Cosine", "Within", "NaN"]
-        )
+            ["Output", "Max abs", "Mean abs", "Max rel", "Rel L2", "Cosine", "Within", "NaN",
+             "Why it fails"]
+        )  # fmt: skip
         self.outputs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.layers_model = LayersTableModel()
         self.proxy = QSortFilterProxyModel(self)
@@ -302,6 +303,13 @@ class ValidatePanel(QWidget):
             text += f" — first diverging node {first['node']} ({first['op_type']})"
         elif lw:
             text += f" — all {lw['compared']} compared tensors agree"
+        failing = [o for o in result["outputs"] if not o["passed"] and o.get("reason")]
+        if failing:
+            text += f"\n{failing[0]['name']}: {failing[0]['reason']}"
+        if result.get("inputs_used"):
+            text += f"\nInputs: {result['inputs_used']}"
+        for note in result.get("notes", []):
+            text += f"\nNote: {note}"
         self._set_banner(text, PASS_STYLE if result["passed"] else FAIL_STYLE)
         self._fill_outputs(result["outputs"])
         self.layers_model.set_layers(lw.get("layers", []), first["node"] if first else "")
@@ -319,9 +327,11 @@ class ValidatePanel(QWidget):
             cells = [
                 ("✓ " if o["passed"] else "✗ ") + o["name"],
                 *(f"{o[k]:.3g}" for k in ("max_abs", "mean_abs", "max_rel")),
+                f"{o.get('rel_l2', float('nan')):.3g}",
                 f"{o['cosine']:.6f}",
                 f"{o['within']:.2%}",
                 str(o["nan"]),
+                o.get("reason", ""),
             ]
             for column, text in enumerate(cells):
                 self.outputs.setItem(row, column, QTableWidgetItem(text))

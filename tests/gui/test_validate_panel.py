@@ -85,3 +85,34 @@ def test_bad_settings_and_files_are_explained(  # type: ignore[no-untyped-def]
         panel.open_result(tmp_path / "junk.json")
     assert "not a readable validation result" in message.args[0]
     assert panel.run_button.isEnabled()
+
+
+def test_an_inconclusive_verdict_says_why_in_the_panel(  # type: ignore[no-untyped-def]
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    """Outputs ~1e-9 under atol 1e-5: the panel shows FAIL, the reason, what inputs were used
+    and the note about random weights — the same words as the CLI."""
+    import numpy as np
+
+    from deploylens.core.validate.compare import compare, judge_scale
+    from deploylens.core.validate.tolerances import Tolerances
+
+    rng = np.random.default_rng(0)
+    tolerances = Tolerances()
+    comparison = compare("logits", rng.normal(0, 1e-9, 100), rng.normal(0, 1e-9, 100), tolerances)
+    judge_scale(comparison, tolerances)
+    result = {
+        "kind": "deploylens.validation", "version": 1, "model": "small_cnn.onnx",
+        "reference": "PyTorch eager", "candidate": "ONNX Runtime (CPU)", "inputs": {"image": [1]},
+        "inputs_used": "one batch of seeded random inputs (seed 0, uniform in [-1, 1])",
+        "notes": ["torchvision:x is built with random weights"], "tolerances": tolerances.to_dict(),
+        "outputs": [comparison.to_dict()], "passed": False,
+    }  # fmt: skip
+    window = make_window()
+    panel = window.validate_panel
+    panel.show_result(result)
+    banner = panel.banner.text()
+    assert banner.startswith("FAIL") and "inconclusive" in banner
+    assert "seeded random inputs" in banner and "random weights" in banner
+    last = panel.outputs.columnCount() - 1
+    assert panel.outputs.item(0, last).text().startswith("inconclusive")
