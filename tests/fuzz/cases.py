@@ -591,19 +591,37 @@ SETTING_KEYS = (
     "fp16",
 )
 GOOD_VALUES: dict[str, list[Any]] = {
-    "precisions": [["fp16"], ["fp16", "int8"], ["bf16"], []],
-    "workspace_mb": [1024, 0],
-    "optimization_level": [3, 5, 7],
+    "precisions": [["fp16"], ["fp16", "int8"], ["bf16"], [], ["fp8"], ["tf32"]],
+    "no_tf32": [True, False],
+    "strongly_typed": [True, False],
+    "precision_constraints": ["prefer", "obey", "none", "sometimes"],
+    "layer_precisions": [{"conv*": "fp32"}, {"/a/b": "int8"}, {"x": "fp64"}],
+    "layer_output_types": [{"conv*": "fp16"}],
+    "workspace_mb": [1024, 0, 1 << 40],
+    "tactic_dram_mb": [64],
+    "optimization_level": [0, 3, 5, 7],
     "profiles": [
-        [{"input": [[1, 3, 32, 32], [1, 3, 32, 32], [1, 3, 32, 32]]}],
+        [{"image": [[1, 3, 32, 32], [1, 3, 32, 32], [1, 3, 32, 32]]}],
         [{"image": [[1, 3, 32, 32], [4, 3, 32, 32], [8, 3, 32, 32]]}],
+        [{"input": [[1, 3], [1, 3], [1, 3]]}],
+        [{"image": [[8, 3, 32, 32], [4, 3, 32, 32], [1, 3, 32, 32]]}],
+        [],
     ],
-    "calibration": [{"method": "entropy", "data": "images"}, {"method": "percentile"}],
-    "plugins": [["libx.so"]],
-    "layer_precisions": [{"conv*": "fp32"}],
-    "refit": [True],
+    "timing_cache": ["t.cache", ""],
+    "tactic_sources": [["-CUDNN", "+CUBLAS"], ["CUDNN"], []],
+    "sparsity": ["enable", "disable", "force", "maybe"],
     "dla_core": [0, 1],
-}
+    "gpu_fallback": [True],
+    "hardware_compatibility": ["ampere+", "none", "sameComputeCapability", "hopper"],
+    "version_compatible": [True, False],
+    "max_aux_streams": [0, 4],
+    "profiling_verbosity": ["detailed", "layer_names_only", "none", "loud"],
+    "refit": [True, False],
+    "strip_weights": [True],
+    "calibration": [{"method": "entropy", "data": "images"}, {"method": "percentile"},
+                    {"method": "minmax", "cache": "c.cache", "percentile": 99.9}],
+    "plugins": [["libx.so"], []],
+}  # fmt: skip
 
 
 def _toml_value(value: Any) -> str:
@@ -621,7 +639,7 @@ def build_cases(count: int, rng: np.random.Generator) -> Iterator[Case]:
         lines = ["[build]"] if rng.random() < 0.5 else []
         for _ in range(int(rng.integers(1, 5))):
             key = _pick(rng, list(SETTING_KEYS))
-            if key in GOOD_VALUES and rng.random() < 0.5:
+            if key in GOOD_VALUES and rng.random() < 0.8:
                 value = _pick(rng, GOOD_VALUES[key])
             else:
                 value = weird_value(rng)
