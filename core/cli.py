@@ -383,7 +383,7 @@ def _export_command(name: str, args: argparse.Namespace) -> int:
 
 
 def _build_command(name: str, args: argparse.Namespace) -> int:
-    from deploylens.core.build import cli_build
+    from deploylens.core.trt import cli_build
 
     return int(getattr(cli_build, name)(args))
 

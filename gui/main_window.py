@@ -12,7 +12,6 @@ from deploylens.core.errors import UserError
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.build.panel import BuildPanel
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.export.panel import ExportPanel
@@ -26,6 +25,7 @@ from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 from deploylens.gui.support.panel import OpSupportPanel
 from deploylens.gui.timeline.graph_link import GraphLink
 from deploylens.gui.timeline.panel import TimelinePanel
+from deploylens.gui.trt.panel import BuildPanel
 from deploylens.gui.validate.panel import ValidatePanel
 
 LAYOUT_VERSION = 1

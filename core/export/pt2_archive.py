@@ -44,9 +44,7 @@ def audit(data: bytes, name: str) -> None:
         ) from None
     try:
         _audit_archive(archive, name)
-    except (
-        zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, RecursionError
-    ) as exc:  # fmt: skip
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, RecursionError) as exc:
         reason = str(exc)[:160] or type(exc).__name__
         raise UserError(f"{name} is a damaged archive: {reason}.") from None
     finally:

@@ -207,15 +207,15 @@ def capture_trt(
     profiler's per-layer synchronization."""
     import numpy as np
 
-    from deploylens.core.build.tensorrt_adapter import TensorRTAdapter, load_tensorrt
     from deploylens.core.trace.export import write_chrome
     from deploylens.core.trace.model import Lane
     from deploylens.core.trace.trtexec import layer_runs_trace
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
 
     adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt())
     engine = adapter.deserialize(Path(engine_path).read_bytes())
     if device is None:
-        from deploylens.core.build.device import TorchDevice
+        from deploylens.core.trt.device import TorchDevice
 
         device = TorchDevice()
     feeds = {}

@@ -67,9 +67,11 @@ def load_times(path: str | Path) -> Trace:
 
     def column(key: str) -> np.ndarray:
         return np.array(
-            [as_number(r[key], name, f"record {i}'s '{key}'") if key in r else np.nan
-             for i, r in enumerate(data)]
-        )  # fmt: skip
+            [
+                as_number(r[key], name, f"record {i}'s '{key}'") if key in r else np.nan
+                for i, r in enumerate(data)
+            ]
+        )
 
     index = np.arange(len(data))
     for number, (start_key, end_key, kind, label, lane_name) in enumerate(STAGES):

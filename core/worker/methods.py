@@ -13,7 +13,7 @@ METHODS: dict[str, str] = {
     "model.inspect": "deploylens.core.model.jobs:inspect_job",
     "validate.outputs": "deploylens.core.validate.run:validate_job",
     "quantize.calibrate": "deploylens.core.quantize.job:calibrate_job",
-    "build.engine": "deploylens.core.build.job:build_job",
+    "build.engine": "deploylens.core.trt.job:build_job",
     "trace.profile": "deploylens.core.trace.job:profile_job",
     "export.run": "deploylens.core.export.run:export_job",
     "support.collect": "deploylens.core.support.collect:support_job",

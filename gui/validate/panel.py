@@ -106,9 +106,18 @@ class ValidatePanel(QWidget):
         self.banner.setWordWrap(True)
         self.outputs = QTableWidget(0, 9)
         self.outputs.setHorizontalHeaderLabels(
-            ["Output", "Max abs", "Mean abs", "Max rel", "Rel L2", "Cosine", "Within", "NaN",
-             "Why it fails"]
-        )  # fmt: skip
+            [
+                "Output",
+                "Max abs",
+                "Mean abs",
+                "Max rel",
+                "Rel L2",
+                "Cosine",
+                "Within",
+                "NaN",
+                "Why it fails",
+            ]
+        )
         self.outputs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.layers_model = LayersTableModel()
         self.proxy = QSortFilterProxyModel(self)

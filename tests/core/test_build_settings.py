@@ -10,8 +10,9 @@ from pathlib import Path
 import onnx
 import pytest
 
-from deploylens.core.build.flags import FLAGS, family, flag_table
-from deploylens.core.build.settings import (
+from deploylens.core.errors import UserError
+from deploylens.core.trt.flags import FLAGS, family, flag_table
+from deploylens.core.trt.settings import (
     BuildSettings,
     Calibration,
     Profile,
@@ -22,7 +23,6 @@ from deploylens.core.build.settings import (
     trtexec_args,
     trtexec_command,
 )
-from deploylens.core.errors import UserError
 from tests.helpers.onnx_models import chain_model
 
 INPUTS = {"x": [-1, 8]}

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deploylens.core.build.job import build_engine
-from deploylens.core.build.script import build_script
-from deploylens.core.build.settings import BuildSettings, Calibration, Profile
-from deploylens.core.build.tensorrt_adapter import BuildCancelled, TensorRTAdapter, load_tensorrt
-from deploylens.core.build.trt_calibrator import make_calibrator
 from deploylens.core.engine.layers import parse_layer_info
 from deploylens.core.errors import UserError
+from deploylens.core.trt.job import build_engine
+from deploylens.core.trt.script import build_script
+from deploylens.core.trt.settings import BuildSettings, Calibration, Profile
+from deploylens.core.trt.tensorrt_adapter import BuildCancelled, TensorRTAdapter, load_tensorrt
+from deploylens.core.trt.trt_calibrator import make_calibrator
 from tests.helpers.fake_tensorrt import RecordingDevice, make_fake_tensorrt
 
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.build.settings import BuildSettings, assert_buildable
 from deploylens.core.files import atomic_write_text
+from deploylens.core.trt.settings import BuildSettings, assert_buildable
 
 
 def model_inputs(model: str) -> dict[str, list[Any]]:
@@ -20,7 +20,9 @@ def model_inputs(model: str) -> dict[str, list[Any]]:
 
     graph = read_model(model).graph
     initializers = {i.name for i in graph.initializer}
-    return {v.name: describe_type(v.type)[2] or [] for v in graph.input if v.name not in initializers}
+    return {
+        v.name: describe_type(v.type)[2] or [] for v in graph.input if v.name not in initializers
+    }
 
 
 def calibration_batches(inputs: dict[str, list[Any]], settings: BuildSettings) -> tuple[Any, int]:
@@ -36,9 +38,11 @@ def calibration_batches(inputs: dict[str, list[Any]], settings: BuildSettings) -
     return batches(calibration.data, listed, size, spec, limit=calibration.batches), size
 
 
-def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None) -> dict[str, Any]:
-    from deploylens.core.build.tensorrt_adapter import TensorRTAdapter, load_tensorrt
+def build_engine(
+    params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None
+) -> dict[str, Any]:
     from deploylens.core.engine.layers import parse_layer_info
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
 
     model, engine_path = params["model"], params["engine"]
     settings = BuildSettings.from_dict(params.get("settings") or {})
@@ -48,15 +52,16 @@ def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any
     assert_buildable(settings, adapter.version, inputs)
     calibrator = None
     if settings.calibration is not None and adapter.family != "11":
-        from deploylens.core.build.trt_calibrator import make_calibrator
+        from deploylens.core.trt.trt_calibrator import make_calibrator
 
         if device is None and settings.calibration.data:
-            from deploylens.core.build.device import TorchDevice
+            from deploylens.core.trt.device import TorchDevice
 
             device = TorchDevice()
         data, size = calibration_batches(inputs, settings)
-        calibrator = make_calibrator(trt, settings.calibration.method, data, size,
-                                     settings.calibration.cache, device)  # fmt: skip
+        calibrator = make_calibrator(
+            trt, settings.calibration.method, data, size, settings.calibration.cache, device
+        )
     report = adapter.build(model, settings, engine_path, calibrator)
     progress(0.95, "inspecting the engine")
     layers_path = str(Path(engine_path).with_suffix("")) + ".layers.json"
@@ -66,7 +71,7 @@ def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any
         atomic_write_text(layers_path, text)
         info = parse_layer_info(json.loads(text), Path(layers_path).name)
         layers = len(info.layers)
-    except Exception as exc:  # noqa: BLE001 - the engine is built; inspection is a bonus
+    except Exception as exc:
         adapter.log.append(("warning", f"could not inspect the engine: {exc}"))
         layers_path, layers = "", 0
     return {
@@ -82,7 +87,7 @@ def build_engine(params: dict[str, Any], progress: Any, cancelled: Any, trt: Any
 
 
 def build_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    from deploylens.core.build.tensorrt_adapter import BuildCancelled
+    from deploylens.core.trt.tensorrt_adapter import BuildCancelled
 
     try:
         return build_engine(params, ctx.progress, lambda: ctx.cancelled)

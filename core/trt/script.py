@@ -3,8 +3,8 @@ DeployLens would do, as plain TensorRT API calls an engineer can run and edit on
 
 from __future__ import annotations
 
-from deploylens.core.build.flags import family
-from deploylens.core.build.settings import (
+from deploylens.core.trt.flags import family
+from deploylens.core.trt.settings import (
     HARDWARE_LEVELS,
     VERBOSITY,
     BuildSettings,
@@ -13,7 +13,9 @@ from deploylens.core.build.settings import (
 )
 
 
-def build_script(settings: BuildSettings, version: str, model: str, engine: str = "model.engine") -> str:
+def build_script(
+    settings: BuildSettings, version: str, model: str, engine: str = "model.engine"
+) -> str:
     assert_buildable(settings, version, None)
     fam, s = family(version), settings
     lines = [
@@ -28,8 +30,11 @@ def build_script(settings: BuildSettings, version: str, model: str, engine: str 
         'trt.init_libnvinfer_plugins(logger, "")',
     ]
     for plugin in s.plugins or []:
-        lines.append(f"ctypes.CDLL({plugin!r}, mode=ctypes.RTLD_GLOBAL)" if fam == "8.6"
-                     else f"trt.get_plugin_registry().load_library({plugin!r})")  # fmt: skip
+        lines.append(
+            f"ctypes.CDLL({plugin!r}, mode=ctypes.RTLD_GLOBAL)"
+            if fam == "8.6"
+            else f"trt.get_plugin_registry().load_library({plugin!r})"
+        )
     flags = "0"
     if fam == "8.6":
         flags = "1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)"
@@ -46,10 +51,14 @@ def build_script(settings: BuildSettings, version: str, model: str, engine: str 
         "config = builder.create_builder_config()",
     ]
     if s.workspace_mb is not None:
-        lines.append(f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {s.workspace_mb} << 20)")
+        lines.append(
+            f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {s.workspace_mb} << 20)"
+        )
     if s.tactic_dram_mb is not None:
-        lines.append("config.set_memory_pool_limit(trt.MemoryPoolType.TACTIC_SHARED_MEMORY, "
-                     f"{s.tactic_dram_mb} << 20)")  # fmt: skip
+        lines.append(
+            "config.set_memory_pool_limit(trt.MemoryPoolType.TACTIC_SHARED_MEMORY, "
+            f"{s.tactic_dram_mb} << 20)"
+        )
     if s.optimization_level is not None:
         lines.append(f"config.builder_optimization_level = {s.optimization_level}")
     if fam != "11":
@@ -57,7 +66,9 @@ def build_script(settings: BuildSettings, version: str, model: str, engine: str 
             if precision != "tf32":
                 lines.append(f"config.set_flag(trt.BuilderFlag.{precision.upper()})")
         if s.precision_constraints in ("obey", "prefer"):
-            lines.append(f"config.set_flag(trt.BuilderFlag.{s.precision_constraints.upper()}_PRECISION_CONSTRAINTS)")
+            lines.append(
+                f"config.set_flag(trt.BuilderFlag.{s.precision_constraints.upper()}_PRECISION_CONSTRAINTS)"
+            )
         if s.layer_precisions or s.layer_output_types:
             lines += [
                 "import fnmatch",
@@ -75,9 +86,11 @@ def build_script(settings: BuildSettings, version: str, model: str, engine: str 
                 "                layer.set_output_type(output, TYPES[precision])",
             ]
         if s.calibration is not None and s.calibration.cache:
+            minmax = s.calibration.method == "minmax"
+            calibrator = "IInt8MinMaxCalibrator" if minmax else "IInt8EntropyCalibrator2"
             lines += [
                 "# INT8 scales from DeployLens' calibration cache (no data needed at build time)",
-                f"class CacheCalibrator(trt.{'IInt8MinMaxCalibrator' if s.calibration.method == 'minmax' else 'IInt8EntropyCalibrator2'}):",
+                f"class CacheCalibrator(trt.{calibrator}):",
                 "    def __init__(self):",
                 "        super().__init__()",
                 "    def get_batch_size(self):",
@@ -101,26 +114,37 @@ def build_script(settings: BuildSettings, version: str, model: str, engine: str 
     if s.timing_cache:
         lines += [
             f"cache_path = Path({s.timing_cache!r})",
-            'timing_cache = config.create_timing_cache(cache_path.read_bytes() if cache_path.is_file() else b"")',
+            "timing_cache = config.create_timing_cache("
+            'cache_path.read_bytes() if cache_path.is_file() else b"")',
             "config.set_timing_cache(timing_cache, False)",
         ]
     for change in s.tactic_sources or []:
         op = "|" if change.startswith("+") else "& ~"
-        lines.append(f"config.set_tactic_sources(config.get_tactic_sources() {op} "
-                     f"(1 << int(trt.TacticSource.{change[1:].upper()})))")  # fmt: skip
+        lines.append(
+            f"config.set_tactic_sources(config.get_tactic_sources() {op} "
+            f"(1 << int(trt.TacticSource.{change[1:].upper()})))"
+        )
     if s.sparsity in ("enable", "force"):
         lines.append("config.set_flag(trt.BuilderFlag.SPARSE_WEIGHTS)")
     if s.dla_core is not None:
-        lines += ["config.default_device_type = trt.DeviceType.DLA", f"config.DLA_core = {s.dla_core}"]
+        lines += [
+            "config.default_device_type = trt.DeviceType.DLA",
+            f"config.DLA_core = {s.dla_core}",
+        ]
         if s.gpu_fallback:
             lines.append("config.set_flag(trt.BuilderFlag.GPU_FALLBACK)")
     if s.hardware_compatibility:
-        lines.append("config.hardware_compatibility_level = "
-                     f"trt.HardwareCompatibilityLevel.{HARDWARE_LEVELS[s.hardware_compatibility]}")  # fmt: skip
+        lines.append(
+            "config.hardware_compatibility_level = "
+            f"trt.HardwareCompatibilityLevel.{HARDWARE_LEVELS[s.hardware_compatibility]}"
+        )
     if s.max_aux_streams is not None:
         lines.append(f"config.max_aux_streams = {s.max_aux_streams}")
     if s.profiling_verbosity:
-        lines.append(f"config.profiling_verbosity = trt.ProfilingVerbosity.{VERBOSITY[s.profiling_verbosity]}")
+        lines.append(
+            "config.profiling_verbosity = "
+            f"trt.ProfilingVerbosity.{VERBOSITY[s.profiling_verbosity]}"
+        )
     lines += [f"config.set_flag(trt.BuilderFlag.{w.builder_flag})" for w in switches_on(s)]
     lines += [
         "engine = builder.build_serialized_network(network, config)",

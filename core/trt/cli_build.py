@@ -8,14 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text, input_file, input_folder
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from deploylens.core.build.job import model_inputs
-    from deploylens.core.build.script import build_script
-    from deploylens.core.build.settings import (
+    from deploylens.core.trt.job import model_inputs
+    from deploylens.core.trt.script import build_script
+    from deploylens.core.trt.settings import (
         BuildSettings,
         check,
         default_engine,
@@ -52,7 +51,9 @@ def cmd_build(args: argparse.Namespace) -> int:
             report["polygraphy"] = polygraphy_command(settings, str(args.model), engine)
             lines.append(report["polygraphy"])
         if args.script:
-            atomic_write_text(args.script, build_script(settings, args.trt_version, str(args.model), engine))
+            atomic_write_text(
+                args.script, build_script(settings, args.trt_version, str(args.model), engine)
+            )
             report["script"] = str(args.script)
             lines.append(f"wrote {args.script}")
     print(json.dumps(report, indent=2) if args.json else "\n".join(lines))
@@ -63,15 +64,25 @@ def _real_build(args: argparse.Namespace, settings: Any) -> int:
     from deploylens.core.jobs import run_job
 
     engine = args.engine or str(args.model.with_suffix(".engine"))
-    params = {"model": str(args.model.resolve()), "engine": str(Path(engine).resolve()),
-              "settings": settings.to_dict()}  # fmt: skip
-    result = run_job("build.engine", params, python=args.python,
-                     on_progress=lambda f, m: print(f"  {m}", flush=True) if not args.json else None)  # fmt: skip
+    params = {
+        "model": str(args.model.resolve()),
+        "engine": str(Path(engine).resolve()),
+        "settings": settings.to_dict(),
+    }
+    result = run_job(
+        "build.engine",
+        params,
+        python=args.python,
+        on_progress=lambda f, m: print(f"  {m}", flush=True) if not args.json else None,
+    )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with TensorRT "
-              f"{result['tensorrt']} in {result['seconds']:.1f} s; layer info: {result['layers_json']}")  # fmt: skip
+        print(
+            f"built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with TensorRT "
+            f"{result['tensorrt']} in {result['seconds']:.1f} s; "
+            f"layer info: {result['layers_json']}"
+        )
     return 0
 
 
@@ -98,17 +109,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"{report['method']}: {report['samples']} samples in {report['batches']} batches, "
-          f"{report['seconds']:.2f} s ({report['samples_per_s']:.1f} samples/s); "
-          f"{report['quantized_nodes']} QuantizeLinear nodes → {report['output']}")  # fmt: skip
+    print(
+        f"{report['method']}: {report['samples']} samples in {report['batches']} batches, "
+        f"{report['seconds']:.2f} s ({report['samples_per_s']:.1f} samples/s); "
+        f"{report['quantized_nodes']} QuantizeLinear nodes → {report['output']}"
+    )
     accuracy = report.get("accuracy")
     if accuracy:
         top1 = accuracy["top1_agreement"]
-        print(f"vs fp32 on {accuracy['samples']} samples: max abs {accuracy['max_abs']:.4g}, "
-              f"rel L2 {accuracy['rel_l2']:.3g}, cosine {accuracy['cosine']:.5f}"
-              + (f", top-1 agreement {top1:.1%}" if top1 is not None else ""))  # fmt: skip
+        print(
+            f"vs fp32 on {accuracy['samples']} samples: max abs {accuracy['max_abs']:.4g}, "
+            f"rel L2 {accuracy['rel_l2']:.3g}, cosine {accuracy['cosine']:.5f}"
+            + (f", top-1 agreement {top1:.1%}" if top1 is not None else "")
+        )
         print(f"  accuracy measured on {accuracy['data']}")
     if report.get("trt_cache"):
         cache = report["trt_cache"]
-        print(f"TensorRT calibration cache {cache['path']} ({cache['header']}, {cache['tensors']} tensors)")
+        print(
+            f"TensorRT calibration cache {cache['path']} ({cache['header']}, "
+            f"{cache['tensors']} tensors)"
+        )
     return 0

@@ -48,7 +48,9 @@ class EngineView(QWidget):
         self.info: EngineInfo | None = None
         self.times: list[LayerTime] = []
         self.rows: list[dict[str, Any]] = []
-        self.summary = QLabel("Open a layer-info JSON (trtexec --exportLayerInfo), or build an engine.")
+        self.summary = QLabel(
+            "Open a layer-info JSON (trtexec --exportLayerInfo), or build an engine."
+        )
         self.summary.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -60,8 +62,11 @@ class EngineView(QWidget):
         self.diff.setReadOnly(True)
         self.diff.setPlaceholderText("Diff: open a second engine's layer info (and profile).")
         buttons = QHBoxLayout()
-        for text, slot in (("Open layers…", self._choose_layers), ("Open profile…", self._choose_profile),
-                           ("Diff with…", self._choose_diff)):  # fmt: skip
+        for text, slot in (
+            ("Open layers…", self._choose_layers),
+            ("Open profile…", self._choose_profile),
+            ("Diff with…", self._choose_diff),
+        ):
             button = QPushButton(text)
             button.clicked.connect(slot)
             buttons.addWidget(button)
@@ -110,22 +115,37 @@ class EngineView(QWidget):
                 QTableWidgetItem(r["type"]),
                 QTableWidgetItem(r["in_precision"]),
                 QTableWidgetItem(r["out_precision"]),
-                QTableWidgetItem(" → ".join(filter(None, ["/".join(dict.fromkeys(r["in_formats"])),
-                                                          "/".join(dict.fromkeys(r["out_formats"]))]))),
+                QTableWidgetItem(
+                    " → ".join(
+                        filter(
+                            None,
+                            [
+                                "/".join(dict.fromkeys(r["in_formats"])),
+                                "/".join(dict.fromkeys(r["out_formats"])),
+                            ],
+                        )
+                    )
+                ),
                 QTableWidgetItem(r["tactic"]),
                 QTableWidgetItem(r["region"] or ", ".join(r["onnx_nodes"])),
                 NumberItem(r["time_ms"]),
                 NumberItem(r["percent"], 1),
-            ]  # fmt: skip
+            ]
             cells[0].setData(Qt.ItemDataRole.UserRole, r["onnx_nodes"])
             for column, item in enumerate(cells):
                 self.table.setItem(row, column, item)
         self.table.setSortingEnabled(True)
         self.table.resizeColumnsToContents()
         if self.times:
-            self.sig_overlay.emit("TensorRT latency (ms)", latency_overlay(self.info, self.times),
-                                  "ms per ONNX node (fused layers shared equally)", True)  # fmt: skip
-        self.sig_overlay.emit("TensorRT precision", precision_overlay(self.info), "layer output precision", False)
+            self.sig_overlay.emit(
+                "TensorRT latency (ms)",
+                latency_overlay(self.info, self.times),
+                "ms per ONNX node (fused layers shared equally)",
+                True,
+            )
+        self.sig_overlay.emit(
+            "TensorRT precision", precision_overlay(self.info), "layer output precision", False
+        )
 
     def _on_clicked(self, row: int, _column: int) -> None:
         nodes = self.table.item(row, 0).data(Qt.ItemDataRole.UserRole) or []

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.build.flags import family
-from deploylens.core.build.settings import (
+from deploylens.core.errors import UserError
+from deploylens.core.files import atomic_write_bytes
+from deploylens.core.trt.flags import family
+from deploylens.core.trt.settings import (
     HARDWARE_LEVELS,
     TACTIC_SOURCES,
     VERBOSITY,
     BuildSettings,
     switches_on,
 )
-from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_bytes
 
 Progress = Callable[[float | None, str], None]
 LOG_LEVELS = {"INTERNAL_ERROR": "error", "ERROR": "error", "WARNING": "warning", "INFO": "info"}
@@ -50,7 +50,7 @@ def load_tensorrt() -> Any:
             "worker interpreter that has it in Preferences",
         )
     try:
-        import tensorrt  # noqa: PLC0415 - optional, heavy
+        import tensorrt
     except (ImportError, OSError) as exc:
         raise UserError(
             f"The 'tensorrt' package is installed but its libraries do not load: {exc}.",
@@ -109,15 +109,21 @@ class TensorRTAdapter:
             def __init__(self) -> None:
                 trt.IProgressMonitor.__init__(self)
 
-            def phase_start(self, phase_name: str, parent_phase: str | None, num_steps: int) -> None:
+            def phase_start(
+                self, phase_name: str, parent_phase: str | None, num_steps: int
+            ) -> None:
                 totals[phase_name] = max(int(num_steps), 1)
                 adapter.phases.append(phase_name)
                 adapter._report(None, phase_name)
 
             def step_complete(self, phase_name: str, step: int) -> bool:
                 total = totals.get(phase_name, 1)
-                if next(iter(totals), phase_name) == phase_name:  # the outermost phase drives the bar
-                    adapter._report(min((step + 1) / total, 1.0), f"{phase_name} {step + 1}/{total}")
+                if (
+                    next(iter(totals), phase_name) == phase_name
+                ):  # the outermost phase drives the bar
+                    adapter._report(
+                        min((step + 1) / total, 1.0), f"{phase_name} {step + 1}/{total}"
+                    )
                 return not adapter.stopping()  # False asks TensorRT to stop the build
 
             def phase_finish(self, phase_name: str) -> None:
@@ -130,7 +136,7 @@ class TensorRTAdapter:
         raising callback (the worker's cancel does that) turns into a stop request."""
         try:
             self._progress(fraction, text)
-        except Exception:  # noqa: BLE001
+        except Exception:
             self._stop = True
 
     def stopping(self) -> bool:
@@ -176,13 +182,17 @@ class TensorRTAdapter:
         return builder, network, parser
 
     # -- configure ------------------------------------------------------------------------------
-    def configure(self, builder: Any, network: Any, settings: BuildSettings, calibrator: Any = None) -> Any:
+    def configure(
+        self, builder: Any, network: Any, settings: BuildSettings, calibrator: Any = None
+    ) -> Any:
         trt, s = self.trt, settings
         config = builder.create_builder_config()
         if s.workspace_mb is not None:
             config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, s.workspace_mb << 20)
         if s.tactic_dram_mb is not None:  # trtexec's --memPoolSize=tacticSharedMem
-            config.set_memory_pool_limit(trt.MemoryPoolType.TACTIC_SHARED_MEMORY, s.tactic_dram_mb << 20)
+            config.set_memory_pool_limit(
+                trt.MemoryPoolType.TACTIC_SHARED_MEMORY, s.tactic_dram_mb << 20
+            )
         if s.optimization_level is not None:
             config.builder_optimization_level = s.optimization_level
         if self.family != "11":
@@ -190,7 +200,11 @@ class TensorRTAdapter:
                 if precision != "tf32":
                     config.set_flag(getattr(trt.BuilderFlag, precision.upper()))
             if s.precision_constraints in ("obey", "prefer"):
-                config.set_flag(getattr(trt.BuilderFlag, f"{s.precision_constraints.upper()}_PRECISION_CONSTRAINTS"))
+                config.set_flag(
+                    getattr(
+                        trt.BuilderFlag, f"{s.precision_constraints.upper()}_PRECISION_CONSTRAINTS"
+                    )
+                )
             self._layer_types(network, s)
             if calibrator is not None:
                 config.int8_calibrator = calibrator
@@ -206,7 +220,9 @@ class TensorRTAdapter:
             cache = config.create_timing_cache(path.read_bytes() if path.is_file() else b"")
             config.set_timing_cache(cache, False)
         if s.tactic_sources:
-            config.set_tactic_sources(self._tactic_mask(config.get_tactic_sources(), s.tactic_sources))
+            config.set_tactic_sources(
+                self._tactic_mask(config.get_tactic_sources(), s.tactic_sources)
+            )
         if s.sparsity in ("enable", "force"):
             config.set_flag(trt.BuilderFlag.SPARSE_WEIGHTS)
         if s.dla_core is not None:
@@ -221,7 +237,9 @@ class TensorRTAdapter:
         if s.max_aux_streams is not None:
             config.max_aux_streams = s.max_aux_streams
         if s.profiling_verbosity:
-            config.profiling_verbosity = getattr(trt.ProfilingVerbosity, VERBOSITY[s.profiling_verbosity])
+            config.profiling_verbosity = getattr(
+                trt.ProfilingVerbosity, VERBOSITY[s.profiling_verbosity]
+            )
         for switch in switches_on(s):
             config.set_flag(getattr(trt.BuilderFlag, switch.builder_flag))
         if hasattr(trt, "IProgressMonitor"):  # 10.0+
@@ -233,8 +251,13 @@ class TensorRTAdapter:
         if not (s.layer_precisions or s.layer_output_types):
             return
         trt = self.trt
-        types = {"fp32": trt.float32, "fp16": trt.float16, "bf16": getattr(trt, "bfloat16", None),
-                 "int8": trt.int8, "fp8": getattr(trt, "fp8", None)}  # fmt: skip
+        types = {
+            "fp32": trt.float32,
+            "fp16": trt.float16,
+            "bf16": getattr(trt, "bfloat16", None),
+            "int8": trt.int8,
+            "fp8": getattr(trt, "fp8", None),
+        }
         for index in range(network.num_layers):
             layer = network.get_layer(index)
             for pattern, precision in (s.layer_precisions or {}).items():
@@ -249,14 +272,18 @@ class TensorRTAdapter:
         for change in changes:
             sign, name = change[:1], change[1:].upper()
             if sign not in "+-" or name not in TACTIC_SOURCES:
-                raise UserError(f"Tactic source '{change}': use +NAME or -NAME with NAME one of "
-                                f"{', '.join(TACTIC_SOURCES)}.")  # fmt: skip
+                raise UserError(
+                    f"Tactic source '{change}': use +NAME or -NAME with NAME one of "
+                    f"{', '.join(TACTIC_SOURCES)}."
+                )
             bit = 1 << int(getattr(self.trt.TacticSource, name))
             mask = mask | bit if sign == "+" else mask & ~bit
         return mask
 
     # -- build, inspect, run --------------------------------------------------------------------
-    def build(self, model: str, settings: BuildSettings, engine: str, calibrator: Any = None) -> BuildReport:
+    def build(
+        self, model: str, settings: BuildSettings, engine: str, calibrator: Any = None
+    ) -> BuildReport:
         start = time.perf_counter()
         self._progress(0.0, f"parsing {Path(model).name} with TensorRT {self.version}")
         builder, network, parser = self.parse(model, settings)
@@ -268,7 +295,8 @@ class TensorRTAdapter:
         if serialized is None:
             errors = [m for level, m in self.log if level == "error"]
             raise UserError(
-                "TensorRT could not build the engine: " + (errors[-1] if errors else "no error logged"),
+                "TensorRT could not build the engine: "
+                + (errors[-1] if errors else "no error logged"),
                 "read the build log; check the profiles and the layer precisions",
             )
         data = bytes(serialized)
@@ -276,14 +304,18 @@ class TensorRTAdapter:
         if settings.timing_cache:
             atomic_write_bytes(settings.timing_cache, bytes(config.get_timing_cache().serialize()))
         del parser
-        return BuildReport(len(data), time.perf_counter() - start, self.version, list(self.log), list(self.phases))
+        return BuildReport(
+            len(data), time.perf_counter() - start, self.version, list(self.log), list(self.phases)
+        )
 
     def deserialize(self, engine: bytes) -> Any:
         runtime = self.trt.Runtime(self.logger)
         result = runtime.deserialize_cuda_engine(engine)
         if result is None:
-            raise UserError(f"TensorRT {self.version} cannot load this engine (built by another "
-                            "version or for another GPU?).")  # fmt: skip
+            raise UserError(
+                f"TensorRT {self.version} cannot load this engine (built by another "
+                "version or for another GPU?)."
+            )
         return result
 
     def inspect(self, engine: Any) -> str:
@@ -334,5 +366,7 @@ class TensorRTAdapter:
             if not context.execute_async_v3(device.stream_handle):
                 raise UserError("TensorRT failed to execute the engine (see the log).")
             device.synchronize()
-        results = {name: device.download(name, shape, dtype) for name, (shape, dtype) in outputs.items()}
+        results = {
+            name: device.download(name, shape, dtype) for name, (shape, dtype) in outputs.items()
+        }
         return results, times

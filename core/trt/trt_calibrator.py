@@ -39,8 +39,10 @@ def make_calibrator(
     if method not in BASES:
         raise UserError(f"TensorRT has no '{method}' calibrator; use entropy or minmax.")
     if not hasattr(trt, BASES[method]):
-        raise UserError(f"TensorRT {trt.__version__} has no {BASES[method]}: TensorRT 11 removed "
-                        "the calibrators; calibrate into a Q/DQ model instead.")  # fmt: skip
+        raise UserError(
+            f"TensorRT {trt.__version__} has no {BASES[method]}: TensorRT 11 removed "
+            "the calibrators; calibrate into a Q/DQ model instead."
+        )
     base = getattr(trt, BASES[method])
 
     class Calibrator(base):  # type: ignore[misc, valid-type]
@@ -62,7 +64,9 @@ def make_calibrator(
             if missing:
                 raise UserError(f"The calibration data has no input '{missing[0]}'.")
             self.batches_fed += 1
-            return [device.upload(name, np.ascontiguousarray(batch[name], np.float32)) for name in names]
+            return [
+                device.upload(name, np.ascontiguousarray(batch[name], np.float32)) for name in names
+            ]
 
         def read_calibration_cache(self) -> bytes | None:
             path = Path(cache) if cache else None

@@ -24,9 +24,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from deploylens.core.build.flags import family
-from deploylens.core.build.script import build_script
-from deploylens.core.build.settings import (
+from deploylens.core.errors import UserError
+from deploylens.core.files import atomic_write_text
+from deploylens.core.trt.flags import family
+from deploylens.core.trt.script import build_script
+from deploylens.core.trt.settings import (
     BuildSettings,
     check,
     load_settings,
@@ -34,12 +36,10 @@ from deploylens.core.build.settings import (
     polygraphy_command,
     trtexec_command,
 )
-from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.build.engine_view import EngineView
-from deploylens.gui.build.settings_form import BuildSettingsForm
 from deploylens.gui.job_manager import JobManager
+from deploylens.gui.trt.engine_view import EngineView
+from deploylens.gui.trt.settings_form import BuildSettingsForm
 
 VERSIONS = ["10.16", "11.4", "8.6.1"]
 OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
@@ -75,13 +75,17 @@ class BuildPanel(QWidget):
         self.banner = QLabel("Open a model to check build settings.")
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet(IDLE_STYLE)
-        self.trtexec, self.polygraphy, self.script, self.toml, self.migration = (_text_box() for _ in range(5))
+        self.trtexec, self.polygraphy, self.script, self.toml, self.migration = (
+            _text_box() for _ in range(5)
+        )
         self.engine_view = EngineView()
         self.engine_view.sig_node_selected.connect(self.sig_node_selected)
         self.engine_view.sig_overlay.connect(self.sig_overlay)
         self.engine_view.sig_message.connect(self.sig_message)
         self.calibrate_button = QPushButton("Calibrate (CPU)")
-        self.calibrate_button.setToolTip("ONNX Runtime static quantization → Q/DQ model + TensorRT cache")
+        self.calibrate_button.setToolTip(
+            "ONNX Runtime static quantization → Q/DQ model + TensorRT cache"
+        )
         self.calibrate_button.clicked.connect(self.calibrate)
         self.build_button = QPushButton("Build engine")
         self.build_button.setToolTip("with the TensorRT installed in the worker interpreter (GPU)")
@@ -106,14 +110,24 @@ class BuildPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(QLabel("TensorRT"))
         top.addWidget(self.version)
-        for button in (self.calibrate_button, self.build_button, self.cancel_button,
-                       self.load_button, self.save_button):  # fmt: skip
+        for button in (
+            self.calibrate_button,
+            self.build_button,
+            self.cancel_button,
+            self.load_button,
+            self.save_button,
+        ):
             top.addWidget(button)
         top.addStretch()
         outputs = QTabWidget()
-        for widget, title in ((self.trtexec, "trtexec"), (self.polygraphy, "Polygraphy"),
-                              (self.script, "Python script"), (self.toml, "TOML"),
-                              (self.migration, "Migrate to 11"), (self.engine_view, "Engine")):  # fmt: skip
+        for widget, title in (
+            (self.trtexec, "trtexec"),
+            (self.polygraphy, "Polygraphy"),
+            (self.script, "Python script"),
+            (self.toml, "TOML"),
+            (self.migration, "Migrate to 11"),
+            (self.engine_view, "Engine"),
+        ):
             outputs.addTab(widget, title)
         self.outputs = outputs
         left = QWidget()
@@ -132,7 +146,9 @@ class BuildPanel(QWidget):
         layout.addWidget(splitter)
 
     # -- model and project ------------------------------------------------------------------------
-    def set_model(self, path: str, inputs: dict[str, list[Any]] | None, table: dict[str, Any] | None = None) -> None:
+    def set_model(
+        self, path: str, inputs: dict[str, list[Any]] | None, table: dict[str, Any] | None = None
+    ) -> None:
         self.model_path, self.inputs = path, inputs
         table = table or {}
         if table.get("trt_version"):
@@ -176,15 +192,20 @@ class BuildPanel(QWidget):
         model = self.model_path or "model.onnx"
         problems = check(settings, version, self.inputs)
         migration = migrate_to_11(settings, model)
-        self.migration.setPlainText("\n".join(
-            [f"{n}. {step}" for n, step in enumerate(migration["steps"], 1)] + ["", "Settings diff:"]
-            + [f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"]]
-        ))  # fmt: skip
+        self.migration.setPlainText(
+            "\n".join(
+                [f"{n}. {step}" for n, step in enumerate(migration["steps"], 1)]
+                + ["", "Settings diff:"]
+                + [f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"]]
+            )
+        )
         if problems:
             self._show_problems([str(p) for p in problems])
             for box in (self.trtexec, self.polygraphy, self.script):
-                box.setPlainText("Fix the problems on the left first: a command that silently drops a "
-                                 "setting would build another engine.")  # fmt: skip
+                box.setPlainText(
+                    "Fix the problems on the left first: a command that silently drops a "
+                    "setting would build another engine."
+                )
             return
         engine = str(Path(model).with_suffix(".engine"))
         self.trtexec.setPlainText(trtexec_command(settings, version, model, engine))
@@ -196,7 +217,9 @@ class BuildPanel(QWidget):
         self.problems.clear()
         self.problems.addItems(problems or ["No problems for this TensorRT release."])
         if not problems and self.job is None:
-            self._set_banner(f"Settings are valid for TensorRT {self.version.currentText()}.", OK_STYLE)
+            self._set_banner(
+                f"Settings are valid for TensorRT {self.version.currentText()}.", OK_STYLE
+            )
         elif problems:
             self._set_banner(f"{len(problems)} problem(s): {problems[0]}", BAD_STYLE)
 
@@ -224,8 +247,11 @@ class BuildPanel(QWidget):
         try:
             if not self.model_path:
                 raise UserError("Open an ONNX model first.")
-            params = {"model": self.model_path, "engine": str(Path(self.model_path).with_suffix(".engine")),
-                      "settings": self.form.settings().to_dict()}  # fmt: skip
+            params = {
+                "model": self.model_path,
+                "engine": str(Path(self.model_path).with_suffix(".engine")),
+                "settings": self.form.settings().to_dict(),
+            }
         except UserError as exc:
             self._set_banner(exc.message, BAD_STYLE)
             return
@@ -238,8 +264,11 @@ class BuildPanel(QWidget):
         self._set_banner(f"{title} …", IDLE_STYLE)
         job = self.jobs.submit(method, params, title)
         self.job = job
-        job.sig_progress.connect(lambda f, t: self._set_banner(
-            f"{title} …" + (f" {f:.0%}" if isinstance(f, float) else "") + f" {t}", IDLE_STYLE))  # fmt: skip
+        job.sig_progress.connect(
+            lambda f, t: self._set_banner(
+                f"{title} …" + (f" {f:.0%}" if isinstance(f, float) else "") + f" {t}", IDLE_STYLE
+            )
+        )
         job.sig_finished.connect(lambda result: self._finished(method, result))
         job.sig_failed.connect(self._failed)
 
@@ -264,17 +293,24 @@ class BuildPanel(QWidget):
             self.last_calibration = result
             accuracy = result.get("accuracy") or {}
             top1 = accuracy.get("top1_agreement")
-            text = (f"Calibrated ({result['method']}, {result['samples']} samples, "
-                    f"{result['samples_per_s']:.1f}/s) → {result['output']}")  # fmt: skip
+            text = (
+                f"Calibrated ({result['method']}, {result['samples']} samples, "
+                f"{result['samples_per_s']:.1f}/s) → {result['output']}"
+            )
             if accuracy:
-                text += f"; vs fp32: max abs {accuracy['max_abs']:.3g}, rel L2 {accuracy['rel_l2']:.3g}"
+                text += (
+                    f"; vs fp32: max abs {accuracy['max_abs']:.3g}, rel L2 {accuracy['rel_l2']:.3g}"
+                )
                 text += f", top-1 agreement {top1:.1%}" if top1 is not None else ""
             if result.get("trt_cache"):
                 text += f"; TensorRT cache {result['trt_cache']['header']}"
             self._set_banner(text, OK_STYLE)
         else:
-            self._set_banner(f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB, "
-                             f"TensorRT {result['tensorrt']}, {result['seconds']:.1f} s)", OK_STYLE)  # fmt: skip
+            self._set_banner(
+                f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB, "
+                f"TensorRT {result['tensorrt']}, {result['seconds']:.1f} s)",
+                OK_STYLE,
+            )
             if result.get("layers_json"):
                 self.engine_view.load(result["layers_json"])
                 self.outputs.setCurrentWidget(self.engine_view)
@@ -289,7 +325,9 @@ class BuildPanel(QWidget):
                 self._set_banner(exc.message, BAD_STYLE)
 
     def _choose_save(self) -> None:
-        path = QFileDialog.getSaveFileName(self, "Save", "build.toml", "TOML (*.toml);;Python (*.py)")[0]
+        path = QFileDialog.getSaveFileName(
+            self, "Save", "build.toml", "TOML (*.toml);;Python (*.py)"
+        )[0]
         if path:
             self.save(path)
 

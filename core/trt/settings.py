@@ -13,9 +13,9 @@ from typing import Any
 
 import tomli_w
 
-from deploylens.core.build.flags import FLAGS, NEWEST_MAJOR, family
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, read_text
+from deploylens.core.trt.flags import FLAGS, NEWEST_MAJOR, family
 
 PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
 LAYER_TYPES = ("fp32", "fp16", "bf16", "int8", "fp8")  # per-layer precision / output type
@@ -140,8 +140,14 @@ class BuildSettings:
 
 def _kind(value: Any) -> str:
     """How a TOML/JSON value reads in a message: "true (a boolean)", "'x' (a string)"."""
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-             list: "a list", dict: "a table"}  # fmt: skip
+    names = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }
     text = repr(value) if not isinstance(value, bool) else str(value).lower()
     return f"{text[:40]} ({names.get(type(value), type(value).__name__)})"
 
@@ -231,7 +237,9 @@ class Switch:
 
 
 SWITCHES = (
-    Switch("version_compatible", "--versionCompatible", "VERSION_COMPATIBLE", "--version-compatible"),
+    Switch(
+        "version_compatible", "--versionCompatible", "VERSION_COMPATIBLE", "--version-compatible"
+    ),
     Switch("refit", "--refit", "REFIT", "--refittable"),
     Switch("strip_weights", "--stripWeights", "STRIP_PLAN"),
 )
@@ -279,34 +287,66 @@ def check(
     migrate = "run `deploylens build … --migrate` for the 11.x recipe (calibrate → QDQ model)"
     if fam == "11":
         if settings.precisions:
-            problems.append(Problem("precisions", f"TensorRT 11 has no precision flags "
-                                    f"({', '.join(settings.precisions)}): networks are strongly "
-                                    "typed, precision comes from the model.", migrate))  # fmt: skip
+            problems.append(
+                Problem(
+                    "precisions",
+                    f"TensorRT 11 has no precision flags "
+                    f"({', '.join(settings.precisions)}): networks are strongly "
+                    "typed, precision comes from the model.",
+                    migrate,
+                )
+            )
         for name in ("precision_constraints", "layer_precisions", "layer_output_types"):
             if getattr(settings, name):
-                problems.append(Problem(name, f"TensorRT 11 removed {name.replace('_', ' ')}: "
-                                        "set types in the model instead.", migrate))  # fmt: skip
+                problems.append(
+                    Problem(
+                        name,
+                        f"TensorRT 11 removed {name.replace('_', ' ')}: "
+                        "set types in the model instead.",
+                        migrate,
+                    )
+                )
         if settings.calibration is not None:
-            problems.append(Problem("calibration", "TensorRT 11 removed the INT8 calibrator: "
-                                    "calibrate offline into a Q/DQ model.", migrate))  # fmt: skip
+            problems.append(
+                Problem(
+                    "calibration",
+                    "TensorRT 11 removed the INT8 calibrator: calibrate offline into a Q/DQ model.",
+                    migrate,
+                )
+            )
     else:
         precisions = settings.precisions or []
         unknown = [p for p in precisions if p not in PRECISIONS]
         if unknown:
-            problems.append(Problem("precisions", f"Unknown precision '{unknown[0]}'; use "
-                                    f"{', '.join(PRECISIONS)}."))  # fmt: skip
+            problems.append(
+                Problem(
+                    "precisions", f"Unknown precision '{unknown[0]}'; use {', '.join(PRECISIONS)}."
+                )
+            )
         for flag, name in (("--bf16", "bf16"), ("--fp8", "fp8")):
             if name in precisions and not FLAGS[flag].available(fam):
                 problems.append(Problem("precisions", f"{name} needs TensorRT 9.0 or newer."))
         if settings.strongly_typed and precisions:
-            problems.append(Problem("precisions", "A strongly typed network ignores precision "
-                                    "flags: drop them or the strongly typed option."))  # fmt: skip
+            problems.append(
+                Problem(
+                    "precisions",
+                    "A strongly typed network ignores precision "
+                    "flags: drop them or the strongly typed option.",
+                )
+            )
         if settings.strongly_typed and fam == "8.6":
-            problems.append(Problem("strongly_typed", "Strongly typed networks need TensorRT 9.0+."))
+            problems.append(
+                Problem("strongly_typed", "Strongly typed networks need TensorRT 9.0+.")
+            )
         if "int8" in precisions and settings.calibration is None:
-            problems.append(Problem("calibration", "INT8 needs calibration data (a folder and a "
-                                    "method) or a model with Q/DQ nodes.",
-                                    "add a [calibration] table, or calibrate into a QDQ model"))  # fmt: skip
+            problems.append(
+                Problem(
+                    "calibration",
+                    "INT8 needs calibration data (a folder and a "
+                    "method) or a model with Q/DQ nodes.",
+                    "add a [calibration] table, or calibrate into a QDQ model",
+                )
+            )
         if settings.precision_constraints not in (None, "prefer", "obey", "none"):
             problems.append(Problem("precision_constraints", "Use prefer, obey or none."))
     if settings.strip_weights and fam == "8.6":
@@ -342,26 +382,45 @@ def _check_words(settings: BuildSettings) -> list[Problem]:
             problems.append(Problem(name, f"'{value[:40]}' is not one of {', '.join(allowed)}."))
     for change in settings.tactic_sources or []:
         if change[:1] not in ("+", "-") or change[1:] not in TACTIC_SOURCES:
-            problems.append(Problem("tactic_sources", f"'{change[:40]}' is not +NAME or -NAME "
-                                    f"with NAME one of {', '.join(TACTIC_SOURCES)}."))  # fmt: skip
+            problems.append(
+                Problem(
+                    "tactic_sources",
+                    f"'{change[:40]}' is not +NAME or -NAME "
+                    f"with NAME one of {', '.join(TACTIC_SOURCES)}.",
+                )
+            )
     for name in ("layer_precisions", "layer_output_types"):
         for layer, value in (getattr(settings, name) or {}).items():
             if value not in LAYER_TYPES:
-                problems.append(Problem(name, f"layer '{layer[:40]}': '{value[:20]}' is not one "
-                                        f"of {', '.join(LAYER_TYPES)}."))  # fmt: skip
+                problems.append(
+                    Problem(
+                        name,
+                        f"layer '{layer[:40]}': '{value[:20]}' is not one "
+                        f"of {', '.join(LAYER_TYPES)}.",
+                    )
+                )
     return problems
 
 
 def _check_calibration(calibration: Calibration) -> list[Problem]:
     problems = []
     if calibration.method not in CALIBRATION_METHODS:
-        problems.append(Problem("calibration", f"Unknown calibration method "
-                                f"'{calibration.method}'; use {', '.join(CALIBRATION_METHODS)}."))  # fmt: skip
+        problems.append(
+            Problem(
+                "calibration",
+                f"Unknown calibration method "
+                f"'{calibration.method}'; use {', '.join(CALIBRATION_METHODS)}.",
+            )
+        )
     if calibration.method == "percentile" and not (
         calibration.percentile and 50.0 <= calibration.percentile <= 100.0
     ):
-        problems.append(Problem("calibration", "Percentile calibration needs a percentile "
-                                "between 50 and 100 (e.g. 99.99)."))  # fmt: skip
+        problems.append(
+            Problem(
+                "calibration",
+                "Percentile calibration needs a percentile between 50 and 100 (e.g. 99.99).",
+            )
+        )
     if not calibration.data and not calibration.cache:
         problems.append(Problem("calibration", "Give a calibration data folder or a cache file."))
     return problems
@@ -369,37 +428,61 @@ def _check_calibration(calibration: Calibration) -> list[Problem]:
 
 def _check_profiles(profiles: list[Profile], inputs: dict[str, list[Any]] | None) -> list[Problem]:
     problems = []
-    dynamic = {n for n, dims in (inputs or {}).items() if any(not isinstance(d, int) or d < 0 for d in dims)}
+    dynamic = {
+        n
+        for n, dims in (inputs or {}).items()
+        if any(not isinstance(d, int) or d < 0 for d in dims)
+    }
     for number, profile in enumerate(profiles, 1):
         where = f"profile {number}"
         for name, (low, opt, high) in profile.shapes.items():
             if not len(low) == len(opt) == len(high):
-                problems.append(Problem("profiles", f"{where}, {name}: min, opt and max have "
-                                        "different ranks."))  # fmt: skip
+                problems.append(
+                    Problem("profiles", f"{where}, {name}: min, opt and max have different ranks.")
+                )
                 continue
             if any(not a <= b <= c for a, b, c in zip(low, opt, high, strict=True)):
-                problems.append(Problem("profiles", f"{where}, {name}: need min ≤ opt ≤ max in "
-                                        f"every dimension ({low} / {opt} / {high})."))  # fmt: skip
+                problems.append(
+                    Problem(
+                        "profiles",
+                        f"{where}, {name}: need min ≤ opt ≤ max in "
+                        f"every dimension ({low} / {opt} / {high}).",
+                    )
+                )
             if inputs is None:
                 continue
             if name not in inputs:
-                problems.append(Problem("profiles", f"{where}: the model has no input '{name}' "
-                                        f"(it has {', '.join(inputs)})."))  # fmt: skip
+                problems.append(
+                    Problem(
+                        "profiles",
+                        f"{where}: the model has no input '{name}' (it has {', '.join(inputs)}).",
+                    )
+                )
                 continue
             dims = inputs[name]
             if len(dims) != len(low):
-                problems.append(Problem("profiles", f"{where}, {name}: the input has rank "
-                                        f"{len(dims)}, the profile {len(low)}."))  # fmt: skip
+                problems.append(
+                    Problem(
+                        "profiles",
+                        f"{where}, {name}: the input has rank {len(dims)}, the profile {len(low)}.",
+                    )
+                )
                 continue
             for axis, (dim, a, c) in enumerate(zip(dims, low, high, strict=True)):
                 if isinstance(dim, int) and dim >= 0 and (a != dim or c != dim):
-                    problems.append(Problem("profiles", f"{where}, {name}: axis {axis} is fixed "
-                                            f"at {dim} in the model and cannot take a range "
-                                            f"({a}…{c})."))  # fmt: skip
+                    problems.append(
+                        Problem(
+                            "profiles",
+                            f"{where}, {name}: axis {axis} is fixed "
+                            f"at {dim} in the model and cannot take a range "
+                            f"({a}…{c}).",
+                        )
+                    )
         if inputs is not None:
             for name in sorted(dynamic - set(profile.shapes)):
-                problems.append(Problem("profiles", f"{where}: dynamic input '{name}' has no "
-                                        "shapes."))  # fmt: skip
+                problems.append(
+                    Problem("profiles", f"{where}: dynamic input '{name}' has no shapes.")
+                )
     return problems
 
 
@@ -407,12 +490,16 @@ def version_problem(version: str) -> str:
     """Why ``version`` is not a release these settings know."""
     head = version.strip().split(".")[0]
     if head.isdigit() and int(head) > NEWEST_MAJOR:
-        return (f"TensorRT {version} is newer than this DeployLens knows (8.6, 10.x, 11.x): its "
-                "trtexec flags are unknown, so no command is made for it.")  # fmt: skip
+        return (
+            f"TensorRT {version} is newer than this DeployLens knows (8.6, 10.x, 11.x): its "
+            "trtexec flags are unknown, so no command is made for it."
+        )
     return f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x."
 
 
-def assert_buildable(settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None) -> None:
+def assert_buildable(
+    settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None
+) -> None:
     problems = check(settings, version, inputs)
     if problems:
         first = problems[0]
@@ -475,9 +562,14 @@ def trtexec_args(
         if s.precision_constraints:
             args.append(f"--precisionConstraints={s.precision_constraints}")
         if s.layer_precisions:
-            args.append("--layerPrecisions=" + ",".join(f"{k}:{v}" for k, v in s.layer_precisions.items()))
+            args.append(
+                "--layerPrecisions=" + ",".join(f"{k}:{v}" for k, v in s.layer_precisions.items())
+            )
         if s.layer_output_types:
-            args.append("--layerOutputTypes=" + ",".join(f"{k}:{v}" for k, v in s.layer_output_types.items()))
+            args.append(
+                "--layerOutputTypes="
+                + ",".join(f"{k}:{v}" for k, v in s.layer_output_types.items())
+            )
         if s.calibration is not None and s.calibration.cache:
             args.append(f"--calib={s.calibration.cache}")
     if s.no_tf32:

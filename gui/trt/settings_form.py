@@ -1,4 +1,4 @@
-"""The build settings as a form — a view over ``core.build.settings.BuildSettings``: it reads
+"""The build settings as a form — a view over ``core.trt.settings.BuildSettings``: it reads
 and writes that dataclass and owns no state the CLI also needs. Empty fields mean "TensorRT's
 default", as in the model."""
 
@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from deploylens.core.build.settings import PRECISIONS, BuildSettings, Calibration, Profile
 from deploylens.core.errors import UserError
+from deploylens.core.trt.settings import PRECISIONS, BuildSettings, Calibration, Profile
 
 DEFAULT = "(default)"
 
@@ -68,7 +68,9 @@ def parse_profiles(text: str) -> list[Profile] | None:
             name, sep, rest = line.rpartition(":")
             parts = rest.split("/")
             if not sep or len(parts) != 3:
-                raise UserError(f"'{line}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / 8x3).")
+                raise UserError(
+                    f"'{line}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / 8x3)."
+                )
             low, opt, high = (_dims(p) for p in parts)
             shapes[name.strip()] = (low, opt, high)
         if shapes:
@@ -79,10 +81,12 @@ def parse_profiles(text: str) -> list[Profile] | None:
 def profiles_text(profiles: list[Profile] | None) -> str:
     blocks = []
     for profile in profiles or []:
-        blocks.append("\n".join(
-            f"{name}: " + " / ".join("x".join(map(str, s)) for s in shapes)
-            for name, shapes in profile.shapes.items()
-        ))  # fmt: skip
+        blocks.append(
+            "\n".join(
+                f"{name}: " + " / ".join("x".join(map(str, s)) for s in shapes)
+                for name, shapes in profile.shapes.items()
+            )
+        )
     return "\n---\n".join(blocks)
 
 
@@ -104,7 +108,9 @@ class BuildSettingsForm(QWidget):
         self.tactic_memory = _spin(1, 1 << 20, " MB")
         self.level = _combo([str(n) for n in range(6)])
         self.profiles = QPlainTextEdit()
-        self.profiles.setPlaceholderText("x: 1x3x224x224 / 8x3x224x224 / 32x3x224x224\n---\n(next profile)")
+        self.profiles.setPlaceholderText(
+            "x: 1x3x224x224 / 8x3x224x224 / 32x3x224x224\n---\n(next profile)"
+        )
         self.profiles.setMaximumHeight(80)
         self.timing_cache = QLineEdit()
         self.timing_cache.setPlaceholderText("timing.cache (read before, written after the build)")
@@ -122,7 +128,9 @@ class BuildSettingsForm(QWidget):
         self.strip_weights = QCheckBox("Strip weights")
         self.plugins = QLineEdit()
         self.plugins.setPlaceholderText("plugin libraries (.so), separated by ;")
-        self.calibrate = QGroupBox("INT8 calibration (≤10: calibrator or cache; 11: calibrate → Q/DQ model)")
+        self.calibrate = QGroupBox(
+            "INT8 calibration (≤10: calibrator or cache; 11: calibrate → Q/DQ model)"
+        )
         self.calibrate.setCheckable(True)
         self.calibrate.setChecked(False)
         self.method = QComboBox()
@@ -199,12 +207,22 @@ class BuildSettingsForm(QWidget):
         calibration = None
         if self.calibrate.isChecked():
             try:
-                percentile = float(self.percentile.text()) if self.method.currentText() == "percentile" else None
+                percentile = (
+                    float(self.percentile.text())
+                    if self.method.currentText() == "percentile"
+                    else None
+                )
             except ValueError:
                 raise UserError(f"'{self.percentile.text()}' is not a percentile.") from None
-            calibration = Calibration(self.method.currentText(), percentile, self.data.text().strip(),
-                                      self.preprocess.text().strip(), number(self.batch_size),
-                                      number(self.batches), self.cache.text().strip())  # fmt: skip
+            calibration = Calibration(
+                self.method.currentText(),
+                percentile,
+                self.data.text().strip(),
+                self.preprocess.text().strip(),
+                number(self.batch_size),
+                number(self.batches),
+                self.cache.text().strip(),
+            )
         level = text(self.level)
         return BuildSettings(
             precisions=chosen or None,
@@ -218,7 +236,8 @@ class BuildSettingsForm(QWidget):
             optimization_level=int(level) if level is not None else None,
             profiles=parse_profiles(self.profiles.toPlainText()),
             timing_cache=self.timing_cache.text().strip() or None,
-            tactic_sources=[t.strip() for t in self.tactic_sources.text().split(",") if t.strip()] or None,
+            tactic_sources=[t.strip() for t in self.tactic_sources.text().split(",") if t.strip()]
+            or None,
             sparsity=text(self.sparsity),
             dla_core=number(self.dla_core),
             gpu_fallback=self.gpu_fallback.isChecked() or None,
@@ -238,12 +257,22 @@ class BuildSettingsForm(QWidget):
             box.setChecked(p in (s.precisions or []) or (p == "tf32" and not s.no_tf32))
         self.strongly_typed.setChecked(bool(s.strongly_typed))
         self.constraints.setCurrentText(s.precision_constraints or DEFAULT)
-        self.layer_precisions.setText("; ".join(f"{k}:{v}" for k, v in (s.layer_precisions or {}).items()))
-        self.layer_output_types.setText("; ".join(f"{k}:{v}" for k, v in (s.layer_output_types or {}).items()))
-        for box, value in ((self.workspace, s.workspace_mb), (self.tactic_memory, s.tactic_dram_mb),
-                           (self.dla_core, s.dla_core), (self.aux_streams, s.max_aux_streams)):  # fmt: skip
+        self.layer_precisions.setText(
+            "; ".join(f"{k}:{v}" for k, v in (s.layer_precisions or {}).items())
+        )
+        self.layer_output_types.setText(
+            "; ".join(f"{k}:{v}" for k, v in (s.layer_output_types or {}).items())
+        )
+        for box, value in (
+            (self.workspace, s.workspace_mb),
+            (self.tactic_memory, s.tactic_dram_mb),
+            (self.dla_core, s.dla_core),
+            (self.aux_streams, s.max_aux_streams),
+        ):
             box.setValue(box.minimum() if value is None else value)
-        self.level.setCurrentText(DEFAULT if s.optimization_level is None else str(s.optimization_level))
+        self.level.setCurrentText(
+            DEFAULT if s.optimization_level is None else str(s.optimization_level)
+        )
         self.profiles.setPlainText(profiles_text(s.profiles))
         self.timing_cache.setText(s.timing_cache or "")
         self.tactic_sources.setText(", ".join(s.tactic_sources or []))
@@ -271,5 +300,11 @@ class BuildSettingsForm(QWidget):
     def calibration_params(self) -> dict[str, Any]:
         settings = self.settings()
         c = settings.calibration or Calibration()
-        return {"method": c.method, "percentile": c.percentile or 99.99, "data": c.data,
-                "preprocess": c.preprocess, "batch_size": c.batch_size, "batches": c.batches}  # fmt: skip
+        return {
+            "method": c.method,
+            "percentile": c.percentile or 99.99,
+            "data": c.data,
+            "preprocess": c.preprocess,
+            "batch_size": c.batch_size,
+            "batches": c.batches,
+        }
