@@ -67,7 +67,8 @@ def main() -> int:
 
     from deploylens.core.data.preprocess import iter_samples, parse_preprocess
     from deploylens.core.quantize.accuracy import measure
-    from deploylens.core.quantize.calibrate import CalibrationRequest, calibrate
+    from deploylens.core.quantize.calibrate import calibrate
+    from deploylens.core.quantize.request import CalibrateRequest
 
     calib_count, eval_count = (16, 20) if args.quick else (64, 100)
     rows = []
@@ -86,7 +87,7 @@ def main() -> int:
             {k: v[None] for k, v in s.items()} for s in iter_samples(root / "eval", inputs, spec)
         ]
         for method in ("minmax", "entropy", "percentile"):
-            request = CalibrationRequest(
+            request = CalibrateRequest(
                 str(model), str(root / "calib"), str(root / f"{method}.onnx"), method=method,
                 preprocess="imagenet",
             )  # fmt: skip

@@ -17,11 +17,13 @@ from deploylens.core.frontends import load_frontend
 from deploylens.core.graph.stats import graph_stats, stats_text
 from deploylens.core.jobs import Worker
 from deploylens.core.model.loading import read_model
+from deploylens.core.model.request import InspectRequest
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.model.summary_text import summary_text
 from deploylens.core.support.analysis import analyze, parse_target, report_dict
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.queries import reports_text
+from deploylens.core.support.request import CollectRequest
 from deploylens.core.worker.client import JobFailure
 
 SCREENSHOT_MODEL = "small_cnn.dynamo.onnx"
@@ -36,7 +38,7 @@ def bundled_models() -> list[Path]:
     return sorted(samples_dir().glob("*.onnx"))
 
 
-def _environment_lines(hello: dict[str, Any]) -> list[str]:
+def environment_lines(hello: dict[str, Any]) -> list[str]:
     python = hello["python"]
     lines = [f"- Python {python['version']} ({python['executable']})"]
     for name, info in hello["packages"].items():
@@ -60,6 +62,7 @@ def _export_story(
     from deploylens.core.export.cli_export import result_text
     from deploylens.core.export.fixit import attach_fixes
     from deploylens.core.export.plugin_api import load_plugins, plugin_entries
+    from deploylens.core.export.request import ExportRequest
     from deploylens.core.export.settings import ExportSettings
     from deploylens.core.export.sources import parse_spec
 
@@ -73,14 +76,8 @@ def _export_story(
             output=str(out_dir / "asinh.opset9.onnx"),
         )
         try:
-            result = worker.run(
-                "export.run",
-                {
-                    "source": parse_spec("sample:asinh").to_dict(),
-                    "settings": settings.to_dict(),
-                    "plugin_entries": plugin_entries(),
-                },
-            )
+            request = ExportRequest(parse_spec("sample:asinh"), settings, plugin_entries())
+            result = worker.run_request(request)
         except JobFailure as failure:
             lines += [f"Export could not run: {failure.message}", ""]
             return lines
@@ -101,15 +98,16 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
     markdown = ["# DeployLens demo report", ""]
     with Worker(python) as worker:
         hello = worker.session.hello or {}
-        matrix = SupportMatrix.load(worker.run("support.collect")["path"])
+        matrix = SupportMatrix.load(worker.run_request(CollectRequest())["path"])
         targets = [parse_target(t) for t in DEMO_TARGETS]
         report["environment"] = hello
-        markdown += ["## Worker environment", "", *_environment_lines(hello), ""]
+        markdown += ["## Worker environment", "", *environment_lines(hello), ""]
         markdown += ["## Bundled samples (`deploylens inspect`, `graph --stats`, `support`)", ""]
         for model in bundled_models():
             entry: dict[str, Any] = {"file": model.name}
             try:
-                summary = ModelSummary.from_dict(worker.run("model.inspect", {"path": str(model)}))
+                answer = worker.run_request(InspectRequest(str(model)))
+                summary = ModelSummary.from_dict(answer)
                 entry["summary"] = summary.to_dict()
                 entry["graph"] = graph = graph_stats(model, expand=8)
                 reports = analyze(read_model(model), matrix, targets)

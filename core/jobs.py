@@ -150,6 +150,10 @@ class Worker:
             elif mtype == "error" and message.get("job") == job:
                 raise self.session.failure_from_error(message)
 
+    def run_request(self, request: Any, **kwargs: Any) -> Any:
+        """Run a typed request (``core.requests``): its job with its params."""
+        return self.run(request.JOB, request.to_params(), **kwargs)
+
     def cancel(self) -> None:
         """Ask the running job to stop; the run loop escalates to terminate, then kill."""
         if self._cancel_at is not None:

@@ -34,6 +34,10 @@ class JobManager(QObject):
         job.start()
         return job
 
+    def submit_request(self, request: Any, title: str = "", python: str | None = None) -> WorkerJob:
+        """Submit a typed request (``core.requests``): its job with its params."""
+        return self.submit(request.JOB, request.to_params(), title, python)
+
     def active(self) -> list[WorkerJob]:
         return [job for job in self.jobs if job.active]
 

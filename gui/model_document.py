@@ -7,6 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from deploylens.core.errors import ProjectFileError
+from deploylens.core.model.request import InspectRequest
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX, Project, load_project
 from deploylens.core.worker.client import JobFailure
@@ -55,7 +56,7 @@ class ModelDocument(QObject):
             self.job.cancel()
         self.model_path = path
         self.sig_loading.emit(str(path))
-        job = self.manager.submit("model.inspect", {"path": str(path)}, f"Open {path.name}")
+        job = self.manager.submit_request(InspectRequest(str(path)), f"Open {path.name}")
         self.job = job
         # Answers of a job that a newer open replaced are dropped, not shown.
         job.sig_finished.connect(lambda payload: self._on_summary(job, payload))

@@ -8,80 +8,32 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.command import Command
 from deploylens.core.export.fixit import attach_fixes
-from deploylens.core.export.plugin_api import load_plugins, plugin_entries
-from deploylens.core.export.settings import ExportSettings, parse_dynamic_axes
-from deploylens.core.export.sources import grant_consent, parse_input, parse_spec
-from deploylens.core.files import input_file
+from deploylens.core.export.plugin_api import load_plugins
+from deploylens.core.export.request import ExportRequest
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "spec", help="sample:NAME, torchvision:NAME, FILE.py:factory, MODEL.pt, MODEL.pt2"
-    )
-    parser.add_argument("--exporter", choices=("torchscript", "dynamo"), default="dynamo")
-    parser.add_argument("--opset", type=int)
-    parser.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="NAME:SHAPE[:DTYPE]",
-        help="example input, e.g. x:1x3x224x224:float32:-1:1 (repeatable)",
-    )
-    parser.add_argument("--inputs", help=".npz of example inputs (no pickles)")
-    parser.add_argument("--output-name", action="append", default=[])
-    parser.add_argument("--dynamic", action="append", default=[], metavar="TENSOR:AXIS:LABEL")
-    parser.add_argument("--no-constant-folding", action="store_true")
-    parser.add_argument("--no-optimize", action="store_true", help="dynamo: skip the optimizer")
-    parser.add_argument("--external-data", action="store_true")
-    parser.add_argument("--plugin", action="append", default=[], help="op plugin to apply")
-    parser.add_argument("--out", default="model.onnx")
-    parser.add_argument(
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    ExportRequest.add_arguments(parser)
+    run = parser.add_argument_group("running")
+    run.add_argument(
         "--trust",
         action="store_true",
         help="consent to running FILE.py (remembered for this file content)",
     )
-    parser.add_argument("--script", action="store_true", help="also print the Python reproducer")
-    parser.add_argument("--python", help="worker interpreter (your training env)")
-    parser.add_argument("--json", action="store_true")
+    run.add_argument("--script", action="store_true", help="also print the Python reproducer")
+    run.add_argument("--python", help="worker interpreter (your training env)")
+    run.add_argument("--json", action="store_true")
 
 
-def _settings(args: argparse.Namespace, output: str) -> ExportSettings:
-    axes = parse_dynamic_axes(args.dynamic)
-    return ExportSettings(
-        exporter=args.exporter,
-        opset=args.opset,
-        output=output,
-        output_names=list(args.output_name),
-        dynamic_axes=axes,
-        constant_folding=not args.no_constant_folding,
-        optimize=not args.no_optimize,
-        external_data=args.external_data,
-        plugins=list(args.plugin),
-    )
-
-
-def run_export(args: argparse.Namespace, output: str) -> dict[str, Any]:
-    from deploylens.core.jobs import run_job
+def run_export(request: ExportRequest, python: str | None) -> dict[str, Any]:
+    """Run the export; a failure's findings get their ladder of fixes."""
     from deploylens.core.settings import AppSettings
     from deploylens.core.support.loader import load_matrix
 
-    source = parse_spec(args.spec)
-    source.inputs = [parse_input(text) for text in args.input]
-    source.inputs_npz = str(input_file(args.inputs, "inputs .npz").resolve()) if args.inputs else ""
-    if source.kind == "python" and args.trust:
-        grant_consent(source.target)
-    python = args.python or AppSettings.load().worker_python or None
-    settings = _settings(args, str(Path(output).resolve()))
-    result = run_job(
-        "export.run",
-        {
-            "source": source.to_dict(),
-            "settings": settings.to_dict(),
-            "plugin_entries": plugin_entries(),
-        },
-        python=python,
-    )
+    python = python or AppSettings.load().worker_python or None
+    result: dict[str, Any] = request.run(python)
     if result.get("findings"):
         plugins, _ = load_plugins()
         try:
@@ -130,7 +82,8 @@ def result_text(result: dict[str, Any], show_code: bool = False) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    result = run_export(args, args.out)
+    request = ExportRequest.from_args(args).prepared(trust=args.trust)
+    result = run_export(request, args.python)
     print(json.dumps(result, indent=2) if args.json else result_text(result, args.script))
     if args.script and not args.json:
         print("\n# Python reproducer\n" + result["script"])
@@ -139,6 +92,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="deploylens-diagnose-") as scratch:
-        result = run_export(args, str(Path(scratch) / "model.onnx"))
+        request = ExportRequest.from_args(args).prepared(
+            trust=args.trust, output=str(Path(scratch) / "model.onnx")
+        )
+        result = run_export(request, args.python)
     print(json.dumps(result, indent=2) if args.json else result_text(result, show_code=True))
     return 0 if result["ok"] else 1
+
+
+COMMANDS = (
+    Command("export", "export a PyTorch model to ONNX, checked", _arguments, cmd_export),
+    Command(
+        "diagnose",
+        "try an export, explain a failure and list the fixes with code",
+        _arguments,
+        cmd_diagnose,
+    ),
+)

@@ -15,8 +15,9 @@ from typing import Any
 from deploylens.core.errors import UserError
 from deploylens.core.export.diagnose import diagnose
 from deploylens.core.export.plugin_api import OpPlugin, load_plugins
-from deploylens.core.export.settings import DYNAMO, ExportSettings, cli_line, python_script
-from deploylens.core.export.sources import ModelSource, load_model
+from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.settings import DYNAMO, ExportSettings
+from deploylens.core.export.sources import load_model
 from deploylens.core.export.verify import verify_export
 from deploylens.core.files import commit_staged, staged_outputs
 
@@ -93,9 +94,9 @@ def ignored_symbolics(module: Any) -> list[str]:
 def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    source = ModelSource.from_dict(params["source"])
-    settings = ExportSettings.from_dict(params["settings"])
-    available, errors = load_plugins(params.get("plugin_entries"))
+    request = ExportRequest.from_params(params)
+    source, settings = request.source, request.settings
+    available, errors = load_plugins(request.plugin_entries)
     unknown = [name for name in settings.plugins if name not in available]
     if unknown:
         raise UserError(
@@ -118,8 +119,8 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "source": source.to_dict(),
         "settings": settings.to_dict(),
-        "cli": cli_line(source, settings),
-        "script": python_script(source, settings),
+        "cli": request.cli_line(),
+        "script": request.python_script(),
         "path": str(out),
         "plugin_errors": errors,
     }

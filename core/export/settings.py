@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,34 +66,6 @@ def parse_dynamic_axes(items: list[str]) -> dict[str, dict[int, str]]:
                 f"Dynamic axis '{item}': use TENSOR:AXIS:LABEL, e.g. x:0:batch."
             ) from None
     return axes
-
-
-def cli_line(source: ModelSource, settings: ExportSettings) -> str:
-    parts = ["deploylens", "export", source.spec(), "--exporter", settings.exporter]
-    if settings.opset is not None:
-        parts += ["--opset", str(settings.opset)]
-    for spec in source.inputs:
-        parts += [
-            "--input",
-            f"{spec.name}:{'x'.join(map(str, spec.shape))}:{spec.dtype}:{spec.low:g}:{spec.high:g}",
-        ]
-    if source.inputs_npz:
-        parts += ["--inputs", source.inputs_npz]
-    for name in settings.output_names:
-        parts += ["--output-name", name]
-    for tensor, axes in settings.dynamic_axes.items():
-        for axis, label in axes.items():
-            parts += ["--dynamic", f"{tensor}:{axis}:{label}"]
-    if not settings.constant_folding:
-        parts.append("--no-constant-folding")
-    if not settings.optimize:
-        parts.append("--no-optimize")
-    if settings.external_data:
-        parts.append("--external-data")
-    for plugin in settings.plugins:
-        parts += ["--plugin", plugin]
-    parts += ["--out", settings.output]
-    return shlex.join(parts)
 
 
 def python_script(source: ModelSource, settings: ExportSettings) -> str:

@@ -11,13 +11,14 @@ from onnx import numpy_helper
 
 from deploylens.core.errors import UserError
 from deploylens.core.graph.details import initializer_stats
+from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
 from deploylens.core.model.loading import read_model
 from deploylens.core.model.summary import describe_type
 
 
 def shapes_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Types and shapes of every tensor ONNX shape inference can work out."""
-    model = read_model(params["path"])
+    model = read_model(ShapesRequest.from_params(params).path)
     ctx.progress(0.3, "inferring shapes")
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
@@ -33,9 +34,10 @@ def shapes_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 def tensor_stats_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """min/max/mean/std of named initializers, reading external data only for those."""
-    path = Path(params["path"])
+    request = TensorStatsRequest.from_params(params)
+    path = Path(request.path)
     model = read_model(path)
-    wanted = set(params["names"])
+    wanted = set(request.names)
     found = {t.name: t for t in model.graph.initializer if t.name in wanted}
     missing = wanted - set(found)
     if missing:

@@ -13,7 +13,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,8 @@ import numpy as np
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import commit_staged, staged_outputs
+from deploylens.core.quantize.request import METHODS, CalibrateRequest
 
-METHODS = ("minmax", "entropy", "percentile")
 # Entropy: 512 histogram bins searched for the 128-level threshold with the least KL divergence.
 # TensorRT uses 2048 bins, but ORT's search is Python and O(bins²): on resnet18 (50 tensors) 2048
 # bins took 32 s, 512 take 7 s; ORT's own default (128 bins) can never clip, i.e. equals MinMax.
@@ -32,20 +32,6 @@ CALIBRATOR_OPTIONS: dict[str, dict[str, Any]] = {
     "percentile": {"symmetric": True, "num_bins": 2048},
 }
 Progress = Callable[[float, str], None]
-
-
-@dataclass
-class CalibrationRequest:
-    model: str
-    data: str
-    output: str = ""  # the Q/DQ model; default: <model>.qdq.onnx
-    method: str = "entropy"
-    percentile: float = 99.99
-    preprocess: str = ""
-    batch_size: int | None = None  # default: the model's batch axis when fixed, else 1
-    batches: int | None = None  # default: every sample in the folder
-    per_channel: bool = True
-    exclude: list[str] = field(default_factory=list)  # node names kept in float
 
 
 @dataclass
@@ -73,7 +59,7 @@ class FolderReader:
     ``progress`` may raise (the worker's cancel does) — that stops the calibration where it is.
     """
 
-    def __init__(self, request: CalibrationRequest, inputs: list[Any], progress: Progress) -> None:
+    def __init__(self, request: CalibrateRequest, inputs: list[Any], progress: Progress) -> None:
         from deploylens.core.data.preprocess import (
             batch_size,
             batches,
@@ -124,7 +110,7 @@ def _numpy_dtype(ort_type: str) -> Any:
 
 
 def calibrate(
-    request: CalibrationRequest, progress: Progress | None = None, scratch: str | None = None
+    request: CalibrateRequest, progress: Progress | None = None, scratch: str | None = None
 ) -> CalibrationResult:
     """Calibrate ``request.model`` and write its Q/DQ model; ranges come back for TensorRT.
     Temporary models go under ``scratch`` (the worker's folder, removed however the worker

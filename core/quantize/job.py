@@ -3,25 +3,24 @@ TensorRT calibration cache, with progress and cancel (the worker's ``ctx``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any
 
-from deploylens.core.quantize.calibrate import CalibrationRequest, calibrate
+from deploylens.core.quantize.calibrate import calibrate
+from deploylens.core.quantize.request import CalibrateRequest
 
 RESULT_VERSION = 1
 
 
 def calibrate_and_measure(
-    params: dict[str, Any], progress: Any = None, log: Any = None, scratch: str | None = None
+    request: CalibrateRequest, progress: Any = None, log: Any = None, scratch: str | None = None
 ) -> dict[str, Any]:
-    """Shared by the job, the CLI and the bench: everything a calibration run reports."""
+    """Shared by the job and the bench: everything a calibration run reports."""
     import onnxruntime as ort
 
     from deploylens.core.quantize import accuracy, trt_cache
 
     progress = progress or (lambda f, m: None)
-    known = {f.name for f in fields(CalibrationRequest)}
-    request = CalibrationRequest(**{k: v for k, v in params.items() if k in known})
     result = calibrate(request, lambda f, m: progress(0.8 * f, m), scratch)
     report: dict[str, Any] = {
         "kind": "deploylens.calibration",
@@ -33,14 +32,14 @@ def calibrate_and_measure(
     }
     from deploylens.core.validate.run import feed_batches
 
-    evaluate = int(params.get("evaluate", 20))
+    evaluate = request.evaluate
     if evaluate > 0:
         options = ort.SessionOptions()
-        options.intra_op_num_threads = int(params.get("threads", 0))
+        options.intra_op_num_threads = request.threads
         fp32 = ort.InferenceSession(request.model, options, providers=["CPUExecutionProvider"])
         qdq = ort.InferenceSession(result.output, options, providers=["CPUExecutionProvider"])
         # The user's data, never random noise: --eval-data, else the calibration data itself.
-        source = params.get("eval_data") or request.data
+        source = request.eval_data or request.data
         feeds = take_samples(feed_batches(fp32, source, preprocess=request.preprocess), evaluate)
         measured = accuracy.measure(
             fp32,
@@ -52,12 +51,12 @@ def calibrate_and_measure(
         samples = measured.samples
         report["accuracy"]["data"] = f"the first {samples} samples of {source}" + (
             " (the calibration data itself: held-out data, --eval-data, is a fairer test)"
-            if not params.get("eval_data")
+            if not request.eval_data
             else ""
         )
-    cache_path = params.get("trt_cache") or ""
+    cache_path = request.trt_cache
     if cache_path:
-        version = params.get("trt_version") or "10.16"
+        version = request.trt_version
         cache = trt_cache.from_ranges(result.ranges, version, request.method)
         trt_cache.write_cache(cache, cache_path)
         report["trt_cache"] = {
@@ -86,4 +85,6 @@ def take_samples(batches: Any, limit: int) -> list[dict[str, Any]]:
 
 
 def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    return calibrate_and_measure(params, ctx.progress, ctx.log, ctx.workdir)
+    return calibrate_and_measure(
+        CalibrateRequest.from_params(params), ctx.progress, ctx.log, ctx.workdir
+    )

@@ -73,8 +73,11 @@ def collect(progress: Any = None) -> dict[str, Any]:
 
 def support_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Return the cache file of this interpreter's registries, building it when missing."""
+    from deploylens.core.support.request import CollectRequest
+
+    request = CollectRequest.from_params(params)
     path = cache_path()
-    if path.exists() and not params.get("refresh"):
+    if path.exists() and not request.refresh:
         return {"path": str(path), "cached": True}
     data = collect(ctx.progress)
     ctx.progress(0.95, "writing the cache")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from deploylens.core.jobs import run_job
 from deploylens.core.settings import AppSettings
 from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.request import CollectRequest
 
 
 def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatrix:
     python = python or AppSettings.load().worker_python or None
-    answer = run_job("support.collect", {"refresh": refresh}, python=python)
+    answer = CollectRequest(refresh).run(python)
     return with_plugins(SupportMatrix.load(answer["path"]))
 
 

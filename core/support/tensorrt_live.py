@@ -66,6 +66,8 @@ def probe_model(model: onnx.ModelProto, trt: Any = None) -> dict[str, Any]:
 
 def tensorrt_probe_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     from deploylens.core.model.loading import read_model
+    from deploylens.core.support.request import TensorRTProbeRequest
 
+    request = TensorRTProbeRequest.from_params(params)
     ctx.progress(0.2, "importing TensorRT")
-    return probe_model(read_model(params["path"]))
+    return probe_model(read_model(request.path))

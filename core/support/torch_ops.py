@@ -32,9 +32,10 @@ def aten_ops_of(module: Any, example_inputs: tuple[Any, ...]) -> dict[str, int]:
 
 def sample_aten_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     from deploylens.core.export.sources import samples_module
+    from deploylens.core.support.request import SampleAtenRequest
 
     models = samples_module()
-    name = params["sample"]
+    name = SampleAtenRequest.from_params(params).sample
     if name not in models.SAMPLES:
         raise UserError(f"No bundled sample '{name}'; choose from {', '.join(models.SAMPLES)}.")
     ctx.progress(0.2, "building the module (imports torch)")

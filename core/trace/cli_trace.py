@@ -7,9 +7,26 @@ import json
 import time
 from pathlib import Path
 
+from deploylens.core.command import Command, add_json, add_python
 from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.request import ProfileRequest
 from deploylens.core.trace.stats import trace_stats
+
+
+def _trace_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--stats", action="store_true", help="print statistics (the default)")
+    parser.add_argument("--top", type=int, default=15, help="kernels in the table")
+    add_json(parser)
+    parser.add_argument("--chrome", type=Path, help="also write it as Chrome trace JSON (Perfetto)")
+    parser.add_argument("--csv", type=Path, help="write the tables as CSV files into this folder")
+
+
+def _profile_arguments(parser: argparse.ArgumentParser) -> None:
+    ProfileRequest.add_arguments(parser)
+    add_python(parser)
+    add_json(parser)
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -78,17 +95,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """The capture runs in the worker (it runs the model); the trace's statistics follow."""
-    from deploylens.core.jobs import run_job
-
-    params = {
-        "model": args.model if args.backend == "torch" else str(Path(args.model).resolve()),
-        "backend": args.backend,
-        "streams": args.streams,
-        "iterations": args.iterations,
-        "device": args.device,
-        "out": str(args.out.resolve()),
-    }
-    result = run_job("trace.profile", params, python=args.python)
+    result = ProfileRequest.from_args(args).prepared().run(args.python)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -100,3 +107,19 @@ def cmd_profile(args: argparse.Namespace) -> int:
     )
     print(f"trace: {result['trace']}")
     return 0
+
+
+COMMANDS = (
+    Command(
+        "trace",
+        "a profiler trace's statistics (Kineto/Chrome, ONNX Runtime, nsys SQLite, trtexec)",
+        _trace_arguments,
+        cmd_trace,
+    ),
+    Command(
+        "profile",
+        "run a model repeatedly under a profiler and write a trace (worker)",
+        _profile_arguments,
+        cmd_profile,
+    ),
+)

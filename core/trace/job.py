@@ -7,16 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.errors import UserError
 from deploylens.core.files import input_file
+from deploylens.core.trace.request import ProfileRequest
 
-BACKENDS = ("ort", "torch", "trt")
 
-
-def profile(params: dict[str, Any]) -> dict[str, Any]:
-    backend = params.get("backend", "ort")
-    model, out = str(params["model"]), str(params["out"])
-    iterations = int(params.get("iterations", 20))
+def profile(request: ProfileRequest) -> dict[str, Any]:
+    backend, model, out, iterations = (
+        request.backend,
+        request.model,
+        request.out,
+        request.iterations,
+    )
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     if backend == "ort":
         from deploylens.core.trace.capture import capture_ort
@@ -30,19 +31,16 @@ def profile(params: dict[str, Any]) -> dict[str, Any]:
         module, inputs, _ = load_model(parse_spec(model))
         import torch
 
-        device = params.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
-        return capture_torch(
-            module, inputs[0], out, iterations, int(params.get("streams", 2)), device
-        )
-    if backend == "trt":
-        from deploylens.core.trace.capture import capture_trt
+        device = request.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        return capture_torch(module, inputs[0], out, iterations, request.streams, device)
+    from deploylens.core.trace.capture import capture_trt
 
-        return capture_trt(model, out, iterations)
-    raise UserError(f"Unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}.")
+    return capture_trt(model, out, iterations)
 
 
 def profile_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    ctx.progress(0.05, f"profiling {params.get('model')} with {params.get('backend', 'ort')}")
-    result = profile(params)
+    request = ProfileRequest.from_params(params)
+    ctx.progress(0.05, f"profiling {request.model} with {request.backend}")
+    result = profile(request)
     ctx.progress(1.0, "trace written")
     return result

@@ -8,71 +8,73 @@ import json
 from pathlib import Path
 from typing import Any
 
-from deploylens.core.files import atomic_write_text, input_file, input_folder
+from deploylens.core.command import Command
+from deploylens.core.files import atomic_write_text
+from deploylens.core.quantize.request import CalibrateRequest
+from deploylens.core.trt.request import BuildRequest
+
+
+def _build_arguments(parser: argparse.ArgumentParser) -> None:
+    BuildRequest.add_arguments(parser)
+    out = parser.add_argument_group("what to print or do")
+    out.add_argument("--print-trtexec", action="store_true")
+    out.add_argument("--polygraphy", action="store_true", help="print the Polygraphy line")
+    out.add_argument("--migrate", action="store_true", help="show the TensorRT 11 recipe")
+    out.add_argument("--script", type=Path, help="write a standalone Python build script")
+    out.add_argument(
+        "--build", action="store_true", help="build for real with the installed TensorRT (GPU)"
+    )
+    out.add_argument("--python", help="worker interpreter for --build")
+    out.add_argument("--json", action="store_true")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     from deploylens.core.trt.job import model_inputs
-    from deploylens.core.trt.script import build_script
     from deploylens.core.trt.settings import (
-        BuildSettings,
         check,
-        default_engine,
         engine_command,
-        load_settings,
         migrate_to_11,
         polygraphy_command,
         trtexec_command,
     )
 
-    settings = load_settings(args.settings) if args.settings else BuildSettings()
-    inputs = model_inputs(str(args.model))  # a clear error for a missing or corrupt model first
+    request = BuildRequest.from_args(args)
+    inputs = model_inputs(request.model)  # a clear error for a missing or corrupt model first
     if args.build:
-        return _real_build(args, settings)
-    report: dict[str, Any] = {"version": args.trt_version}
-    engine = args.engine or default_engine(str(args.model))
-    problems = check(settings, args.trt_version, inputs)
+        return _real_build(args, request)
+    settings, version, model = request.settings, request.version, request.model
+    report: dict[str, Any] = {"version": version}
+    engine = request.engine_path
+    problems = check(settings, version, inputs)
     report["problems"] = [p.__dict__ for p in problems]
     lines = [str(p) for p in problems]
     if args.migrate:
-        migration = migrate_to_11(settings, str(args.model))
+        migration = migrate_to_11(settings, model)
         report["migration"] = {**migration, "settings": migration["settings"].to_dict()}
         lines.append("TensorRT 11 recipe:")
         lines.extend(f"  {n}. {step}" for n, step in enumerate(migration["steps"], 1))
         lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
     elif not problems:
         if args.print_trtexec or not (args.polygraphy or args.script):
-            command = trtexec_command(settings, args.trt_version, str(args.model), engine)
+            command = trtexec_command(settings, version, model, engine)
             report["trtexec"] = command
             report["then"] = engine_command(engine)
             lines.append(command)
             lines.append(f"# then: {report['then']}  (keep trtexec's output as a log for --log)")
         if args.polygraphy:
-            report["polygraphy"] = polygraphy_command(settings, str(args.model), engine)
+            report["polygraphy"] = polygraphy_command(settings, model, engine)
             lines.append(report["polygraphy"])
         if args.script:
-            atomic_write_text(
-                args.script, build_script(settings, args.trt_version, str(args.model), engine)
-            )
+            atomic_write_text(args.script, request.python_script())
             report["script"] = str(args.script)
             lines.append(f"wrote {args.script}")
     print(json.dumps(report, indent=2) if args.json else "\n".join(lines))
     return 1 if problems and not args.migrate else 0
 
 
-def _real_build(args: argparse.Namespace, settings: Any) -> int:
-    from deploylens.core.jobs import run_job
-
-    engine = args.engine or str(args.model.with_suffix(".engine"))
-    params = {
-        "model": str(args.model.resolve()),
-        "engine": str(Path(engine).resolve()),
-        "settings": settings.to_dict(),
-    }
-    result = run_job(
-        "build.engine",
-        params,
-        python=args.python,
+def _real_build(args: argparse.Namespace, request: BuildRequest) -> int:
+    result = request.prepared().run(
+        args.python,
         on_progress=lambda f, m: print(f"  {m}", flush=True) if not args.json else None,
     )
     if args.json:
@@ -86,26 +88,14 @@ def _real_build(args: argparse.Namespace, settings: Any) -> int:
     return 0
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    from deploylens.core.jobs import run_job
+def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
+    CalibrateRequest.add_arguments(parser)
+    parser.add_argument("--python", help="worker interpreter")
+    parser.add_argument("--json", action="store_true")
 
-    input_file(args.model, "ONNX model")
-    input_folder(args.data, "calibration data")
-    params: dict[str, Any] = {
-        "model": str(args.model.resolve()),
-        "data": str(args.data.resolve()),
-        "method": args.method,
-        "percentile": args.percentile,
-        "preprocess": args.preprocess,
-        "batch_size": args.batch_size,
-        "batches": args.batches,
-        "output": str(args.out.resolve()) if args.out else "",
-        "evaluate": args.evaluate,
-        "eval_data": str(args.eval_data.resolve()) if args.eval_data else "",
-        "trt_cache": str(args.trt_cache.resolve()) if args.trt_cache else "",
-        "trt_version": args.trt_version,
-    }
-    report = run_job("quantize.calibrate", params, python=args.python)
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    report = CalibrateRequest.from_args(args).prepared().run(args.python)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -130,3 +120,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             f"{cache['tensors']} tensors)"
         )
     return 0
+
+
+COMMANDS = (
+    Command(
+        "build",
+        "check TensorRT build settings for a version; print trtexec/Polygraphy lines",
+        _build_arguments,
+        cmd_build,
+    ),
+    Command(
+        "calibrate",
+        "INT8 calibration on the CPU (ONNX Runtime, QDQ); accuracy vs fp32; TensorRT cache",
+        _calibrate_arguments,
+        cmd_calibrate,
+    ),
+)

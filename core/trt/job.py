@@ -42,10 +42,11 @@ def build_engine(
     params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None
 ) -> dict[str, Any]:
     from deploylens.core.engine.layers import parse_layer_info
+    from deploylens.core.trt.request import BuildRequest
     from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
 
-    model, engine_path = params["model"], params["engine"]
-    settings = BuildSettings.from_dict(params.get("settings") or {})
+    request = BuildRequest.from_params(params)
+    model, engine_path, settings = request.model, request.engine_path, request.settings
     trt = trt or load_tensorrt()
     adapter = TensorRTAdapter(trt, progress, cancelled)
     inputs = model_inputs(model)

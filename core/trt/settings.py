@@ -16,6 +16,7 @@ import tomli_w
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, read_text
 from deploylens.core.trt.flags import FLAGS, NEWEST_MAJOR, family
+from deploylens.core.typed import close_match, conform, hints, kind
 
 PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
 LAYER_TYPES = ("fp32", "fp16", "bf16", "int8", "fp8")  # per-layer precision / output type
@@ -103,34 +104,39 @@ class BuildSettings:
         made broken command lines (``workspace_mb = true`` → ``--memPoolSize=workspace:TrueM``,
         ``plugins = "x"`` → one flag per character)."""
         if not isinstance(data, dict):
-            raise UserError(f"{source}: the build settings must be a table, not {_kind(data)}.")
+            raise UserError(f"{source}: the build settings must be a table, not {kind(data)}.")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
             raise UserError(
                 f"{source}: unknown build setting '{unknown[0]}'"
-                + (f" (did you mean '{close[0]}'?)" if (close := _close(unknown[0], known)) else "")
+                + close_match(unknown[0], known)
                 + "."
             )
-        hints = _hints(cls)
+        annotations = hints(cls)
         values = {
-            key: _conform(value, hints[key], f"{source}: '{key}'")
+            key: conform(value, annotations[key], f"{source}: '{key}'")
             for key, value in data.items()
             if key not in ("profiles", "calibration")
         }
+        negative = [k for k, v in values.items() if type(v) is int and v < 0]
+        if negative:  # sizes, levels, counts and cores: none is below 0
+            raise UserError(
+                f"{source}: '{negative[0]}' must be 0 or more, not {values[negative[0]]}."
+            )
         if "profiles" in data:
             values["profiles"] = _profiles(data["profiles"], f"{source}: 'profiles'")
         if "calibration" in data:
             table = data["calibration"]
             where = f"{source}: 'calibration'"
             if not isinstance(table, dict):
-                raise UserError(f"{where} must be a table, not {_kind(table)}.")
+                raise UserError(f"{where} must be a table, not {kind(table)}.")
             extra = sorted(set(table) - {f.name for f in fields(Calibration)})
             if extra:
                 raise UserError(f"{where} has no setting '{extra[0]}'.")
-            calibration_hints = _hints(Calibration)
+            calibration_hints = hints(Calibration)
             values["calibration"] = Calibration(
-                **{k: _conform(v, calibration_hints[k], f"{where}.{k}") for k, v in table.items()}
+                **{k: conform(v, calibration_hints[k], f"{where}.{k}") for k, v in table.items()}
             )
         return cls(**values)
 
@@ -138,89 +144,20 @@ class BuildSettings:
         return tomli_w.dumps(self.to_dict())
 
 
-def _kind(value: Any) -> str:
-    """How a TOML/JSON value reads in a message: "true (a boolean)", "'x' (a string)"."""
-    names = {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-    }
-    text = repr(value) if not isinstance(value, bool) else str(value).lower()
-    return f"{text[:40]} ({names.get(type(value), type(value).__name__)})"
-
-
-def _close(name: str, known: set[str]) -> list[str]:
-    import difflib
-
-    return difflib.get_close_matches(name, sorted(known), n=1)
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    import typing
-
-    return typing.get_type_hints(cls)
-
-
-def _conform(value: Any, hint: Any, where: str) -> Any:
-    """``value`` checked against ``hint`` (``int | None``, ``list[str]``, ``dict[str, str]``…);
-    a ``UserError`` naming the key, the type it needs and the value it got."""
-    import types
-    import typing
-
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        if value is None:
-            return None
-        return _conform(value, options[0], where)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise UserError(f"{where} must be true or false, not {_kind(value)}.")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise UserError(f"{where} must be an integer, not {_kind(value)}.")
-        if value < 0:
-            raise UserError(f"{where} must be 0 or more, not {value}.")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise UserError(f"{where} must be a number, not {_kind(value)}.")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise UserError(f"{where} must be a string, not {_kind(value)}.")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise UserError(f"{where} must be a list, not {_kind(value)}.")
-        (item,) = typing.get_args(hint)
-        return [_conform(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise UserError(f"{where} must be a table, not {_kind(value)}.")
-        _, item = typing.get_args(hint)
-        return {str(k): _conform(v, item, f"{where}.{k}") for k, v in value.items()}
-    raise UserError(f"{where}: this setting cannot be read from {_kind(value)}.")
-
-
 def _profiles(value: Any, where: str) -> list[Profile]:
     """``[[profiles]]`` tables of ``input = [min, opt, max]`` with three lists of integers."""
     if not isinstance(value, list):
-        raise UserError(f"{where} must be a list of tables, not {_kind(value)}.")
+        raise UserError(f"{where} must be a list of tables, not {kind(value)}.")
     profiles = []
     for number, table in enumerate(value, 1):
         if not isinstance(table, dict):
-            raise UserError(f"{where}: profile {number} must be a table, not {_kind(table)}.")
+            raise UserError(f"{where}: profile {number} must be a table, not {kind(table)}.")
         shapes = {}
         for name, triple in table.items():
             here = f"{where}: profile {number}, '{name}'"
             if not (isinstance(triple, list) and len(triple) == 3):
-                raise UserError(f"{here} must be [min, opt, max] shapes, not {_kind(triple)}.")
-            dims = [_conform(shape, list[int], f"{here}") for shape in triple]
+                raise UserError(f"{here} must be [min, opt, max] shapes, not {kind(triple)}.")
+            dims = [conform(shape, list[int], f"{here}") for shape in triple]
             shapes[str(name)] = (dims[0], dims[1], dims[2])
         profiles.append(Profile(shapes))
     return profiles

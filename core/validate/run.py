@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.errors import UserError
+from deploylens.core.export.sources import ModelSource
 from deploylens.core.validate.compare import Comparator, judge_scale
 from deploylens.core.validate.tolerances import Tolerances
 
@@ -115,13 +116,12 @@ def fitted_feeds(
     return fitted
 
 
-def source_notes(torch_source: dict[str, Any] | None) -> list[str]:
+def source_notes(torch_source: ModelSource | None) -> list[str]:
     """What the reader must know about the reference before trusting a verdict."""
-    if torch_source and torch_source.get("kind") == "torchvision":
-        name = torch_source.get("target")
+    if torch_source is not None and torch_source.kind == "torchvision":
         return [
-            f"torchvision:{name} is built with random weights (weights=None, seed "
-            f"{torch_source.get('seed', 0)}): it is the right reference only for an ONNX file "
+            f"torchvision:{torch_source.target} is built with random weights (weights=None, "
+            f"seed {torch_source.seed}): it is the right reference only for an ONNX file "
             "exported from that same random model; for a trained model give the code or "
             "checkpoint it came from (FILE.py:factory)."
         ]
@@ -133,10 +133,10 @@ def _batch_of(feeds: dict[str, np.ndarray]) -> int:
     return int(first.shape[0]) if first is not None and first.ndim else 1
 
 
-def _torch_module(source_dict: dict[str, Any]) -> Any:
-    from deploylens.core.export.sources import ModelSource, load_model
+def _torch_module(source: ModelSource) -> Any:
+    from deploylens.core.export.sources import load_model
 
-    module, _, _ = load_model(ModelSource.from_dict(source_dict))
+    module, _, _ = load_model(source)
     return module
 
 
@@ -152,7 +152,7 @@ def _torch_outputs(module: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray
 
 def validate_outputs(
     path: str,
-    torch_source: dict[str, Any] | None,
+    torch_source: ModelSource | None,
     npz: str,
     tolerances: Tolerances,
     seed: int = 0,
@@ -250,21 +250,22 @@ def validate_outputs(
 
 
 def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    ctx.progress(0.1, "running ONNX Runtime and the reference")
     from deploylens.core.export.plugin_api import load_plugins
+    from deploylens.core.validate.request import ValidateRequest
 
-    tolerances = Tolerances(**params.get("tolerances", {}))
-    plugins, _ = load_plugins(params.get("plugin_entries"))
+    request = ValidateRequest.from_params(params)
+    ctx.progress(0.1, "running ONNX Runtime and the reference")
+    plugins, _ = load_plugins(request.plugin_entries)
     return validate_outputs(
-        params["path"],
-        params.get("torch"),
-        params.get("inputs", ""),
-        tolerances,
-        int(params.get("seed", 0)),
+        request.path,
+        request.torch,
+        request.inputs,
+        request.tolerances,
+        request.seed,
         list(plugins.values()),
-        layerwise=bool(params.get("layerwise", False)),
-        budget_mb=float(params.get("budget_mb", 256.0)),
+        layerwise=request.layerwise,
+        budget_mb=request.budget_mb,
         progress=lambda f, m: ctx.progress(0.2 + 0.8 * f, m),
         scratch=ctx.workdir,
-        preprocess=params.get("preprocess", ""),
+        preprocess=request.preprocess,
     )

@@ -31,14 +31,10 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.export.cli_export import result_text
 from deploylens.core.export.fixit import attach_fixes
-from deploylens.core.export.plugin_api import load_plugins, plugin_entries
-from deploylens.core.export.settings import (
-    ExportSettings,
-    cli_line,
-    parse_dynamic_axes,
-    python_script,
-)
-from deploylens.core.export.sources import ModelSource, grant_consent, parse_input
+from deploylens.core.export.plugin_api import load_plugins
+from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings, parse_dynamic_axes
+from deploylens.core.export.sources import ModelSource, parse_input
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.job_manager import JobManager
@@ -75,18 +71,24 @@ class ExportPanel(QWidget):
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._browse)
         self.trust = QCheckBox("I trust this Python file (exporting runs its code)")
+        defaults = ExportSettings()
         self.exporter = QComboBox()
-        self.exporter.addItems(["dynamo", "torchscript"])
+        self.exporter.addItems([DYNAMO, TORCHSCRIPT])
+        self.exporter.setCurrentText(defaults.exporter)
         self.opset = QSpinBox()
         self.opset.setRange(0, 30)
         self.opset.setSpecialValueText("exporter default")
         self.output = QLineEdit(str(Path.cwd() / "model.onnx"))
         self.dynamic = QLineEdit()
         self.dynamic.setPlaceholderText("dynamic axes, e.g. x:0:batch; output:0:batch")
+        self.output_names = QLineEdit()
+        self.output_names.setPlaceholderText("output names, e.g. logits; boxes (empty: exporter's)")
         self.constant_folding = QCheckBox("constant folding (TorchScript)")
-        self.constant_folding.setChecked(True)
+        self.constant_folding.setChecked(defaults.constant_folding)
         self.optimize = QCheckBox("optimize (dynamo)")
-        self.optimize.setChecked(True)
+        self.optimize.setChecked(defaults.optimize)
+        self.external_data = QCheckBox("weights in an external data file (dynamo)")
+        self.external_data.setChecked(defaults.external_data)
         self.plugin_list = QListWidget()
         for name, plugin in sorted(self.plugins.items()):
             item = QListWidgetItem(f"{name} — {plugin.description}")
@@ -125,8 +127,10 @@ class ExportPanel(QWidget):
         form.addRow("Opset", self.opset)
         form.addRow("Output", self.output)
         form.addRow("Dynamic axes", self.dynamic)
+        form.addRow("Output names", self.output_names)
         form.addRow("", self.constant_folding)
         form.addRow("", self.optimize)
+        form.addRow("", self.external_data)
         form.addRow(QLabel("Op plugins"), self.plugin_list)
         buttons = QHBoxLayout()
         copy_cli = QPushButton("Copy CLI line")
@@ -190,47 +194,75 @@ class ExportPanel(QWidget):
             if self.plugin_list.item(i).checkState() == Qt.CheckState.Checked
         ]
         axes = parse_dynamic_axes(self.dynamic.text().split(";"))
+        names = [n.strip() for n in self.output_names.text().split(";") if n.strip()]
         return ExportSettings(
             dynamic_axes=axes,
             exporter=self.exporter.currentText(),
             opset=self.opset.value() or None,
             output=self.output.text(),
+            output_names=names,
             constant_folding=self.constant_folding.isChecked(),
             optimize=self.optimize.isChecked(),
+            external_data=self.external_data.isChecked(),
             plugins=plugins,
         )
 
+    def request(self) -> ExportRequest:
+        """The form as the request ``deploylens export`` would fill from the same settings."""
+        return ExportRequest(self.source(), self.settings())
+
+    def set_request(self, request: ExportRequest) -> None:
+        """Fill the form from a request (a round trip gives the same request back)."""
+        source, settings = request.source, request.settings
+        self.kind.setCurrentText(next(k for k, v in KINDS.items() if v == source.kind))
+        self.target.setText(source.target)
+        self.factory.setText(source.factory)
+        self.inputs.setText(
+            "; ".join(
+                f"{i.name}:{'x'.join(map(str, i.shape))}:{i.dtype}:{i.low!r}:{i.high!r}"
+                for i in source.inputs
+            )
+        )
+        self.npz.setText(source.inputs_npz)
+        self.exporter.setCurrentText(settings.exporter)
+        self.opset.setValue(settings.opset or 0)
+        self.output.setText(settings.output)
+        self.dynamic.setText(
+            "; ".join(
+                f"{tensor}:{axis}:{label}"
+                for tensor, axes in settings.dynamic_axes.items()
+                for axis, label in axes.items()
+            )
+        )
+        self.output_names.setText("; ".join(settings.output_names))
+        self.constant_folding.setChecked(settings.constant_folding)
+        self.optimize.setChecked(settings.optimize)
+        self.external_data.setChecked(settings.external_data)
+        for index in range(self.plugin_list.count()):
+            item = self.plugin_list.item(index)
+            if item.data(Qt.ItemDataRole.UserRole) is not None:
+                checked = item.data(Qt.ItemDataRole.UserRole) in settings.plugins
+                item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+
     def _copy(self, cli: bool) -> None:
         try:
-            source, settings = self.source(), self.settings()
+            request = self.request()
         except UserError as exc:
             self.sig_message.emit(exc.message)
             return
-        QGuiApplication.clipboard().setText(
-            cli_line(source, settings) if cli else python_script(source, settings)
-        )
+        QGuiApplication.clipboard().setText(request.cli_line() if cli else request.python_script())
 
     # -- running ----------
     def export(self) -> None:
         try:
-            source, settings = self.source(), self.settings()
+            request = self.request().prepared(trust=self.trust.isChecked())
         except UserError as exc:
             self.sig_message.emit(exc.message)
             return
-        if source.kind == "python" and self.trust.isChecked():
-            grant_consent(source.target)
-        self.summary.setPlainText(f"Exporting with the {settings.exporter} exporter …")
+        self.summary.setPlainText(f"Exporting with the {request.settings.exporter} exporter …")
         self.findings.clear()
         self.export_button.setEnabled(False)
-        job = self.jobs.submit(
-            "export.run",
-            {
-                "source": source.to_dict(),
-                "settings": settings.to_dict(),
-                "plugin_entries": plugin_entries(),
-            },
-            f"Export {source.spec()}",
-        )
+        job = self.jobs.submit_request(request, f"Export {request.source.spec()}")
         job.sig_finished.connect(self._on_result)
         job.sig_failed.connect(self._on_failed)
 

@@ -38,6 +38,7 @@ from deploylens.core.graph.overlay import (
     op_type_overlay,
     overlay_from_mapping,
 )
+from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
 from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphScene
 from deploylens.core.graph.search import search
 from deploylens.core.model.loading import read_model
@@ -178,7 +179,7 @@ class GraphPanel(QWidget):
         for pending in self.pending_overlays:
             self.overlay(*pending)
         self.pending_overlays = []
-        job = self.jobs.submit("graph.shapes", {"path": path}, f"Shapes of {Path(path).name}")
+        job = self.jobs.submit_request(ShapesRequest(path), f"Shapes of {Path(path).name}")
         job.sig_finished.connect(lambda payload: self._on_shapes(model, payload))
         self.sig_loaded.emit(model)
 
@@ -457,8 +458,8 @@ class GraphPanel(QWidget):
     def _request_stats(self, names: list[str]) -> None:
         if self.path is None:
             return
-        job = self.jobs.submit(
-            "graph.tensor_stats", {"path": self.path, "names": names}, "Initializer statistics"
+        job = self.jobs.submit_request(
+            TensorStatsRequest(self.path, names), "Initializer statistics"
         )
         job.sig_finished.connect(self.properties.show_stats)
         job.sig_failed.connect(lambda failure: self._stats_failed(failure))

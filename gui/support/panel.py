@@ -29,6 +29,7 @@ from deploylens.core.support.analysis import TargetReport, analyze, collect_ops,
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.onnx_spec import domain_name
+from deploylens.core.support.request import CollectRequest
 from deploylens.core.support.tensorrt_table import table_versions
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.graph.background import BackgroundTask
@@ -122,7 +123,7 @@ class OpSupportPanel(QWidget):
             "Collecting the registries in the worker (ONNX spec, PyTorch "
             "exporters, ONNX Runtime kernels); cached after the first time …"
         )
-        job = self.jobs.submit("support.collect", {"refresh": refresh}, "Op support registries")
+        job = self.jobs.submit_request(CollectRequest(refresh), "Op support registries")
         job.sig_finished.connect(self._on_collected)
         job.sig_failed.connect(self._on_failed)
 

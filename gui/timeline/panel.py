@@ -40,6 +40,7 @@ from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import KIND, KINDS, Trace, member
+from deploylens.core.trace.request import ProfileRequest
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.graph.background import BackgroundTask
@@ -260,11 +261,8 @@ class TimelinePanel(QWidget):
         out = str(cache_dir() / "traces" / f"{Path(self.model_path).stem}.ort.{stamp}.json")
         self.capture_button.setEnabled(False)
         self.status.setText(f"Profiling {Path(self.model_path).name} with ONNX Runtime …")
-        job = self.jobs.submit(
-            "trace.profile",
-            {"model": self.model_path, "backend": "ort", "out": out, "iterations": 20},
-            f"Profile {Path(self.model_path).name}",
-        )
+        request = ProfileRequest(self.model_path, out, backend="ort")
+        job = self.jobs.submit_request(request, f"Profile {Path(self.model_path).name}")
         self.job = job
         job.sig_finished.connect(self._captured)
         job.sig_failed.connect(self._capture_failed)

@@ -26,10 +26,13 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
+from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.trt.flags import family
+from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.script import build_script
 from deploylens.core.trt.settings import (
     BuildSettings,
+    Calibration,
     check,
     load_settings,
     migrate_to_11,
@@ -37,6 +40,7 @@ from deploylens.core.trt.settings import (
     trtexec_command,
 )
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.copy_request import CopyRequestButton
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.trt.engine_view import EngineView
 from deploylens.gui.trt.settings_form import BuildSettingsForm
@@ -87,6 +91,9 @@ class BuildPanel(QWidget):
             "ONNX Runtime static quantization → Q/DQ model + TensorRT cache"
         )
         self.calibrate_button.clicked.connect(self.calibrate)
+        self.copy_calibration = CopyRequestButton(self.calibrate_request)
+        self.copy_calibration.setText("Copy calibration as…")
+        self.copy_calibration.sig_message.connect(self.sig_message)
         self.build_button = QPushButton("Build engine")
         self.build_button.setToolTip("with the TensorRT installed in the worker interpreter (GPU)")
         self.build_button.clicked.connect(self.build)
@@ -112,6 +119,7 @@ class BuildPanel(QWidget):
         top.addWidget(self.version)
         for button in (
             self.calibrate_button,
+            self.copy_calibration,
             self.build_button,
             self.cancel_button,
             self.load_button,
@@ -228,41 +236,57 @@ class BuildPanel(QWidget):
         self.banner.setStyleSheet(style)
 
     # -- jobs -------------------------------------------------------------------------------------
+    def calibrate_request(self) -> CalibrateRequest:
+        """The calibration the form describes, as ``deploylens calibrate`` would fill it."""
+        if not self.model_path:
+            raise UserError("Open an ONNX model first.")
+        c = self.form.settings().calibration or Calibration()
+        if not c.data:
+            raise UserError("Tick INT8 calibration and give a data folder.")
+        version = self.version.currentText()
+        cache = self.form.cache.text().strip() if family(version) != "11" else ""
+        return CalibrateRequest(
+            model=self.model_path,
+            data=c.data,
+            method=c.method,  # type: ignore[arg-type]  # the form offers METHODS only
+            percentile=c.percentile or 99.99,
+            preprocess=c.preprocess,
+            batch_size=c.batch_size,
+            batches=c.batches,
+            trt_cache=cache,
+            trt_version=version if cache else CalibrateRequest.trt_version,
+        )
+
+    def build_request(self) -> BuildRequest:
+        if not self.model_path:
+            raise UserError("Open an ONNX model first.")
+        return BuildRequest(
+            self.model_path, settings=self.form.settings(), version=self.version.currentText()
+        )
+
     def calibrate(self) -> None:
         try:
-            if not self.model_path:
-                raise UserError("Open an ONNX model first.")
-            params = {"model": self.model_path, **self.form.calibration_params(), "evaluate": 20}
-            if not params["data"]:
-                raise UserError("Tick INT8 calibration and give a data folder.")
-            cache = self.form.cache.text().strip()
-            if cache and family(self.version.currentText()) != "11":
-                params.update(trt_cache=cache, trt_version=self.version.currentText())
+            request: Any = self.calibrate_request().prepared()
         except UserError as exc:
             self._set_banner(exc.message, BAD_STYLE)
             return
-        self._start("quantize.calibrate", params, f"Calibrate {Path(self.model_path).name}")
+        self._start(request, f"Calibrate {Path(self.model_path).name}")
 
     def build(self) -> None:
         try:
-            if not self.model_path:
-                raise UserError("Open an ONNX model first.")
-            params = {
-                "model": self.model_path,
-                "engine": str(Path(self.model_path).with_suffix(".engine")),
-                "settings": self.form.settings().to_dict(),
-            }
+            request = self.build_request().prepared()
         except UserError as exc:
             self._set_banner(exc.message, BAD_STYLE)
             return
-        self._start("build.engine", params, f"Build {Path(self.model_path).name}")
+        self._start(request, f"Build {Path(self.model_path).name}")
 
-    def _start(self, method: str, params: dict[str, Any], title: str) -> None:
+    def _start(self, request: Any, title: str) -> None:
+        method = request.JOB
         self.calibrate_button.setEnabled(False)
         self.build_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         self._set_banner(f"{title} …", IDLE_STYLE)
-        job = self.jobs.submit(method, params, title)
+        job = self.jobs.submit_request(request, title)
         self.job = job
         job.sig_progress.connect(
             lambda f, t: self._set_banner(

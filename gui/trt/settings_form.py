@@ -4,8 +4,6 @@ default", as in the model."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -296,15 +294,3 @@ class BuildSettingsForm(QWidget):
             self.cache.setText(c.cache)
         self.blockSignals(False)
         self.sig_changed.emit()
-
-    def calibration_params(self) -> dict[str, Any]:
-        settings = self.settings()
-        c = settings.calibration or Calibration()
-        return {
-            "method": c.method,
-            "percentile": c.percentile or 99.99,
-            "data": c.data,
-            "preprocess": c.preprocess,
-            "batch_size": c.batch_size,
-            "batches": c.batches,
-        }

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSpinBox,
     QSplitter,
     QTableView,
     QTableWidget,
@@ -31,12 +32,19 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
-from deploylens.core.export.plugin_api import plugin_entries
-from deploylens.core.export.sources import grant_consent, parse_spec
+from deploylens.core.export.sources import parse_spec
 from deploylens.core.settings import config_dir
+from deploylens.core.validate.request import ValidateRequest
 from deploylens.core.validate.results import load_result, node_errors, save_csv, save_result
-from deploylens.core.validate.tolerances import STATISTICS, Tolerances, parse_tolerance
+from deploylens.core.validate.tolerances import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    STATISTICS,
+    Tolerances,
+    parse_tolerance,
+)
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.copy_request import CopyRequestButton
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
 
@@ -78,17 +86,29 @@ class ValidatePanel(QWidget):
         self.preprocess.setPlaceholderText(
             "image folders: imagenet, or resize=256,crop=224,mean=a/b/c,std=a/b/c,scale=1/255"
         )
-        self.rtol = QLineEdit("1e-4")
-        self.atol = QLineEdit("1e-4")
-        for box in (self.rtol, self.atol):
+        defaults = ValidateRequest()
+        self.rtol = QLineEdit(repr(DEFAULT_RTOL))
+        self.atol = QLineEdit(repr(DEFAULT_ATOL))
+        self.rel_l2 = QLineEdit()
+        self.rel_l2.setPlaceholderText("max(0.01, rtol)")
+        for box in (self.rtol, self.atol, self.rel_l2):
             box.setToolTip("N, or N; OUTPUT:N; … per output")
+        self.quantile = QDoubleSpinBox()
+        self.quantile.setRange(0.0, 1.0)
+        self.quantile.setDecimals(4)
+        self.quantile.setValue(defaults.tolerances.quantile)
+        self.quantile.setToolTip("for the quantile statistic")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setValue(defaults.seed)
+        self.seed.setToolTip("for seeded random inputs")
         self.statistic = QComboBox()
         self.statistic.addItems(list(STATISTICS))
         self.layerwise = QCheckBox("Layer by layer (every mapped intermediate tensor)")
-        self.layerwise.setChecked(True)
+        self.layerwise.setChecked(defaults.layerwise)
         self.budget = QDoubleSpinBox()
         self.budget.setRange(16, 65536)
-        self.budget.setValue(256)
+        self.budget.setValue(defaults.budget_mb)
         self.budget.setSuffix(" MB")
         self.budget.setToolTip("activations held at once; bigger models are compared in chunks")
         self.run_button = QPushButton("Validate")
@@ -101,6 +121,8 @@ class ValidatePanel(QWidget):
         self.save_button = QPushButton("Export…")
         self.save_button.setToolTip("the result as JSON, or the per-node table as CSV")
         self.save_button.clicked.connect(self._choose_export)
+        self.copy_button = CopyRequestButton(self.request)
+        self.copy_button.sig_message.connect(self.sig_message)
         self.banner = QLabel("No validation yet.")
         self.banner.setStyleSheet(IDLE_STYLE)
         self.banner.setWordWrap(True)
@@ -142,8 +164,15 @@ class ValidatePanel(QWidget):
         form.addRow("", self.trust)
         form.addRow("Inputs", self.inputs)
         form.addRow("Preprocess", self.preprocess)
+        form.addRow("Seed", self.seed)
         tolerances = QHBoxLayout()
-        for label, widget in (("rtol", self.rtol), ("atol", self.atol), ("", self.statistic)):
+        for label, widget in (
+            ("rtol", self.rtol),
+            ("atol", self.atol),
+            ("rel L2", self.rel_l2),
+            ("", self.statistic),
+            ("q", self.quantile),
+        ):
             if label:
                 tolerances.addWidget(QLabel(label))
             tolerances.addWidget(widget)
@@ -154,7 +183,13 @@ class ValidatePanel(QWidget):
         depth.addWidget(self.budget)
         form.addRow("", depth)
         buttons = QHBoxLayout()
-        for button in (self.run_button, self.cancel_button, self.open_button, self.save_button):
+        for button in (
+            self.run_button,
+            self.cancel_button,
+            self.open_button,
+            self.save_button,
+            self.copy_button,
+        ):
             buttons.addWidget(button)
         buttons.addStretch()
         tabs = QTabWidget()
@@ -184,11 +219,15 @@ class ValidatePanel(QWidget):
         self.torch_spec.setText(str(table.get("torch", "")))
         self.inputs.setText(str(table.get("inputs", "")))
         self.preprocess.setText(str(table.get("preprocess", "")))
-        self.rtol.setText(str(table.get("rtol", "1e-4")))
-        self.atol.setText(str(table.get("atol", "1e-4")))
-        self.statistic.setCurrentText(str(table.get("statistic", "elemwise")))
-        self.layerwise.setChecked(bool(table.get("layerwise", True)))
-        self.budget.setValue(float(table.get("budget_mb", 256)))
+        defaults = ValidateRequest()
+        self.rtol.setText(str(table.get("rtol", repr(DEFAULT_RTOL))))
+        self.atol.setText(str(table.get("atol", repr(DEFAULT_ATOL))))
+        self.statistic.setCurrentText(str(table.get("statistic", defaults.tolerances.statistic)))
+        self.rel_l2.setText(str(table.get("rel_l2", "")))
+        self.quantile.setValue(float(table.get("quantile", defaults.tolerances.quantile)))
+        self.seed.setValue(int(table.get("seed", defaults.seed)))
+        self.layerwise.setChecked(bool(table.get("layerwise", defaults.layerwise)))
+        self.budget.setValue(float(table.get("budget_mb", defaults.budget_mb)))
         last = table.get("last_result")
         self.result = None
         self.banner.setText("No validation yet.")
@@ -207,6 +246,9 @@ class ValidatePanel(QWidget):
             "rtol": self.rtol.text().strip(),
             "atol": self.atol.text().strip(),
             "statistic": self.statistic.currentText(),
+            "rel_l2": self.rel_l2.text().strip(),
+            "quantile": self.quantile.value(),
+            "seed": self.seed.value(),
             "layerwise": self.layerwise.isChecked(),
             "budget_mb": self.budget.value(),
         }
@@ -219,43 +261,58 @@ class ValidatePanel(QWidget):
             return [v.strip() for v in box.text().replace(",", ";").split(";") if v.strip()]
 
         return Tolerances(
-            rtol=parse_tolerance(values(self.rtol), 1e-4),
-            atol=parse_tolerance(values(self.atol), 1e-4),
+            rtol=parse_tolerance(values(self.rtol), DEFAULT_RTOL),
+            atol=parse_tolerance(values(self.atol), DEFAULT_ATOL),
             statistic=self.statistic.currentText(),
+            quantile=self.quantile.value(),
+            rel_l2=parse_tolerance(values(self.rel_l2), None),
         )
 
-    def params(self) -> dict[str, Any]:
+    def request(self) -> ValidateRequest:
+        """The form as the request the CLI would fill from the same settings."""
         if not self.model_path:
             raise UserError("Open an ONNX model first.")
-        tolerances = self.tolerances()
-        params: dict[str, Any] = {
-            "path": self.model_path,
-            "tolerances": tolerances.to_dict(),
-            "layerwise": self.layerwise.isChecked(),
-            "budget_mb": self.budget.value(),
-            "plugin_entries": plugin_entries(),
-        }
-        if self.inputs.text().strip():
-            if not Path(self.inputs.text().strip()).exists():
-                raise UserError(f"{self.inputs.text().strip()} does not exist.")
-            params["inputs"] = self.inputs.text().strip()
-            params["preprocess"] = self.preprocess.text().strip()
-        if self.torch_spec.text().strip():
-            source = parse_spec(self.torch_spec.text().strip())
-            if source.kind == "python":
-                if not self.trust.isChecked():
-                    raise UserError(
-                        f"The reference {Path(source.target).name} is Python code: tick 'I trust "
-                        "this Python file' to let the worker run it."
-                    )
-                grant_consent(source.target)
-            params["torch"] = source.to_dict()
-        return params
+        spec = self.torch_spec.text().strip()
+        return ValidateRequest(
+            path=self.model_path,
+            torch=parse_spec(spec) if spec else None,
+            inputs=self.inputs.text().strip(),
+            preprocess=self.preprocess.text().strip() if self.inputs.text().strip() else "",
+            tolerances=self.tolerances(),
+            seed=self.seed.value(),
+            layerwise=self.layerwise.isChecked(),
+            budget_mb=self.budget.value(),
+        )
+
+    def set_request(self, request: ValidateRequest) -> None:
+        """Fill the form from a request (a round trip gives the same request back)."""
+        self.model_path = request.path
+        self.torch_spec.setText(request.torch.spec() if request.torch else "")
+        self.inputs.setText(request.inputs)
+        self.preprocess.setText(request.preprocess)
+        t = request.tolerances
+        for box, values in ((self.rtol, t.rtol), (self.atol, t.atol), (self.rel_l2, t.rel_l2)):
+            box.setText("; ".join(f"{k}:{v!r}" if k else repr(v) for k, v in values.items()))
+        self.statistic.setCurrentText(t.statistic)
+        self.quantile.setValue(t.quantile)
+        self.seed.setValue(request.seed)
+        self.layerwise.setChecked(request.layerwise)
+        self.budget.setValue(request.budget_mb)
+
+    def _ready_request(self) -> ValidateRequest:
+        request = self.request()
+        source = request.torch
+        if source is not None and source.kind == "python" and not self.trust.isChecked():
+            raise UserError(
+                f"The reference {Path(source.target).name} is Python code: tick 'I trust "
+                "this Python file' to let the worker run it."
+            )
+        return request.prepared(trust=self.trust.isChecked())
 
     # -- running ----------
     def run(self) -> None:
         try:
-            params = self.params()
+            request = self._ready_request()
         except UserError as exc:
             self.sig_message.emit(exc.message)
             self._set_banner(exc.message, IDLE_STYLE)
@@ -263,7 +320,7 @@ class ValidatePanel(QWidget):
         self._set_banner("Validating in the worker …", IDLE_STYLE)
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
-        job = self.jobs.submit("validate.outputs", params, f"Validate {Path(self.model_path).name}")
+        job = self.jobs.submit_request(request, f"Validate {Path(self.model_path).name}")
         self.job = job
         job.sig_progress.connect(self._on_progress)
         job.sig_finished.connect(self._on_finished)

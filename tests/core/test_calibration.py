@@ -16,8 +16,9 @@ from PIL import Image
 from deploylens.core.errors import UserError
 from deploylens.core.jobs import Worker
 from deploylens.core.quantize import trt_cache
-from deploylens.core.quantize.calibrate import CalibrationRequest, calibrate
+from deploylens.core.quantize.calibrate import calibrate
 from deploylens.core.quantize.job import calibrate_and_measure
+from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.worker.client import JobFailure
 
 
@@ -37,7 +38,7 @@ def test_calibration_writes_a_symmetric_int8_qdq_model(
     data = image_folder(tmp_path / "images", 6)
     seen: list[float] = []
     result = calibrate(
-        CalibrationRequest(
+        CalibrateRequest(
             str(samples / "small_cnn.dynamo.onnx"),
             str(data),
             str(tmp_path / "q.onnx"),
@@ -63,16 +64,18 @@ def test_calibration_writes_a_symmetric_int8_qdq_model(
 def test_accuracy_and_trt_cache_from_the_same_ranges(samples: Path, tmp_path: Path) -> None:
     data = image_folder(tmp_path / "images", 8)
     report = calibrate_and_measure(
-        {
-            "model": str(samples / "small_cnn.dynamo.onnx"),
-            "data": str(data),
-            "method": "entropy",
-            "preprocess": "resize=32x32,scale=1/255",
-            "output": str(tmp_path / "q.onnx"),
-            "evaluate": 30,
-            "trt_cache": str(tmp_path / "calib.cache"),
-            "trt_version": "8.6.1",
-        }
+        CalibrateRequest.from_params(
+            {
+                "model": str(samples / "small_cnn.dynamo.onnx"),
+                "data": str(data),
+                "method": "entropy",
+                "preprocess": "resize=32x32,scale=1/255",
+                "output": str(tmp_path / "q.onnx"),
+                "evaluate": 30,
+                "trt_cache": str(tmp_path / "calib.cache"),
+                "trt_version": "8.6.1",
+            }
+        )
     )
     accuracy = report["accuracy"]
     # measured on the images (all 8 of them, fewer than the 30 asked), never on random noise
@@ -112,12 +115,12 @@ def test_cache_format_round_trip_and_errors(tmp_path: Path) -> None:
 def test_bad_requests_are_user_errors(samples: Path, tmp_path: Path) -> None:
     model = str(samples / "small_cnn.dynamo.onnx")
     with pytest.raises(UserError, match="Unknown calibration method"):
-        calibrate(CalibrationRequest(model, str(tmp_path), method="magic"))
+        calibrate(CalibrateRequest(model, str(tmp_path), method="magic"))
     with pytest.raises(UserError, match="no images"):
-        calibrate(CalibrationRequest(model, str(tmp_path), method="minmax"))
+        calibrate(CalibrateRequest(model, str(tmp_path), method="minmax"))
     data = image_folder(tmp_path / "images", 2)
     with pytest.raises(UserError, match="batch axis is fixed at 1"):
-        calibrate(CalibrationRequest(model, str(data), method="minmax", batch_size=4))
+        calibrate(CalibrateRequest(model, str(data), method="minmax", batch_size=4))
 
 
 def test_calibration_job_in_the_worker_reports_progress_and_cancels(

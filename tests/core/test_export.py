@@ -13,7 +13,8 @@ import pytest
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.fixit import fix_ladder
 from deploylens.core.export.plugin_api import load_plugins, plugin_entries
-from deploylens.core.export.settings import ExportSettings, cli_line, python_script
+from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.settings import ExportSettings, python_script
 from deploylens.core.export.sources import ModelSource, parse_input, parse_spec
 from deploylens.core.jobs import Worker, run_job
 from deploylens.core.support.matrix import SupportMatrix
@@ -149,7 +150,7 @@ def test_reproducers_round_trip(tmp_path: Path) -> None:
     settings = ExportSettings(
         exporter="torchscript", opset=9, plugins=["asinh"], output=str(tmp_path / "a.onnx")
     )
-    line = cli_line(source, settings)
+    line = ExportRequest(source, settings).cli_line()
     assert line.startswith("deploylens export sample:asinh --exporter torchscript --opset 9")
     assert "--plugin asinh" in line
     source = parse_spec("sample:roll_dims")

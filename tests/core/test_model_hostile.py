@@ -174,8 +174,9 @@ def test_a_native_crash_prints_the_lines_it_promises(
     """ "The last lines it wrote are below." was followed by nothing on the CLI."""
     from deploylens.core import cli
     from deploylens.core.jobs import run_job
+    from deploylens.core.model import summary
 
-    monkeypatch.setattr(cli, "cmd_inspect", lambda args: run_job("selftest.segfault"))
+    monkeypatch.setattr(summary, "inspect_model", lambda *a, **k: run_job("selftest.segfault"))
     assert cli.main(["inspect", "whatever.onnx"]) == 1
     err = capsys.readouterr().err
     assert "crashed in native code (SIGSEGV)" in err

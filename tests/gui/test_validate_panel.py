@@ -26,6 +26,7 @@ def test_broken_model_first_divergence_table_graph_and_project(  # type: ignore[
     panel.torch_spec.setText("sample:small_cnn")
     panel.rtol.setText("1e-4")
     panel.atol.setText("1e-4")
+    panel.layerwise.setChecked(True)  # off by default, as on the command line
     with qtbot.waitSignal(panel.sig_result, timeout=120_000):
         panel.run_button.click()
     assert panel.banner.text().startswith("FAIL") and perturbed in panel.banner.text()

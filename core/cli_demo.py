@@ -1,0 +1,66 @@
+"""``deploylens demo`` and ``deploylens env``: the bundled samples end to end, and what the
+worker interpreter has (kept light: the demo's imports wait until it runs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from deploylens.core.command import Command, add_json, add_python
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("deploylens-demo"))
+    parser.add_argument("--python", help="worker interpreter (default: this one)")
+    parser.add_argument("--no-screenshot", action="store_true")
+
+
+def _env_arguments(parser: argparse.ArgumentParser) -> None:
+    add_python(parser)
+    add_json(parser)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from deploylens.core.demo import run_demo
+
+    report = run_demo(args.out, python=args.python, screenshot=not args.no_screenshot)
+    opened = sum(1 for m in report["models"] if "summary" in m)
+    print(f"Inspected {opened}/{len(report['models'])} bundled models in {report['seconds']} s.")
+    print(f"Report: {args.out / 'report.md'}")
+    if report.get("screenshot"):
+        print(f"Main window: {report['screenshot']}")
+    elif report.get("screenshot_error"):
+        print(f"Screenshot skipped: {report['screenshot_error']}", file=sys.stderr)
+    return 0 if opened == len(report["models"]) else 1
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    from deploylens.core.demo import environment_lines
+    from deploylens.core.jobs import Worker
+    from deploylens.core.settings import AppSettings
+
+    python = args.python or AppSettings.load().worker_python or None
+    worker = Worker(python)
+    try:
+        hello = worker.start()
+    finally:
+        worker.close()
+    print(json.dumps(hello, indent=2) if args.json else "\n".join(environment_lines(hello)))
+    if not args.json:
+        from deploylens.core.worker.probe import pip_install_line
+
+        for name, info in hello["packages"].items():
+            if name != "cuda_driver" and not info.get("version"):
+                print(
+                    f"  missing {name} ({info['purpose']}): "
+                    f"{pip_install_line(name, hello['python']['executable'])}"
+                )
+    return 0
+
+
+COMMANDS = (
+    Command("demo", "run everything on the bundled samples", _demo_arguments, cmd_demo),
+    Command("env", "what the worker interpreter has", _env_arguments, cmd_env),
+)

@@ -1,0 +1,118 @@
+"""The ``export.run`` request: a PyTorch source and how to export it — what ``deploylens export``
+/ ``diagnose``, the Export panel and the reproducers share."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import ClassVar
+
+from deploylens.core.export.settings import (
+    DYNAMO,
+    TORCHSCRIPT,
+    ExportSettings,
+    parse_dynamic_axes,
+)
+from deploylens.core.export.settings import python_script as standalone_script
+from deploylens.core.export.sources import ModelSource, grant_consent, parse_input, parse_spec
+from deploylens.core.requests import Request
+
+
+@dataclass
+class ExportRequest(Request):
+    JOB: ClassVar[str] = "export.run"
+    COMMAND: ClassVar[str] = "export"
+
+    source: ModelSource
+    settings: ExportSettings = field(default_factory=ExportSettings)
+    plugin_entries: dict[str, str] = field(default_factory=dict)  # filled at submission
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        source = parser.add_argument_group("the PyTorch model")
+        source.add_argument(
+            "spec", help="sample:NAME, torchvision:NAME, FILE.py:factory, MODEL.pt, MODEL.pt2"
+        )
+        source.add_argument(
+            "--input",
+            action="append",
+            default=[],
+            metavar="NAME:SHAPE[:DTYPE]",
+            help="example input, e.g. x:1x3x224x224:float32:-1:1 (repeatable)",
+        )
+        source.add_argument("--inputs", help=".npz of example inputs (no pickles)")
+        export = parser.add_argument_group("the export")
+        export.add_argument("--exporter", choices=(TORCHSCRIPT, DYNAMO), default=DYNAMO)
+        export.add_argument("--opset", type=int)
+        export.add_argument("--output-name", action="append", default=[])
+        export.add_argument("--dynamic", action="append", default=[], metavar="TENSOR:AXIS:LABEL")
+        export.add_argument("--no-constant-folding", action="store_true")
+        export.add_argument("--no-optimize", action="store_true", help="dynamo: skip the optimizer")
+        export.add_argument("--external-data", action="store_true")
+        export.add_argument("--plugin", action="append", default=[], help="op plugin to apply")
+        export.add_argument("--out", default="model.onnx")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ExportRequest:
+        source = parse_spec(args.spec)
+        source.inputs = [parse_input(text) for text in args.input]
+        source.inputs_npz = args.inputs or ""
+        settings = ExportSettings(
+            exporter=args.exporter,
+            opset=args.opset,
+            output=args.out,
+            output_names=list(args.output_name),
+            dynamic_axes=parse_dynamic_axes(args.dynamic),
+            constant_folding=not args.no_constant_folding,
+            optimize=not args.no_optimize,
+            external_data=args.external_data,
+            plugins=list(args.plugin),
+        )
+        return cls(source, settings)
+
+    def cli_args(self) -> list[str]:
+        source, settings = self.source, self.settings
+        parts = [source.spec(), "--exporter", settings.exporter]
+        if settings.opset is not None:
+            parts += ["--opset", str(settings.opset)]
+        for spec in source.inputs:
+            shape = "x".join(map(str, spec.shape))
+            parts += ["--input", f"{spec.name}:{shape}:{spec.dtype}:{spec.low:g}:{spec.high:g}"]
+        if source.inputs_npz:
+            parts += ["--inputs", source.inputs_npz]
+        for name in settings.output_names:
+            parts += ["--output-name", name]
+        for tensor, axes in settings.dynamic_axes.items():
+            for axis, label in axes.items():
+                parts += ["--dynamic", f"{tensor}:{axis}:{label}"]
+        if not settings.constant_folding:
+            parts.append("--no-constant-folding")
+        if not settings.optimize:
+            parts.append("--no-optimize")
+        if settings.external_data:
+            parts.append("--external-data")
+        for plugin in settings.plugins:
+            parts += ["--plugin", plugin]
+        return [*parts, "--out", settings.output]
+
+    def python_script(self) -> str:
+        """The same export with torch.onnx alone (no DeployLens needed to run it)."""
+        return standalone_script(self.source, self.settings)
+
+    def prepared(self, trust: bool = False, output: str | None = None) -> ExportRequest:
+        """Ready to send: the inputs file checked, the output made absolute (``output`` overrides
+        it: diagnose exports into a scratch folder), consent recorded when given, the app's
+        plugin entries attached."""
+        from deploylens.core.export.plugin_api import plugin_entries
+        from deploylens.core.files import input_file
+
+        source = replace(self.source)
+        if source.inputs_npz:
+            source.inputs_npz = str(input_file(source.inputs_npz, "inputs .npz").resolve())
+        if source.kind == "python" and trust:
+            grant_consent(source.target)
+        settings = replace(
+            self.settings, output=str(Path(output or self.settings.output).resolve())
+        )
+        return replace(self, source=source, settings=settings, plugin_entries=plugin_entries())

@@ -1,0 +1,23 @@
+"""The graph view's worker requests: inferred shapes, and statistics of initializers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from deploylens.core.requests import Request
+
+
+@dataclass
+class ShapesRequest(Request):
+    JOB: ClassVar[str] = "graph.shapes"
+
+    path: str
+
+
+@dataclass
+class TensorStatsRequest(Request):
+    JOB: ClassVar[str] = "graph.tensor_stats"
+
+    path: str
+    names: list[str] = field(default_factory=list)  # initializers to summarize

@@ -1,0 +1,16 @@
+"""The ``model.inspect`` request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from deploylens.core.requests import Request
+
+
+@dataclass
+class InspectRequest(Request):
+    JOB: ClassVar[str] = "model.inspect"
+
+    path: str
+    check: bool = True  # run onnx's checker and strict shape inference

@@ -1,0 +1,132 @@
+"""The ``quantize.calibrate`` request: INT8 calibration, its accuracy check and the TensorRT
+cache — what ``deploylens calibrate`` and the Build panel's "Calibrate" fill."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from deploylens.core.requests import Request, flag
+
+Method = Literal["minmax", "entropy", "percentile"]
+METHODS: tuple[str, ...] = ("minmax", "entropy", "percentile")
+DEFAULT_EVALUATE = 20
+DEFAULT_CACHE_VERSION = "10.16"
+
+
+@dataclass
+class CalibrateRequest(Request):
+    JOB: ClassVar[str] = "quantize.calibrate"
+    COMMAND: ClassVar[str] = "calibrate"
+
+    model: str
+    data: str  # a folder of images or .npy/.npz arrays (or one .npz)
+    output: str = ""  # the Q/DQ model; default: <model>.<method>.qdq.onnx
+    method: Method = "entropy"
+    percentile: float = 99.99
+    preprocess: str = ""
+    batch_size: int | None = None  # default: the model's batch axis when fixed, else 1
+    batches: int | None = None  # default: every sample in the folder
+    per_channel: bool = True
+    exclude: list[str] = field(default_factory=list)  # node names kept in float
+    evaluate: int = DEFAULT_EVALUATE  # samples for the accuracy check (0: none)
+    eval_data: str = ""  # held-out data for it; default: the calibration data
+    trt_cache: str = ""  # also write a TensorRT ≤ 10 calibration cache here
+    trt_version: str = DEFAULT_CACHE_VERSION  # the cache header's TensorRT
+    threads: int = 0  # ONNX Runtime intra-op threads for the accuracy check (0: its default)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("calibration")
+        group.add_argument("model", type=Path)
+        group.add_argument("--data", type=Path, required=True, help="images or .npy/.npz files")
+        group.add_argument("--method", default="entropy", choices=METHODS)
+        group.add_argument("--percentile", type=float, default=99.99)
+        group.add_argument("--preprocess", default="", help="as for validate (e.g. imagenet)")
+        group.add_argument("--batch-size", type=int)
+        group.add_argument("--batches", type=int, help="at most this many batches")
+        group.add_argument(
+            "--exclude", action="append", default=[], help="a node kept in float (repeatable)"
+        )
+        group.add_argument(
+            "--per-tensor", action="store_true", help="per-tensor weights (default per channel)"
+        )
+        group.add_argument(
+            "--out", type=Path, help="the Q/DQ model (default MODEL.METHOD.qdq.onnx)"
+        )
+        check = parser.add_argument_group("accuracy and TensorRT cache")
+        check.add_argument(
+            "--evaluate",
+            type=int,
+            default=DEFAULT_EVALUATE,
+            help="samples for the accuracy check (from --eval-data, else the calibration data)",
+        )
+        check.add_argument(
+            "--eval-data", type=Path, help="held-out images/arrays for the accuracy check"
+        )
+        check.add_argument(
+            "--trt-cache", type=Path, help="also write a TensorRT ≤10 calibration cache"
+        )
+        check.add_argument(
+            "--trt-version", default=DEFAULT_CACHE_VERSION, help="the cache header's TensorRT"
+        )
+        check.add_argument("--threads", type=int, default=0, help="ONNX Runtime threads")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CalibrateRequest:
+        return cls(
+            model=str(args.model),
+            data=str(args.data),
+            output=str(args.out) if args.out else "",
+            method=args.method,
+            percentile=args.percentile,
+            preprocess=args.preprocess,
+            batch_size=args.batch_size,
+            batches=args.batches,
+            per_channel=not args.per_tensor,
+            exclude=list(args.exclude),
+            evaluate=args.evaluate,
+            eval_data=str(args.eval_data) if args.eval_data else "",
+            trt_cache=str(args.trt_cache) if args.trt_cache else "",
+            trt_version=args.trt_version,
+            threads=args.threads,
+        )
+
+    def cli_args(self) -> list[str]:
+        args = [self.model, "--data", self.data]
+        flag(args, "--method", self.method, "entropy")
+        flag(args, "--percentile", self.percentile, 99.99)
+        flag(args, "--preprocess", self.preprocess, "")
+        flag(args, "--batch-size", self.batch_size, None)
+        flag(args, "--batches", self.batches, None)
+        for node in self.exclude:
+            args += ["--exclude", node]
+        if not self.per_channel:
+            args.append("--per-tensor")
+        flag(args, "--out", self.output, "")
+        flag(args, "--evaluate", self.evaluate, DEFAULT_EVALUATE)
+        flag(args, "--eval-data", self.eval_data, "")
+        flag(args, "--trt-cache", self.trt_cache, "")
+        flag(args, "--trt-version", self.trt_version, DEFAULT_CACHE_VERSION)
+        flag(args, "--threads", self.threads, 0)
+        return args
+
+    def prepared(self) -> CalibrateRequest:
+        """Files checked and every path absolute (the worker's working folder is not ours)."""
+        from deploylens.core.files import input_file, input_folder
+
+        def absolute(path: str) -> str:
+            return str(Path(path).resolve()) if path else ""
+
+        return replace(
+            self,
+            model=str(input_file(self.model, "ONNX model").resolve()),
+            data=str(input_folder(self.data, "calibration data").resolve()),
+            eval_data=str(input_folder(self.eval_data, "evaluation data").resolve())
+            if self.eval_data
+            else "",
+            output=absolute(self.output),
+            trt_cache=absolute(self.trt_cache),
+        )

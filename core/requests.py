@@ -1,0 +1,124 @@
+"""One typed request per worker job: the CLI, the GUI panels and the generated scripts all fill
+the same object, so their defaults cannot drift apart (validate's tolerances and layer-wise
+default did) and a misspelt key is an error, not a silently dropped setting.
+
+A request is a dataclass that knows its job's name (``JOB``), its CLI command (``COMMAND``),
+how to become worker params and back (strictly: ``core.typed``), and how to be written down as
+a ``deploylens …`` line and as a Python script. Each room keeps its requests next to its other
+types (``core/validate/request.py`` …); ``REQUESTS`` lists them by job for the worker side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shlex
+from typing import Any, ClassVar, TypeVar
+
+from deploylens.core import typed
+
+R = TypeVar("R", bound="Request")
+
+# job name → "module:class", imported only when asked (the worker imports one room per job)
+REQUESTS: dict[str, str] = {
+    "model.inspect": "deploylens.core.model.request:InspectRequest",
+    "graph.shapes": "deploylens.core.graph.request:ShapesRequest",
+    "graph.tensor_stats": "deploylens.core.graph.request:TensorStatsRequest",
+    "support.collect": "deploylens.core.support.request:CollectRequest",
+    "support.tensorrt_probe": "deploylens.core.support.request:TensorRTProbeRequest",
+    "support.sample_aten": "deploylens.core.support.request:SampleAtenRequest",
+    "export.run": "deploylens.core.export.request:ExportRequest",
+    "validate.outputs": "deploylens.core.validate.request:ValidateRequest",
+    "quantize.calibrate": "deploylens.core.quantize.request:CalibrateRequest",
+    "build.engine": "deploylens.core.trt.request:BuildRequest",
+    "trace.profile": "deploylens.core.trace.request:ProfileRequest",
+}
+
+
+def request_class(job: str) -> type[Request]:
+    module, _, name = REQUESTS[job].partition(":")
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+class Request:
+    """Base of the job requests (each is a ``@dataclass``)."""
+
+    JOB: ClassVar[str] = ""
+    COMMAND: ClassVar[str] = ""  # the ``deploylens`` command that fills it ("" for none)
+
+    # -- worker params ------------------------------------------------------------------------
+    def to_params(self) -> dict[str, Any]:
+        """JSON-ready params for the worker."""
+        return typed.to_dict(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_params(cls: type[R], params: Any) -> R:
+        """The request a job was sent; unknown or misspelt keys and wrong types are errors."""
+        return typed.from_dict(cls, params, f"the {cls.JOB} request")
+
+    # -- TOML (a project table, a saved request) -----------------------------------------------
+    def to_toml(self) -> str:
+        """The params as TOML: ``None`` left out (the default comes back), keys as text."""
+        import tomli_w
+
+        return tomli_w.dumps(_tomlable(self.to_params()))
+
+    @classmethod
+    def from_toml(cls: type[R], text: str) -> R:
+        import tomllib
+
+        return cls.from_params(tomllib.loads(text))
+
+    # -- the command line ---------------------------------------------------------------------
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """The arguments that fill this request (a command adds its own output flags)."""
+
+    @classmethod
+    def from_args(cls: type[R], args: argparse.Namespace) -> R:
+        raise NotImplementedError(f"{cls.__name__} has no command line")
+
+    def cli_args(self) -> list[str]:
+        """The arguments after ``deploylens COMMAND`` that give this request back."""
+        raise NotImplementedError(f"{type(self).__name__} has no command line")
+
+    def cli_line(self) -> str:
+        return shlex.join(["deploylens", self.COMMAND, *self.cli_args()])
+
+    # -- running it ---------------------------------------------------------------------------
+    def run(
+        self, python: str | None = None, on_progress: Any = None, timeout: float | None = None
+    ) -> Any:
+        """Run the job in a fresh worker (the CLI's way; the GUI submits the same params)."""
+        from deploylens.core.jobs import run_job
+
+        return run_job(self.JOB, self.to_params(), python, on_progress, timeout)
+
+    # -- a script -----------------------------------------------------------------------------
+    def python_script(self) -> str:
+        """A script that runs the same job through DeployLens's API (rooms with a tool-free
+        reproducer — export, build — write that one instead)."""
+        params = json.dumps(self.to_params(), indent=4)
+        return (
+            f'"""Runs the DeployLens job {self.JOB} with the settings it was given."""\n\n'
+            "import json\n\n"
+            "from deploylens.core.jobs import run_job\n"
+            f"from {type(self).__module__} import {type(self).__name__}\n\n"
+            f"request = {type(self).__name__}.from_params(json.loads('''{params}'''))\n"
+            "print(json.dumps(run_job(request.JOB, request.to_params()), indent=2))\n"
+        )
+
+
+def _tomlable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _tomlable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_tomlable(v) for v in value]
+    return value
+
+
+def flag(args: list[str], name: str, value: Any, default: Any) -> None:
+    """Append ``name value`` when ``value`` is not the default (a CLI line holds only changes)."""
+    if value != default and value is not None:
+        args += [name, str(value)]

@@ -1,0 +1,97 @@
+"""``deploylens support``: which targets run a model, or one op / aten op everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.command import Command, add_json
+from deploylens.core.errors import UserError
+from deploylens.core.support.request import SampleAtenRequest, TensorRTProbeRequest
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", type=Path, nargs="?")
+    parser.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version>, or trt-live (the installed "
+        "TensorRT parser); repeatable",
+    )
+    parser.add_argument("--op", help="an ONNX op: its opset history, ORT kernels, TensorRT rows")
+    parser.add_argument("--domain", default="", help="the --op's domain (default ai.onnx)")
+    parser.add_argument("--aten", help="a PyTorch op (aten::asinh): which exporter translates it")
+    parser.add_argument(
+        "--sample",
+        help="a bundled PyTorch sample: its aten ops, exporter by "
+        "exporter (torch.export dry run in the worker)",
+    )
+    parser.add_argument("--refresh", action="store_true", help="rebuild the cached registries")
+    parser.add_argument("--python", help="interpreter whose torch/onnxruntime to ask")
+    add_json(parser)
+
+
+def cmd_support(args: argparse.Namespace) -> int:
+    from deploylens.core.support import queries
+    from deploylens.core.support.loader import load_matrix
+
+    if not (args.model or args.op or args.aten or args.sample):
+        raise UserError("Give a MODEL, --op NAME, --aten aten::name or --sample NAME.")
+    model = None
+    if args.model:
+        from deploylens.core.model.loading import read_model
+
+        model = read_model(args.model)  # a bad file is said before the registries load
+    matrix = load_matrix(python=args.python, refresh=args.refresh)
+    output: dict[str, Any] = {}
+    texts: list[str] = []
+    status = 0
+    if args.op:
+        output["op"] = report = queries.op_report(matrix, args.op, args.domain)
+        texts.append(queries.op_text(report))
+    if args.aten:
+        output["aten"] = report = queries.aten_report(matrix, args.aten)
+        texts.append(queries.aten_text(report))
+    if args.sample:
+        ops = SampleAtenRequest(args.sample).run(args.python)["ops"]
+        rows = {op: {"calls": n, **queries.aten_report(matrix, op)} for op, n in ops.items()}
+        output["sample"] = {"name": args.sample, "ops": rows}
+        texts.append(f"{args.sample}: torch.export dry run")
+        texts.extend(
+            f"  ×{row['calls']} " + queries.aten_text(row).replace("\n", "\n    ")
+            for row in rows.values()
+        )
+    if model is not None:
+        from deploylens.core.support.analysis import analyze, parse_target, report_dict
+
+        wanted = args.target or ["ort-cpu", "trt-10.1"]
+        if "trt-live" in wanted:
+            wanted = [t for t in wanted if t != "trt-live"]
+            live = TensorRTProbeRequest(str(args.model.resolve())).run(args.python)
+            output["tensorrt_live"] = live
+            texts.append(
+                f"trt-live (TensorRT {live['version']}, {live['api']}): "
+                f"{'OK' if live['supported'] else 'BLOCKED'}"
+                + "".join(f"\n  ✗ {name}" for name in live["unsupported_nodes"])
+            )
+            status = 0 if live["supported"] else 1
+        targets = [parse_target(t) for t in wanted]
+        reports = analyze(model, matrix, targets)
+        output["targets"] = report_dict(reports)
+        texts.append(queries.reports_text(reports))
+        status = max(status, 0 if all(r.ok for r in reports) else 1)
+    print(json.dumps(output, indent=2) if args.json else "\n\n".join(texts))
+    return status
+
+
+COMMANDS = (
+    Command(
+        "support",
+        "op support: which targets run the model, or one op / aten op everywhere",
+        _arguments,
+        cmd_support,
+    ),
+)

@@ -1,0 +1,29 @@
+"""The op-support worker requests: the registries, the live TensorRT parser, a sample's ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from deploylens.core.requests import Request
+
+
+@dataclass
+class CollectRequest(Request):
+    JOB: ClassVar[str] = "support.collect"
+
+    refresh: bool = False  # rebuild the cached registries
+
+
+@dataclass
+class TensorRTProbeRequest(Request):
+    JOB: ClassVar[str] = "support.tensorrt_probe"
+
+    path: str
+
+
+@dataclass
+class SampleAtenRequest(Request):
+    JOB: ClassVar[str] = "support.sample_aten"
+
+    sample: str

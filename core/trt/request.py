@@ -1,0 +1,99 @@
+"""The ``build.engine`` request: a model, where its engine goes, the build settings and the
+TensorRT release they are checked for — what ``deploylens build`` and the Build panel fill."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from deploylens.core import typed
+from deploylens.core.errors import UserError
+from deploylens.core.requests import Request, flag
+from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
+
+DEFAULT_VERSION = "10.16"
+
+
+@dataclass
+class BuildRequest(Request):
+    JOB: ClassVar[str] = "build.engine"
+    COMMAND: ClassVar[str] = "build"
+
+    model: str
+    engine: str = ""  # default: MODEL.engine
+    settings: BuildSettings = field(default_factory=BuildSettings)
+    settings_file: str = ""  # the TOML they came from (the CLI line names it)
+    version: str = DEFAULT_VERSION  # the release the settings and commands are checked for
+
+    @property
+    def engine_path(self) -> str:
+        return self.engine or default_engine(self.model)
+
+    # Settings travel in their TOML layout ([[profiles]] input = [min, opt, max]).
+    def to_params(self) -> dict[str, Any]:
+        params = typed.to_dict(self)
+        params["settings"] = self.settings.to_dict()
+        return params  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_params(cls, params: Any) -> BuildRequest:
+        where = f"the {cls.JOB} request"
+        if not isinstance(params, dict):
+            raise UserError(f"{where} must be a table, not {typed.kind(params)}.")
+        settings = BuildSettings.from_dict(params.get("settings") or {}, f"{where}.settings")
+        rest = typed.from_dict(_Fields, {k: v for k, v in params.items() if k != "settings"}, where)
+        return cls(settings=settings, **typed.to_dict(rest))
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("the engine")
+        group.add_argument("model", type=Path)
+        group.add_argument("--settings", type=Path, help="TOML ([build] table or top level)")
+        group.add_argument(
+            "--trt-version",
+            default=DEFAULT_VERSION,
+            help=f"8.6, 10.x or 11.x (default {DEFAULT_VERSION})",
+        )
+        group.add_argument("--engine", default="", help="where the engine goes (MODEL.engine)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> BuildRequest:
+        settings = load_settings(args.settings) if args.settings else BuildSettings()
+        return cls(
+            model=str(args.model),
+            engine=args.engine,
+            settings=settings,
+            settings_file=str(args.settings) if args.settings else "",
+            version=args.trt_version,
+        )
+
+    def cli_args(self) -> list[str]:
+        args = [self.model]
+        flag(args, "--settings", self.settings_file, "")
+        flag(args, "--trt-version", self.version, DEFAULT_VERSION)
+        flag(args, "--engine", self.engine, "")
+        return args
+
+    def python_script(self) -> str:
+        """A standalone TensorRT build script (no DeployLens needed to run it)."""
+        from deploylens.core.trt.script import build_script
+
+        return build_script(self.settings, self.version, self.model, self.engine_path)
+
+    def prepared(self) -> BuildRequest:
+        from deploylens.core.files import input_file
+
+        model = str(input_file(self.model, "ONNX model").resolve())
+        return replace(self, model=model, engine=str(Path(self.engine_path).resolve()))
+
+
+@dataclass
+class _Fields:
+    """The request's fields other than the settings, for the strict conversion."""
+
+    model: str
+    engine: str = ""
+    settings_file: str = ""
+    version: str = DEFAULT_VERSION

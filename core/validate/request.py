@@ -1,0 +1,138 @@
+"""The ``validate.outputs`` request: what the CLI's ``deploylens validate``, the Validate panel
+and a generated script all fill."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from deploylens.core.export.sources import ModelSource, grant_consent, parse_spec
+from deploylens.core.requests import Request, flag
+from deploylens.core.validate.tolerances import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    STATISTICS,
+    Tolerances,
+    parse_tolerance,
+    tolerance_args,
+)
+
+DEFAULT_BUDGET_MB = 256.0
+
+
+@dataclass
+class ValidateRequest(Request):
+    JOB: ClassVar[str] = "validate.outputs"
+    COMMAND: ClassVar[str] = "validate"
+
+    path: str = ""  # the ONNX model
+    torch: ModelSource | None = None  # the reference; None: ORT with optimizations off
+    inputs: str = ""  # an .npz/.npy, or a folder of images/arrays; "": seeded random
+    preprocess: str = ""  # for image folders
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    seed: int = 0
+    layerwise: bool = False
+    budget_mb: float = DEFAULT_BUDGET_MB
+    plugin_entries: dict[str, str] = field(default_factory=dict)  # filled at submission
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("what to compare")
+        group.add_argument("model", type=Path, nargs="?")
+        group.add_argument(
+            "--torch",
+            help="the PyTorch source: sample:NAME, torchvision:NAME, FILE.py:factory, "
+            "MODEL.pt, MODEL.pt2 (default: ONNX Runtime with graph optimizations off)",
+        )
+        group.add_argument(
+            "--inputs",
+            help=".npz of inputs by input name, or a folder of images/.npy/.npz "
+            "(default: seeded random)",
+        )
+        group.add_argument(
+            "--preprocess",
+            default="",
+            help="for image folders: imagenet, or resize=256,crop=224,mean=a/b/c,std=a/b/c,"
+            "scale=1/255,layout=NCHW,order=RGB",
+        )
+        group.add_argument("--seed", type=int, default=0, help="for random inputs")
+        tolerances = parser.add_argument_group("tolerances")
+        tolerances.add_argument(
+            "--rtol", action="append", default=[], help=f"N or OUTPUT:N (default {DEFAULT_RTOL})"
+        )
+        tolerances.add_argument(
+            "--atol", action="append", default=[], help=f"N or OUTPUT:N (default {DEFAULT_ATOL})"
+        )
+        tolerances.add_argument(
+            "--rel-l2",
+            action="append",
+            default=[],
+            help="N or OUTPUT:N: an output's ‖got−want‖/‖want‖ limit (default max(0.01, rtol))",
+        )
+        tolerances.add_argument("--statistic", default="elemwise", choices=STATISTICS)
+        tolerances.add_argument(
+            "--quantile", type=float, default=0.99, help="for --statistic quantile"
+        )
+        layers = parser.add_argument_group("layer-wise")
+        layers.add_argument(
+            "--layerwise", action="store_true", help="compare every mapped intermediate tensor"
+        )
+        layers.add_argument(
+            "--budget-mb",
+            type=float,
+            default=DEFAULT_BUDGET_MB,
+            help=f"activations held at once in layer-wise mode (default {DEFAULT_BUDGET_MB:g})",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ValidateRequest:
+        return cls(
+            path=str(args.model) if args.model else "",
+            torch=parse_spec(args.torch) if args.torch else None,
+            inputs=args.inputs or "",
+            preprocess=args.preprocess,
+            tolerances=Tolerances(
+                rtol=parse_tolerance(args.rtol, DEFAULT_RTOL),
+                atol=parse_tolerance(args.atol, DEFAULT_ATOL),
+                statistic=args.statistic,
+                quantile=args.quantile,
+                rel_l2=parse_tolerance(args.rel_l2, None),
+            ),
+            seed=args.seed,
+            layerwise=args.layerwise,
+            budget_mb=args.budget_mb,
+        )
+
+    def cli_args(self) -> list[str]:
+        args = [self.path]
+        if self.torch is not None:
+            args += ["--torch", self.torch.spec()]
+        flag(args, "--inputs", self.inputs, "")
+        flag(args, "--preprocess", self.preprocess, "")
+        flag(args, "--seed", self.seed, 0)
+        t = self.tolerances
+        args += tolerance_args("--rtol", t.rtol, DEFAULT_RTOL)
+        args += tolerance_args("--atol", t.atol, DEFAULT_ATOL)
+        args += tolerance_args("--rel-l2", t.rel_l2, None)
+        flag(args, "--statistic", t.statistic, "elemwise")
+        flag(args, "--quantile", t.quantile, 0.99)
+        if self.layerwise:
+            args.append("--layerwise")
+        flag(args, "--budget-mb", self.budget_mb, DEFAULT_BUDGET_MB)
+        return args
+
+    def prepared(self, trust: bool = False) -> ValidateRequest:
+        """Ready to send: files checked and made absolute, consent recorded when given, the
+        app's plugin entries attached (the worker may be another interpreter)."""
+        from dataclasses import replace
+
+        from deploylens.core.export.plugin_api import plugin_entries
+        from deploylens.core.files import input_file, input_folder
+
+        model = input_file(self.path, "ONNX model").resolve()
+        inputs = str(input_folder(self.inputs, "inputs .npz").resolve()) if self.inputs else ""
+        if self.torch is not None and self.torch.kind == "python" and trust:
+            grant_consent(self.torch.target)
+        return replace(self, path=str(model), inputs=inputs, plugin_entries=plugin_entries())

@@ -1,0 +1,1 @@
+"""Widgets and helpers every panel may use (no panel imports another panel)."""
