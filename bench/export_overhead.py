@@ -46,7 +46,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     from deploylens.core.export.settings import ExportSettings
-    from deploylens.core.export.sources import parse_spec
+    from deploylens.core.pytorch.source import parse_spec
     from deploylens.core.jobs import Worker
 
     repeats = 2 if args.quick else 4

@@ -21,12 +21,14 @@ from deploylens.core.worker.client import CRASHED, EXITED, START_FAILED, JobFail
 
 # The rooms' command modules, in the order ``deploylens --help`` lists them.
 COMMAND_MODULES = (
-    "deploylens.core.model.cli_model",  # inspect, graph
+    "deploylens.core.model.cli_model",  # inspect
+    "deploylens.core.graph.cli_graph",  # graph
     "deploylens.core.support.cli_support",  # support
     "deploylens.core.export.cli_export",  # export, diagnose
     "deploylens.core.validate.cli_validate",  # validate
     "deploylens.core.engine.cli_engine",  # engine
-    "deploylens.core.trt.cli_build",  # build, calibrate
+    "deploylens.core.trt.cli_build",  # build
+    "deploylens.core.quantize.cli_quantize",  # calibrate
     "deploylens.core.trace.cli_trace",  # trace, profile
     "deploylens.core.cli_demo",  # demo, env
 )

@@ -61,10 +61,10 @@ def _export_story(
     """The seeds' ladder on the asinh sample: TorchScript at opset 9 fails, the plugin fixes it."""
     from deploylens.core.export.cli_export import result_text
     from deploylens.core.export.fixit import attach_fixes
-    from deploylens.core.export.plugin_api import load_plugins, plugin_entries
     from deploylens.core.export.request import ExportRequest
     from deploylens.core.export.settings import ExportSettings
-    from deploylens.core.export.sources import parse_spec
+    from deploylens.core.plugin_api import load_plugins, plugin_entries
+    from deploylens.core.pytorch.source import parse_spec
 
     lines = ["## Export: torch.asinh through the TorchScript exporter at opset 9", ""]
     runs = []

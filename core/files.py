@@ -106,28 +106,6 @@ def staged_outputs(final: str | Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def commit_staged(stage: Path, built: Path, final: str | Path) -> Path:
-    """Move a staged ONNX model (``built``, inside ``stage``) to ``final``: the external data
-    files it references (by relative name) first, the model itself last, each by rename;
-    anything else the job left in ``stage`` goes with the folder."""
-    import onnx
-
-    from deploylens.core.model.external_data import external_locations
-
-    final = Path(final)
-    others = [item for item in stage.iterdir() if item != built]
-    if not others:  # the usual case: one file, no need to parse it (45 MB for resnet18)
-        os.replace(built, final)
-        return final
-    model = onnx.load(str(built), load_external_data=False)
-    for location in sorted(external_locations(model)):
-        source = stage / location
-        if source.is_file() and source.parent == stage:
-            os.replace(source, final.parent / location)
-    os.replace(built, final)
-    return final
-
-
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write to a temp file in the same folder, fsync, then rename over ``path``."""
     with atomic_open(path) as handle:

@@ -2,59 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
-from PySide6.QtWidgets import QApplication
-
-from deploylens.core import __version__
-from deploylens.core.errors import UserError
+from deploylens.gui.common.qt_app import application, require_display
 from deploylens.gui.main_window import MainWindow
 from deploylens.gui.notifications import install_excepthook
-
-
-def gc_on_gui_thread(app: QApplication) -> None:
-    """Python's cyclic GC runs in whichever thread allocates when a threshold trips: on a
-    background thread (trace import, support matrix) it can destroy Qt objects there and
-    deadlock against the GUI thread (seen in CI: QObject::connectImpl waiting on a mutex while a
-    loader thread waited for the GIL). Collect on a GUI-thread timer instead, once per app."""
-    if getattr(app, "_deploylens_gc", None) is None:
-        from pyqtgraph.util.garbage_collector import GarbageCollector
-
-        app._deploylens_gc = GarbageCollector(interval=0.5)  # type: ignore[attr-defined]
-
-
-def application() -> QApplication:
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication([sys.argv[0] if sys.argv else "deploylens"])
-    gc_on_gui_thread(app)  # type: ignore[arg-type]
-    app.setApplicationName("DeployLens")
-    app.setOrganizationName("DeployLens")
-    app.setApplicationVersion(__version__)
-    return app  # type: ignore[return-value]
-
-
-def ensure_platform() -> None:
-    """Fall back to offscreen rendering when there is no display at all."""
-    if sys.platform.startswith("linux") and not (
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    ):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-def require_display() -> None:
-    """Qt aborts the process when it cannot reach a display: say so in a sentence instead."""
-    if (
-        sys.platform.startswith("linux")
-        and not os.environ.get("QT_QPA_PLATFORM")
-        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    ):
-        raise UserError(
-            "No display found for the GUI (neither DISPLAY nor WAYLAND_DISPLAY is set).",
-            "Run it in a desktop session, use the CLI (deploylens inspect / deploylens demo), "
-            "or set QT_QPA_PLATFORM=offscreen.",
-        )
 
 
 def main(argv: list[str]) -> int:

@@ -16,6 +16,7 @@ from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.export.panel import ExportPanel
 from deploylens.gui.graph.panel import GraphPanel
+from deploylens.gui.graph_link import GraphLink
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.model_document import ModelDocument
 from deploylens.gui.notifications import NotificationBar, Notifier
@@ -23,7 +24,6 @@ from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 from deploylens.gui.support.panel import OpSupportPanel
-from deploylens.gui.timeline.graph_link import GraphLink
 from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.trt.panel import BuildPanel
 from deploylens.gui.validate.panel import ValidatePanel

@@ -14,7 +14,7 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
 
 from deploylens.core.errors import UserError
-from deploylens.gui.app import application, ensure_platform
+from deploylens.gui.common.qt_app import application, ensure_platform
 
 TIMEOUT_MS = 60_000
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deploylens.core.export.plugin_api import OpPlugin
+from deploylens.core.plugin_api import OpPlugin
 
 
 def _symbolic(g: Any, self: Any) -> Any:

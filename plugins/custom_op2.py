@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deploylens.core.export.plugin_api import ORT_PYOP_DOMAIN, OpPlugin
+from deploylens.core.plugin_api import ORT_PYOP_DOMAIN, OpPlugin
 
 
 def register_reference() -> None:

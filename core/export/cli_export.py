@@ -10,8 +10,8 @@ from typing import Any
 
 from deploylens.core.command import Command
 from deploylens.core.export.fixit import attach_fixes
-from deploylens.core.export.plugin_api import load_plugins
 from deploylens.core.export.request import ExportRequest
+from deploylens.core.plugin_api import load_plugins
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

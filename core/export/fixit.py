@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from deploylens.core.export.diagnose import Finding
-from deploylens.core.export.plugin_api import OpPlugin, plugins_for
+from deploylens.core.plugin_api import OpPlugin, plugins_for
 from deploylens.core.support.compositions import COMPOSITIONS
 from deploylens.core.support.matrix import SupportMatrix
 

@@ -15,7 +15,7 @@ from deploylens.core.export.settings import (
     parse_dynamic_axes,
 )
 from deploylens.core.export.settings import python_script as standalone_script
-from deploylens.core.export.sources import ModelSource, grant_consent, parse_input, parse_spec
+from deploylens.core.pytorch.source import ModelSource, grant_consent, parse_input, parse_spec
 from deploylens.core.requests import Request
 
 
@@ -104,8 +104,8 @@ class ExportRequest(Request):
         """Ready to send: the inputs file checked, the output made absolute (``output`` overrides
         it: diagnose exports into a scratch folder), consent recorded when given, the app's
         plugin entries attached."""
-        from deploylens.core.export.plugin_api import plugin_entries
         from deploylens.core.files import input_file
+        from deploylens.core.plugin_api import plugin_entries
 
         source = replace(self.source)
         if source.inputs_npz:

@@ -14,12 +14,13 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.export.diagnose import diagnose
-from deploylens.core.export.plugin_api import OpPlugin, load_plugins
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import DYNAMO, ExportSettings
-from deploylens.core.export.sources import load_model
 from deploylens.core.export.verify import verify_export
-from deploylens.core.files import commit_staged, staged_outputs
+from deploylens.core.files import staged_outputs
+from deploylens.core.model.staging import commit_staged
+from deploylens.core.plugin_api import OpPlugin, load_plugins
+from deploylens.core.pytorch.source import load_model
 
 DEFAULT_OPSET = {"torchscript": 17, "dynamo": 18}
 

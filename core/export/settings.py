@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from deploylens.core.export.sources import ModelSource
+from deploylens.core.pytorch.source import ModelSource
 
 TORCHSCRIPT, DYNAMO = "torchscript", "dynamo"
 
@@ -126,7 +126,7 @@ def python_script(source: ModelSource, settings: ExportSettings) -> str:
         lines += [
             "",
             "# op plugins (DeployLens's entry points), applied as the tool applies them",
-            "from deploylens.core.export.plugin_api import load_plugins",
+            "from deploylens.core.plugin_api import load_plugins",
             "",
             "plugins, _ = load_plugins()",
             "extra = {}",

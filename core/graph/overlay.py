@@ -114,14 +114,44 @@ class Overlay:
 
     def aggregate_values(self, members: np.ndarray) -> float:
         """One value for a collapsed group from its member nodes."""
-        picked = self.values[members]
+        owner = np.full(len(self.values), -1, np.int64)
+        owner[members] = 0
+        return float(self.aggregate_by(owner, 1)[0])
+
+    def aggregate_by(self, owner: np.ndarray, count: int) -> np.ndarray:
+        """The aggregate of every group at once (``owner[n]``: node n's group in ``range(count)``,
+        −1 for none): the most common category, or sum/mean/max/min of the finite values; −1 /
+        NaN for a group with nothing to aggregate. The graph view colours collapsed groups with
+        it — one vectorized pass, never a loop over groups."""
+        valid = owner >= 0
+        values = self.values[valid]
+        groups = owner[valid]
+        result = np.full(count, -1.0 if self.categorical else np.nan)
         if self.categorical:
-            picked = picked[picked >= 0].astype(int)
-            return float(np.bincount(picked).argmax()) if picked.size else -1.0
-        picked = picked[np.isfinite(picked)]
-        if not picked.size:
-            return math.nan
-        return float(getattr(np, self.aggregate)(picked))
+            known = values >= 0
+            if known.any():
+                categories = values[known].astype(np.int64)
+                width = int(categories.max()) + 1
+                table = np.bincount(groups[known] * width + categories, minlength=count * width)
+                table = table.reshape(count, width)
+                has = table.sum(axis=1) > 0
+                result[has] = table[has].argmax(axis=1)
+            return result
+        finite = np.isfinite(values)
+        groups, values = groups[finite], values[finite]
+        if not len(values):
+            return result
+        if self.aggregate in ("sum", "mean"):
+            total = np.bincount(groups, weights=values, minlength=count)
+            n = np.bincount(groups, minlength=count)
+            result[n > 0] = (total if self.aggregate == "sum" else total / np.maximum(n, 1))[n > 0]
+        else:
+            reducer = np.maximum if self.aggregate == "max" else np.minimum
+            accumulated = np.full(count, -np.inf if self.aggregate == "max" else np.inf)
+            reducer.at(accumulated, groups, values)
+            done = np.isfinite(accumulated)
+            result[done] = accumulated[done]
+        return result
 
     def legend_entries(self, limit: int = 12) -> list[tuple[str, tuple[int, int, int]]]:
         if self.categorical:

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import commit_staged, staged_outputs
+from deploylens.core.files import staged_outputs
+from deploylens.core.model.staging import commit_staged
 from deploylens.core.quantize.request import METHODS, CalibrateRequest
 
 # Entropy: 512 histogram bins searched for the 128-level threshold with the least KL divergence.
@@ -104,7 +105,7 @@ class FolderReader:
 
 
 def _numpy_dtype(ort_type: str) -> Any:
-    from deploylens.core.validate.run import ORT_DTYPES
+    from deploylens.core.data.feeds import ORT_DTYPES
 
     return ORT_DTYPES.get(ort_type, np.float32)
 

@@ -30,7 +30,7 @@ def calibrate_and_measure(
         "samples_per_s": result.samples_per_s,
         "tensors": len(result.ranges),
     }
-    from deploylens.core.validate.run import feed_batches
+    from deploylens.core.data.feeds import feed_batches
 
     evaluate = request.evaluate
     if evaluate > 0:

@@ -15,7 +15,7 @@ def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatr
 
 def with_plugins(matrix: SupportMatrix) -> SupportMatrix:
     """Plugins add rows and implementations (custom-domain ops, ORT references, TRT plugins)."""
-    from deploylens.core.export.plugin_api import load_plugins
+    from deploylens.core.plugin_api import load_plugins
 
     matrix.plugins, _ = load_plugins()
     return matrix

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-DEFAULT_DOMAIN = "ai.onnx"
+from deploylens.core.model.domains import DEFAULT_DOMAIN, domain_name
+
 INTRODUCED, CHANGED, UNCHANGED, ABSENT, DEPRECATED = (
     "introduced",
     "changed",
@@ -13,10 +14,6 @@ INTRODUCED, CHANGED, UNCHANGED, ABSENT, DEPRECATED = (
     "absent",
     "deprecated",
 )
-
-
-def domain_name(domain: str) -> str:
-    return domain or DEFAULT_DOMAIN
 
 
 @dataclass

@@ -31,7 +31,7 @@ def aten_ops_of(module: Any, example_inputs: tuple[Any, ...]) -> dict[str, int]:
 
 
 def sample_aten_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    from deploylens.core.export.sources import samples_module
+    from deploylens.core.pytorch.source import samples_module
     from deploylens.core.support.request import SampleAtenRequest
 
     models = samples_module()

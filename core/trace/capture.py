@@ -23,7 +23,7 @@ from typing import Any
 def capture_ort(model: str, out: str, iterations: int = 20, threads: int = 0) -> dict[str, Any]:
     import onnxruntime as ort
 
-    from deploylens.core.validate.run import make_feeds
+    from deploylens.core.data.feeds import make_feeds
 
     def session(profile: bool) -> Any:
         options = ort.SessionOptions()

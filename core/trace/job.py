@@ -25,7 +25,7 @@ def profile(request: ProfileRequest) -> dict[str, Any]:
         input_file(model, "ONNX model (the ort backend's input)")
         return capture_ort(model, out, iterations)
     if backend == "torch":
-        from deploylens.core.export.sources import load_model, parse_spec
+        from deploylens.core.pytorch.source import load_model, parse_spec
         from deploylens.core.trace.capture import capture_torch
 
         module, inputs, _ = load_model(parse_spec(model))

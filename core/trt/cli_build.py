@@ -1,5 +1,5 @@
-"""``deploylens build`` and ``deploylens calibrate``: settings checks and reproducers (no TensorRT
-needed), real builds through the worker where TensorRT exists, CPU calibration everywhere."""
+"""``deploylens build``: settings checks and reproducers (no TensorRT needed), real builds through
+the worker where TensorRT exists."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from deploylens.core.command import Command
 from deploylens.core.files import atomic_write_text
-from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.trt.request import BuildRequest
 
 
@@ -88,51 +87,11 @@ def _real_build(args: argparse.Namespace, request: BuildRequest) -> int:
     return 0
 
 
-def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
-    CalibrateRequest.add_arguments(parser)
-    parser.add_argument("--python", help="worker interpreter")
-    parser.add_argument("--json", action="store_true")
-
-
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    report = CalibrateRequest.from_args(args).prepared().run(args.python)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(
-        f"{report['method']}: {report['samples']} samples in {report['batches']} batches, "
-        f"{report['seconds']:.2f} s ({report['samples_per_s']:.1f} samples/s); "
-        f"{report['quantized_nodes']} QuantizeLinear nodes → {report['output']}"
-    )
-    accuracy = report.get("accuracy")
-    if accuracy:
-        top1 = accuracy["top1_agreement"]
-        print(
-            f"vs fp32 on {accuracy['samples']} samples: max abs {accuracy['max_abs']:.4g}, "
-            f"rel L2 {accuracy['rel_l2']:.3g}, cosine {accuracy['cosine']:.5f}"
-            + (f", top-1 agreement {top1:.1%}" if top1 is not None else "")
-        )
-        print(f"  accuracy measured on {accuracy['data']}")
-    if report.get("trt_cache"):
-        cache = report["trt_cache"]
-        print(
-            f"TensorRT calibration cache {cache['path']} ({cache['header']}, "
-            f"{cache['tensors']} tensors)"
-        )
-    return 0
-
-
 COMMANDS = (
     Command(
         "build",
         "check TensorRT build settings for a version; print trtexec/Polygraphy lines",
         _build_arguments,
         cmd_build,
-    ),
-    Command(
-        "calibrate",
-        "INT8 calibration on the CPU (ONNX Runtime, QDQ); accuracy vs fp32; TensorRT cache",
-        _calibrate_arguments,
-        cmd_calibrate,
     ),
 )

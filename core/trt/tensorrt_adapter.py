@@ -42,12 +42,14 @@ def load_tensorrt() -> Any:
     import importlib.util
 
     if importlib.util.find_spec("tensorrt") is None:
+        from deploylens.core.worker.probe import pip_install_line
+
         raise UserError(
             "TensorRT's Python package 'tensorrt' is not installed in the worker interpreter, so "
-            "engines cannot be built here. Settings, the trtexec/Polygraphy commands, the build "
-            "script and engine/profile import all work without it.",
-            "pip install tensorrt (Linux or Windows with an NVIDIA GPU and driver), or pick a "
-            "worker interpreter that has it in Preferences",
+            "engines cannot be built nor parsed here. Settings, the trtexec/Polygraphy commands, "
+            "the build script and engine/profile import all work without it.",
+            f"{pip_install_line('tensorrt')} (Linux or Windows with an NVIDIA GPU and driver), "
+            "or pick a worker interpreter that has it in Preferences",
         )
     try:
         import tensorrt
@@ -78,7 +80,14 @@ class TensorRTAdapter:
     ) -> None:
         self.trt = trt
         self.version: str = trt.__version__
-        self.family = family(self.version)
+        try:
+            self.family = family(self.version)
+        except ValueError:
+            raise UserError(
+                f"The installed TensorRT {self.version} is not a release this DeployLens knows "
+                "(8.6, 10.x, 11.x): its API may differ, so it is not driven blindly.",
+                "install a supported TensorRT in the worker interpreter",
+            ) from None
         self.log: list[tuple[str, str]] = []
         self.phases: list[str] = []
         self._progress = progress or (lambda f, m: None)
@@ -279,6 +288,47 @@ class TensorRTAdapter:
             bit = 1 << int(getattr(self.trt.TacticSource, name))
             mask = mask | bit if sign == "+" else mask & ~bit
         return mask
+
+    # -- the parser's verdict (support --target trt-live) -----------------------------------------
+    def probe(self, model: Any) -> dict[str, Any]:
+        """Which nodes of ``model`` (an ``onnx.ModelProto``) the ONNX parser accepts, by subgraph,
+        with whichever query the release has: ``supports_model_v2`` (10.x), ``supports_model``
+        (8.x/9.x) or ``supports_operator`` per op type (11.x)."""
+        trt, version = self.trt, self.version
+        builder = trt.Builder(self.logger)
+        flags = 0
+        if self.family == "8.6":  # explicit batch had to be asked for before TensorRT 10
+            flags = 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
+        network = builder.create_network(flags)
+        parser = trt.OnnxParser(network, self.logger)
+        data = model.SerializeToString()
+        nodes = list(model.graph.node)
+        if hasattr(parser, "supports_model_v2"):
+            supported = bool(parser.supports_model_v2(data))
+            subgraphs = [
+                (list(parser.get_subgraph_nodes(i)), bool(parser.is_subgraph_supported(i)))
+                for i in range(parser.num_subgraphs)
+            ]
+            api = "supports_model_v2"
+        elif hasattr(parser, "supports_model"):
+            supported, raw = parser.supports_model(data)
+            subgraphs = [(list(indices), bool(ok)) for indices, ok in raw]
+            api = "supports_model"
+        else:
+            verdicts = {op: bool(parser.supports_operator(op)) for op in {n.op_type for n in nodes}}
+            subgraphs = [([i], verdicts[n.op_type]) for i, n in enumerate(nodes)]
+            supported = all(verdicts.values())
+            api = "supports_operator"
+        unsupported = sorted({i for indices, ok in subgraphs if not ok for i in indices})
+        return {
+            "version": version,
+            "api": api,
+            "supported": bool(supported),
+            "subgraphs": [{"nodes": indices, "supported": ok} for indices, ok in subgraphs],
+            "unsupported_nodes": [
+                nodes[i].name or f"{nodes[i].op_type}_{i}" for i in unsupported if i < len(nodes)
+            ],
+        }
 
     # -- build, inspect, run --------------------------------------------------------------------
     def build(

@@ -254,7 +254,7 @@ def _with_outputs(model: Any, names: list[str]) -> bytes:
 def _session(data: bytes, optimized: bool, extensions: bool) -> Any:
     import onnxruntime as ort
 
-    from deploylens.core.export.verify import session_options
+    from deploylens.core.ort_session import session_options
 
     options = session_options(optimized, extensions)
     options.enable_cpu_mem_arena = False  # one run per session: give memory back when it ends
@@ -272,7 +272,7 @@ def compare_layers(
     scratch: str | None = None,
 ) -> dict[str, Any]:
     """Compare every probe point; returns the per-node table, first divergence and unmapped."""
-    from deploylens.core.export.verify import prepare_for_ort
+    from deploylens.core.ort_session import prepare_for_ort
 
     started = time.perf_counter()
     model, extensions = prepare_for_ort(model, plugins or [])

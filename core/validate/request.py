@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from deploylens.core.export.sources import ModelSource, grant_consent, parse_spec
+from deploylens.core.pytorch.source import ModelSource, grant_consent, parse_spec
 from deploylens.core.requests import Request, flag
 from deploylens.core.validate.tolerances import (
     DEFAULT_ATOL,
@@ -128,8 +128,8 @@ class ValidateRequest(Request):
         app's plugin entries attached (the worker may be another interpreter)."""
         from dataclasses import replace
 
-        from deploylens.core.export.plugin_api import plugin_entries
         from deploylens.core.files import input_file, input_folder
+        from deploylens.core.plugin_api import plugin_entries
 
         model = input_file(self.path, "ONNX model").resolve()
         inputs = str(input_folder(self.inputs, "inputs .npz").resolve()) if self.inputs else ""

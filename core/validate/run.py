@@ -4,116 +4,24 @@ eager, or ONNX Runtime with graph optimizations off when there is no torch model
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from deploylens.core.data.feeds import batch_of, feed_batches
 from deploylens.core.errors import UserError
-from deploylens.core.export.sources import ModelSource
+from deploylens.core.pytorch.source import ModelSource
 from deploylens.core.validate.compare import Comparator, judge_scale
 from deploylens.core.validate.tolerances import Tolerances
 
 RESULT_VERSION = 1
-ORT_DTYPES = {
-    "tensor(float)": np.float32,
-    "tensor(double)": np.float64,
-    "tensor(float16)": np.float16,
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-    "tensor(int8)": np.int8,
-    "tensor(uint8)": np.uint8,
-    "tensor(bool)": np.bool_,
-}
 
 
 def session(path: str, optimized: bool = True, plugins: list[Any] | None = None) -> Any:
-    from deploylens.core.export.verify import plugin_session
+    from deploylens.core.ort_session import plugin_session
 
     return plugin_session(path, plugins or [], optimized)[0]
-
-
-def make_feeds(
-    sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
-) -> dict[str, np.ndarray]:
-    """The first batch of ``feed_batches`` (layer-wise comparison, profiling)."""
-    return next(feed_batches(sess, npz, seed, preprocess))
-
-
-def feed_batches(
-    sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
-) -> Iterator[dict[str, np.ndarray]]:
-    """Inputs batch by batch: every batch of a data folder (images with a preprocessing spec, or
-    arrays), the one batch of an ``.npz`` (no pickles), or one seeded random batch matching the
-    model's inputs."""
-    metas = sess.get_inputs()
-    if npz and Path(npz).is_dir():
-        from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
-
-        inputs = [(m.name, list(m.shape)) for m in metas]
-        spec = parse_preprocess(preprocess) if preprocess else None
-        for feeds in batches(npz, inputs, batch_size(inputs[0][1]), spec):
-            yield fitted_feeds(feeds, metas, f"{Path(npz).name}/")
-        return
-    if npz:
-        from deploylens.core.data.arrays import load_arrays
-
-        data = load_arrays(npz)
-        if "" in data and len(metas) == 1:  # an .npy feeds a single-input model
-            data = {metas[0].name: data[""]}
-        missing = [i.name for i in metas if i.name not in data]
-        if missing:
-            raise UserError(
-                f"{Path(npz).name} has no array for input '{missing[0]}' "
-                f"(it has {', '.join(data) or 'none'})."
-            )
-        yield fitted_feeds({i.name: data[i.name] for i in metas}, metas, Path(npz).name)
-        return
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for meta in metas:
-        dtype = ORT_DTYPES.get(meta.type)
-        if dtype is None:
-            raise UserError(f"Input '{meta.name}' is {meta.type}: give its values in an .npz.")
-        shape = [d if isinstance(d, int) and d > 0 else 1 for d in meta.shape]
-        if np.issubdtype(dtype, np.floating):
-            feeds[meta.name] = rng.uniform(-1, 1, shape).astype(dtype)
-        elif dtype is np.bool_:
-            feeds[meta.name] = rng.integers(0, 2, shape).astype(bool)
-        else:
-            feeds[meta.name] = rng.integers(0, 10, shape).astype(dtype)
-    yield feeds
-
-
-def fitted_feeds(
-    feeds: dict[str, np.ndarray], metas: list[Any], source: str
-) -> dict[str, np.ndarray]:
-    """Arrays checked against the model's inputs before ONNX Runtime sees them (it answered
-    with an internal "Invalid rank" or "Numpy_type 14" error): the rank and every fixed dim
-    must match, and the element kind; within a kind (float64 → float32) values are cast."""
-    fitted = {}
-    for meta in metas:
-        array = np.asarray(feeds[meta.name])
-        want = ORT_DTYPES.get(meta.type)
-        where = f"{source}: input '{meta.name}'"
-        shape = list(meta.shape)
-        if array.ndim != len(shape) or any(
-            isinstance(d, int) and d > 0 and d != s
-            for d, s in zip(shape, array.shape, strict=False)
-        ):
-            wanted = [d if isinstance(d, int) and d > 0 else "?" for d in shape]
-            raise UserError(f"{where} is shaped {list(array.shape)}; the model takes {wanted}.")
-        if want is None:
-            raise UserError(f"{where} is {meta.type}, which DeployLens cannot feed.")
-        kind, wanted_kind = array.dtype.kind, np.dtype(want).kind
-        same = kind == wanted_kind or {kind, wanted_kind} <= {"i", "u"}
-        if not same or kind not in "biuf":
-            raise UserError(
-                f"{where} holds {array.dtype} values; the model takes {np.dtype(want)}."
-            )
-        fitted[meta.name] = array.astype(want, copy=False)
-    return fitted
 
 
 def source_notes(torch_source: ModelSource | None) -> list[str]:
@@ -128,13 +36,8 @@ def source_notes(torch_source: ModelSource | None) -> list[str]:
     return []
 
 
-def _batch_of(feeds: dict[str, np.ndarray]) -> int:
-    first = next(iter(feeds.values()), None)
-    return int(first.shape[0]) if first is not None and first.ndim else 1
-
-
 def _torch_module(source: ModelSource) -> Any:
-    from deploylens.core.export.sources import load_model
+    from deploylens.core.pytorch.source import load_model
 
     module, _, _ = load_model(source)
     return module
@@ -143,7 +46,7 @@ def _torch_module(source: ModelSource) -> Any:
 def _torch_outputs(module: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     import torch
 
-    from deploylens.core.export.verify import to_numpy_list
+    from deploylens.core.pytorch.outputs import to_numpy_list
 
     with torch.no_grad():
         result = module(*[torch.from_numpy(array) for array in feeds.values()])
@@ -180,7 +83,7 @@ def validate_outputs(
     for feeds in feed_batches(sess, npz, seed, preprocess):
         first = first if first is not None else feeds
         count += 1
-        samples += _batch_of(feeds)
+        samples += batch_of(feeds)
         got = sess.run(None, feeds)
         if module is not None:
             want = _torch_outputs(module, feeds)
@@ -243,14 +146,14 @@ def validate_outputs(
         )
         if count > 1:
             result["layerwise"]["inputs_used"] = (
-                f"the first batch ({_batch_of(first)} samples) of the {count}"
+                f"the first batch ({batch_of(first)} samples) of the {count}"
             )
     result["seconds"] = time.perf_counter() - started
     return result
 
 
 def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    from deploylens.core.export.plugin_api import load_plugins
+    from deploylens.core.plugin_api import load_plugins
     from deploylens.core.validate.request import ValidateRequest
 
     request = ValidateRequest.from_params(params)

@@ -17,7 +17,7 @@ METHODS: dict[str, str] = {
     "trace.profile": "deploylens.core.trace.job:profile_job",
     "export.run": "deploylens.core.export.run:export_job",
     "support.collect": "deploylens.core.support.collect:support_job",
-    "support.tensorrt_probe": "deploylens.core.support.tensorrt_live:tensorrt_probe_job",
+    "support.tensorrt_probe": "deploylens.core.trt.probe:tensorrt_probe_job",
     "support.sample_aten": "deploylens.core.support.torch_ops:sample_aten_job",
     "graph.shapes": "deploylens.core.graph.jobs:shapes_job",
     "graph.tensor_stats": "deploylens.core.graph.jobs:tensor_stats_job",

@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.export.cli_export import result_text
 from deploylens.core.export.fixit import attach_fixes
-from deploylens.core.export.plugin_api import load_plugins
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings, parse_dynamic_axes
-from deploylens.core.export.sources import ModelSource, parse_input
+from deploylens.core.plugin_api import load_plugins
+from deploylens.core.pytorch.source import ModelSource, parse_input
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.job_manager import JobManager

@@ -45,35 +45,6 @@ def box_fills(model: GraphScene, scene: Scene, overlay: Overlay | None) -> np.nd
 
 
 def group_values(model: GraphScene, scene: Scene, overlay: Overlay) -> np.ndarray:
-    """The overlay's aggregate for every box, over the nodes each box stands for."""
-    count = len(scene.box_kind)
-    owner = scene.node_box
-    valid = owner >= 0
-    values = overlay.values[valid]
-    boxes = owner[valid]
-    result = np.full(count, -1.0 if overlay.categorical else np.nan)
-    if overlay.categorical:
-        known = values >= 0
-        if known.any():
-            cats = values[known].astype(np.int64)
-            width = int(cats.max()) + 1
-            table = np.bincount(boxes[known] * width + cats, minlength=count * width)
-            table = table.reshape(count, width)
-            has = table.sum(axis=1) > 0
-            result[has] = table[has].argmax(axis=1)
-        return result
-    finite = np.isfinite(values)
-    boxes, values = boxes[finite], values[finite]
-    if not len(values):
-        return result
-    if overlay.aggregate in ("sum", "mean"):
-        total = np.bincount(boxes, weights=values, minlength=count)
-        n = np.bincount(boxes, minlength=count)
-        result[n > 0] = (total if overlay.aggregate == "sum" else total / np.maximum(n, 1))[n > 0]
-    else:
-        reducer = np.maximum if overlay.aggregate == "max" else np.minimum
-        start = -np.inf if overlay.aggregate == "max" else np.inf
-        acc = np.full(count, start)
-        reducer.at(acc, boxes, values)
-        result[np.isfinite(acc)] = acc[np.isfinite(acc)]
-    return result
+    """The overlay's aggregate for every box, over the nodes each box stands for (core's one
+    aggregation, ``Overlay.aggregate_by``)."""
+    return overlay.aggregate_by(scene.node_box, len(scene.box_kind))

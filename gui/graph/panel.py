@@ -43,7 +43,7 @@ from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphSce
 from deploylens.core.graph.search import search
 from deploylens.core.model.loading import read_model
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.graph.background import BackgroundTask
+from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.graph.canvas import GraphCanvas
 from deploylens.gui.graph.export import export_png, export_svg
 from deploylens.gui.graph.legend import Legend

@@ -8,7 +8,7 @@ from deploylens.core.graph.ir import build_model_ir
 from deploylens.core.graph.overlay import load_overlay_json, op_type_overlay
 from deploylens.core.graph.scene import GraphScene
 from deploylens.core.model.loading import read_model
-from deploylens.gui.app import application, ensure_platform
+from deploylens.gui.common.qt_app import application, ensure_platform
 
 
 def render_graph_png(

@@ -32,7 +32,7 @@ from deploylens.core.support.onnx_spec import domain_name
 from deploylens.core.support.request import CollectRequest
 from deploylens.core.support.tensorrt_table import table_versions
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.graph.background import BackgroundTask
+from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.support.table_model import SupportTableModel
 

@@ -43,9 +43,9 @@ from deploylens.core.trace.model import KIND, KINDS, Trace, member
 from deploylens.core.trace.request import ProfileRequest
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.graph.background import BackgroundTask
+from deploylens.gui.common.background import BackgroundTask
+from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
-from deploylens.gui.panels.table_items import NumberItem
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
 from deploylens.gui.timeline.overview import TimelineOverview
 

@@ -32,7 +32,7 @@ from deploylens.core.engine.view import (
     precision_overlay,
 )
 from deploylens.core.errors import UserError
-from deploylens.gui.panels.table_items import NumberItem
+from deploylens.gui.common.table_items import NumberItem
 
 COLUMNS = ["Layer", "Type", "In", "Out", "Formats", "Tactic", "ONNX nodes", "ms", "%"]
 JSON_FILTER = "TensorRT JSON (*.json)"

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
-from deploylens.core.export.sources import parse_spec
+from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.settings import config_dir
 from deploylens.core.validate.request import ValidateRequest
 from deploylens.core.validate.results import load_result, node_errors, save_csv, save_result

@@ -12,11 +12,11 @@ import pytest
 
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.fixit import fix_ladder
-from deploylens.core.export.plugin_api import load_plugins, plugin_entries
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import ExportSettings, python_script
-from deploylens.core.export.sources import ModelSource, parse_input, parse_spec
 from deploylens.core.jobs import Worker, run_job
+from deploylens.core.plugin_api import load_plugins, plugin_entries
+from deploylens.core.pytorch.source import ModelSource, parse_input, parse_spec
 from deploylens.core.support.matrix import SupportMatrix
 
 
@@ -189,7 +189,7 @@ def test_sources_refuse_what_would_run_code(tmp_path: Path) -> None:
     worker.start()
     with pytest.raises(JobFailure, match="only with your consent"):
         worker.run("export.run", params)
-    from deploylens.core.export.sources import grant_consent
+    from deploylens.core.pytorch.source import grant_consent
 
     grant_consent(user)
     assert worker.run("export.run", params)["ok"]
@@ -319,7 +319,7 @@ def make():
 
 
 def test_dynamo_failure_on_an_op_without_translation(tmp_path: Path) -> None:
-    from deploylens.core.export.sources import grant_consent
+    from deploylens.core.pytorch.source import grant_consent
 
     user = tmp_path / "net.py"
     user.write_text(DYNAMO_CUSTOM_OP)

@@ -93,3 +93,31 @@ def test_search_by_name_op_and_tensor(ir) -> None:  # type: ignore[no-untyped-de
     tensor_hits = search(ir, ir.strings[int(ir.edge_tensor[3])])
     assert any(h.field == "tensor" for h in tensor_hits)
     assert search(ir, "   ") == []
+
+
+def test_grouped_aggregation_matches_per_group_brute_force() -> None:
+    """The graph view colours collapsed groups through ``aggregate_by``; it must agree with
+    aggregating each group's members on its own, for every aggregate and for categories."""
+    from deploylens.core.graph.overlay import Overlay
+
+    rng = np.random.default_rng(4)
+    values = rng.normal(size=500)
+    values[rng.random(500) < 0.1] = np.nan
+    owner = rng.integers(-1, 40, 500)
+    for aggregate in ("mean", "sum", "max", "min"):
+        overlay = Overlay("x", values, aggregate=aggregate)
+        grouped = overlay.aggregate_by(owner, 40)
+        for group in range(40):
+            members = np.flatnonzero(owner == group)
+            expected = overlay.aggregate_values(members)
+            finite = values[members][np.isfinite(values[members])]
+            reference = getattr(np, aggregate)(finite) if finite.size else np.nan
+            assert np.allclose(grouped[group], reference, equal_nan=True), aggregate
+            assert np.allclose(grouped[group], expected, equal_nan=True), aggregate
+    categories = rng.integers(-1, 5, 500).astype(float)
+    overlay = Overlay("op", categories, [f"op{i}" for i in range(5)], aggregate="mode")
+    grouped = overlay.aggregate_by(owner, 40)
+    for group in range(40):
+        picked = categories[(owner == group) & (categories >= 0)].astype(int)
+        expected = np.bincount(picked).argmax() if picked.size else -1
+        assert grouped[group] == expected

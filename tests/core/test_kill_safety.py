@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from deploylens.core.export.plugin_api import plugin_entries
 from deploylens.core.export.settings import ExportSettings
-from deploylens.core.export.sources import parse_spec
 from deploylens.core.files import STAGING_MARK
 from deploylens.core.jobs import Worker
+from deploylens.core.plugin_api import plugin_entries
+from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.worker.client import JobFailure
 from tests.core.test_calibration import image_folder
 

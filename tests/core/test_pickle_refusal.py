@@ -16,8 +16,8 @@ import torch
 
 from deploylens.core.cli import main
 from deploylens.core.errors import UserError
-from deploylens.core.export.pt2_archive import load_exported_program
-from deploylens.core.export.sources import ModelSource, load_model
+from deploylens.core.pytorch.pt2_archive import load_exported_program
+from deploylens.core.pytorch.source import ModelSource, load_model
 
 MODEL = Path(__file__).resolve().parents[2] / "resources" / "samples" / "small_cnn.dynamo.onnx"
 

@@ -16,9 +16,9 @@ from deploylens.core.cli import parser_and_commands
 from deploylens.core.errors import UserError
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import ExportSettings
-from deploylens.core.export.sources import InputSpec, parse_spec
 from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
 from deploylens.core.model.request import InspectRequest
+from deploylens.core.pytorch.source import InputSpec, parse_spec
 from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.requests import REQUESTS, Request, request_class
 from deploylens.core.support.request import CollectRequest, SampleAtenRequest, TensorRTProbeRequest

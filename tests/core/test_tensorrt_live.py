@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import onnx
 
-from deploylens.core.support.tensorrt_live import probe_model
+from deploylens.core.trt.probe import probe_model
 
 
 class FakeTensorRT:
@@ -20,6 +20,10 @@ class FakeTensorRT:
         self.__version__ = version
         self.calls: list[tuple] = []
         fake = self
+
+        class ILogger:  # the adapter subclasses it for its log
+            def __init__(self) -> None:
+                fake.calls.append(("ILogger",))
 
         class Logger:
             WARNING = "WARNING"
@@ -73,6 +77,7 @@ class FakeTensorRT:
 
             Parser.supports_operator = supports_operator
         self.Logger, self.Builder, self.OnnxParser = Logger, Builder, Parser
+        self.ILogger = ILogger
         self.NetworkDefinitionCreationFlag = SimpleNamespace(EXPLICIT_BATCH=0)
 
 
@@ -108,4 +113,5 @@ def test_cli_trt_live_without_tensorrt_gives_the_pip_line(samples: Path) -> None
         timeout=300,
     )
     assert result.returncode == 1
-    assert "does not have" in result.stderr and "-m pip install tensorrt" in result.stderr
+    assert "'tensorrt' is not installed" in result.stderr
+    assert "-m pip install tensorrt" in result.stderr

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from deploylens.core.errors import UserError
-from deploylens.core.export.plugin_api import plugin_entries
 from deploylens.core.export.settings import ExportSettings
-from deploylens.core.export.sources import parse_spec
 from deploylens.core.jobs import Worker
+from deploylens.core.plugin_api import plugin_entries
+from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.validate.compare import compare
 from deploylens.core.validate.tolerances import Tolerances, parse_tolerance
 from tests.helpers.perturb import perturb_first

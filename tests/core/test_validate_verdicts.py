@@ -154,7 +154,7 @@ def test_the_issue_case_mobilenet_v2_against_efficientnet_b0(
 def test_a_name_that_is_not_a_torchvision_model(capsys: pytest.CaptureFixture[str]) -> None:
     """``torchvision.models.resnet`` is a module: it was called as a builder and raised."""
     from deploylens.core.errors import UserError
-    from deploylens.core.export.sources import ModelSource, load_model
+    from deploylens.core.pytorch.source import ModelSource, load_model
 
     for name in ("resnet", "utils", "nosuchnet"):
         with pytest.raises(UserError, match=f"has no model '{name}'"):

@@ -100,7 +100,7 @@ def run_call(case: Case, folder: Path) -> tuple[str, str]:
                 case.args["model"], None, str(folder / case.args["inputs"]), Tolerances()
             )
         elif case.call == "torch_source":
-            from deploylens.core.export.sources import (
+            from deploylens.core.pytorch.source import (
                 InputSpec,
                 ModelSource,
                 load_model,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from PySide6.QtCore import QProcess
 
-from deploylens.gui.app import gc_on_gui_thread
+from deploylens.gui.common.qt_app import gc_on_gui_thread
 from deploylens.gui.main_window import MainWindow
 
 JOB_TIMEOUT_MS = 30_000

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deploylens.core.export.request import ExportRequest
-from deploylens.core.export.sources import parse_spec
+from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.validate.request import ValidateRequest
 from tests.core.test_requests import _export, _validate

@@ -181,7 +181,7 @@ def load_model(source: ModelSource) -> tuple[Any, tuple[Any, ...], list[str]]:
         module = _load_torchscript(Path(source.target))
         return module, make_inputs(source), names or ["input"]
     if source.kind == "exported_program":
-        from deploylens.core.export.pt2_archive import load_exported_program
+        from deploylens.core.pytorch.pt2_archive import load_exported_program
 
         program = load_exported_program(source.target)
         return program.module(), make_inputs(source), names or ["input"]

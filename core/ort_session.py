@@ -1,0 +1,111 @@
+"""ONNX Runtime sessions for models that may hold custom-domain ops: those run through the op
+plugins' reference implementations (onnxruntime-extensions PyOps) on a domain-rewritten copy.
+Export checks, validation and profiling all open their sessions here."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from deploylens.core.model.domains import domain_name
+from deploylens.core.plugin_api import ORT_PYOP_DOMAIN, OpPlugin
+
+_REGISTERED: set[str] = set()  # plugins whose reference PyOps this process registered
+
+
+def _rewrite_domains(model: onnx.ModelProto, rewrite: dict[str, str]) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for node in copy.graph.node:
+        if node.domain in rewrite:
+            node.domain = rewrite[node.domain]
+    kept = [o for o in copy.opset_import if o.domain not in rewrite]
+    del copy.opset_import[:]
+    copy.opset_import.extend(kept)
+    if ORT_PYOP_DOMAIN not in {o.domain for o in kept}:
+        copy.opset_import.append(onnx.helper.make_opsetid(ORT_PYOP_DOMAIN, 1))
+    return copy
+
+
+def session_options(optimized: bool = True, extensions: bool = False) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if extensions:
+        from onnxruntime_extensions import get_library_path
+
+        options.register_custom_ops_library(get_library_path())
+    return options
+
+
+def custom_domains(model: onnx.ModelProto) -> set[str]:
+    return {domain_name(o.domain) for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"}
+
+
+def prepare_for_ort(
+    model: onnx.ModelProto, plugins: list[OpPlugin], custom: set[str] | None = None
+) -> tuple[onnx.ModelProto, bool]:
+    """Custom-domain ops rewritten to the plugins' reference PyOps (registered once per process).
+
+    Returns (model, needs onnxruntime-extensions); the model is returned as is without custom ops.
+    """
+    from deploylens.core.errors import UserError
+
+    custom = custom_domains(model) if custom is None else custom
+    if not custom:
+        return model, False
+    rewrite: dict[str, str] = {}
+    for plugin in plugins:
+        rewrite.update(plugin.ort_domain_rewrite)
+    missing = custom - set(rewrite)
+    if missing:
+        raise UserError(
+            f"custom domain(s) {sorted(missing)} have no ONNX Runtime "
+            "implementation: apply a plugin with a reference implementation"
+        )
+    for plugin in plugins:
+        if plugin.register_ort_reference is not None and plugin.name not in _REGISTERED:
+            plugin.register_ort_reference()  # once per process: ORT refuses a second time
+            _REGISTERED.add(plugin.name)
+    return _rewrite_domains(model, rewrite), True
+
+
+def plugin_session(
+    path: str | Path,
+    plugins: list[OpPlugin],
+    optimized: bool = True,
+    custom: set[str] | None = None,
+) -> tuple[Any, str]:
+    """An ONNX Runtime session; custom-domain ops run through plugins' reference PyOps on a
+    domain-rewritten copy. Returns (session, how) and raises ``UserError`` when it cannot."""
+    import onnxruntime as ort
+
+    from deploylens.core.errors import UserError
+
+    target, via = str(path), ""
+    if custom is None:
+        custom = custom_domains(onnx.load(str(path), load_external_data=False))
+    extensions = False
+    if custom:
+        rewritten, extensions = prepare_for_ort(onnx.load(str(path)), plugins, custom)
+        handle, target = tempfile.mkstemp(suffix=".onnx", prefix="deploylens-validate-")
+        os.close(handle)
+        onnx.save(rewritten, target)
+        via = f"reference implementations, domains rewritten to {ORT_PYOP_DOMAIN} on a copy"
+    options = session_options(optimized, extensions)
+    try:
+        return ort.InferenceSession(target, options, providers=["CPUExecutionProvider"]), via
+    except Exception as exc:
+        raise UserError(
+            f"ONNX Runtime cannot load {Path(path).name}: {str(exc).strip().splitlines()[0][:300]}"
+        ) from None
+    finally:
+        if via:  # the session holds the model in memory; the rewritten copy is not needed
+            Path(target).unlink(missing_ok=True)
