@@ -46,8 +46,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     from deploylens.core.export.settings import ExportSettings
-    from deploylens.core.pytorch.source import parse_spec
     from deploylens.core.jobs import Worker
+    from deploylens.core.pytorch.source import parse_spec
 
     repeats = 2 if args.quick else 4
     scratch = Path(tempfile.mkdtemp(prefix="deploylens-export-bench-"))

@@ -66,7 +66,7 @@ def sweep_stale_staging(folder: str | Path) -> list[Path]:
     import shutil
     import time
 
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(folder).glob(f".*{STAGING_MARK}*"))
     except OSError:

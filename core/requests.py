@@ -38,7 +38,7 @@ REQUESTS: dict[str, str] = {
 
 def request_class(job: str) -> type[Request]:
     module, _, name = REQUESTS[job].partition(":")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), name)
 
 
 class Request:
@@ -50,7 +50,7 @@ class Request:
     # -- worker params ------------------------------------------------------------------------
     def to_params(self) -> dict[str, Any]:
         """JSON-ready params for the worker."""
-        return typed.to_dict(self)  # type: ignore[no-any-return]
+        return typed.to_dict(self)
 
     @classmethod
     def from_params(cls: type[R], params: Any) -> R:

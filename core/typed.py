@@ -12,7 +12,6 @@ import dataclasses
 import difflib
 import types
 import typing
-from functools import cache
 from typing import Any, TypeVar
 
 from deploylens.core.errors import UserError
@@ -28,9 +27,14 @@ def kind(value: Any) -> str:
     return f"{text[:40]} ({_NAMES.get(type(value), type(value).__name__)})"
 
 
-@cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """``typing.get_type_hints`` of a dataclass, resolved once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def close_match(name: str, known: typing.Iterable[str]) -> str:

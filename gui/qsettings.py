@@ -17,7 +17,8 @@ def recent_files() -> list[str]:
     value = gui_settings().value("recent_files", [])
     if isinstance(value, str):
         return [value]
-    return [str(item) for item in (value or [])]
+    items = value if isinstance(value, list | tuple) else [value] if value else []
+    return [str(item) for item in items]
 
 
 def remember_recent(path: str) -> list[str]:

@@ -18,7 +18,7 @@ QT_MODULES = ("PySide6", "shiboken6", "pyqtgraph", "PyQt5", "PyQt6")
 
 
 class _QtBlocker(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in QT_MODULES:
             raise ImportError(f"{name} is blocked: core tests must run without Qt")
         return None

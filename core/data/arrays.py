@@ -39,7 +39,7 @@ def _check_sizes(path: Path) -> None:
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
                 with archive.open(info) as member:
-                    declared = _declared_bytes(member)  # type: ignore[arg-type]
+                    declared = _declared_bytes(member)
                 if declared > info.file_size:
                     raise UserError(
                         f"{path.name}: array '{info.filename.removesuffix('.npy')}' declares "
@@ -55,9 +55,9 @@ def _check_sizes(path: Path) -> None:
             )
 
 
-def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
+def load_arrays(given: str | Path) -> dict[str, np.ndarray]:
     """``{name: array}`` from an ``.npz``, or ``{"": array}`` from an ``.npy`` (all in memory)."""
-    path = input_file(path, "NumPy array")
+    path = input_file(given, "NumPy array")
     try:
         _check_sizes(path)
         loaded = np.load(path, allow_pickle=False)

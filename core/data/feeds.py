@@ -82,7 +82,7 @@ def fitted_feeds(
     """Arrays checked against the model's inputs before ONNX Runtime sees them (it answered
     with an internal "Invalid rank" or "Numpy_type 14" error): the rank and every fixed dim
     must match, and the element kind; within a kind (float64 → float32) values are cast."""
-    fitted = {}
+    fitted: dict[str, np.ndarray] = {}
     for meta in metas:
         array = np.asarray(feeds[meta.name])
         want = ORT_DTYPES.get(meta.type)

@@ -114,9 +114,9 @@ def load_image(path: Path, spec: Preprocess) -> np.ndarray:
             short, long = min(w, h), max(w, h)
             long = int(spec.resize * long / short)  # truncated, as torchvision's Resize does
             target = (spec.resize, long) if w <= h else (long, spec.resize)
-            image = image.resize(target, Image.BILINEAR)
+            image = image.resize(target, Image.Resampling.BILINEAR)
         else:
-            image = image.resize((spec.resize[1], spec.resize[0]), Image.BILINEAR)
+            image = image.resize((spec.resize[1], spec.resize[0]), Image.Resampling.BILINEAR)
     if spec.crop is not None:
         w, h = image.size
         ch, cw = spec.crop
@@ -124,7 +124,7 @@ def load_image(path: Path, spec: Preprocess) -> np.ndarray:
             raise UserError(f"{path.name}: crop {ch}x{cw} is larger than the image ({h}x{w}).")
         left, top = round((w - cw) / 2), round((h - ch) / 2)  # as torchvision's CenterCrop
         image = image.crop((left, top, left + cw, top + ch))
-    array = np.asarray(image, dtype=np.float32) * np.float32(spec.scale)
+    array: np.ndarray = np.asarray(image, dtype=np.float32) * np.float32(spec.scale)
     if spec.order == "BGR":
         array = array[..., ::-1]
     array = (array - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)

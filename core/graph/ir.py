@@ -129,10 +129,10 @@ def _hierarchy_paths(nodes: list[onnx.NodeProto]) -> tuple[str, list[tuple[str, 
     named = []
     for node in nodes:
         prefix = node.name.rpartition("/")[0]
-        path = cache.get(prefix)
-        if path is None:
-            path = cache[prefix] = path_from_node_name(node.name)
-        named.append(path)
+        found = cache.get(prefix)
+        if found is None:
+            found = cache[prefix] = path_from_node_name(node.name)
+        named.append(found)
     if nodes and sum(1 for path in named if path) >= 0.5 * len(nodes):
         return "node_names", named
     return "flat", [() for _ in nodes]
@@ -159,9 +159,10 @@ def build_ir(
         for value in (*graph.input, *graph.output, *graph.value_info):
             _, dtype, shape = describe_type(value.type)
             value_types[value.name] = (dtype or "?", shape)
-        for tensor in initializers.values():
+        for initializer in initializers.values():
             value_types.setdefault(
-                tensor.name, (element_type_name(tensor.data_type), list(tensor.dims))
+                initializer.name,
+                (element_type_name(initializer.data_type), list(initializer.dims)),
             )
     hierarchy, paths = _hierarchy_paths(nodes)
     kind: list[int] = []

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -162,7 +163,7 @@ class Overlay:
             return [
                 (
                     f"{self.categories[i]} ({counts[i]})",
-                    tuple(int(c) for c in CATEGORY_COLORS[i % len(CATEGORY_COLORS)]),
+                    _rgb(CATEGORY_COLORS[i % len(CATEGORY_COLORS)]),
                 )
                 for i in top
                 if counts[i]
@@ -170,9 +171,11 @@ class Overlay:
         low, high = self.value_range()
         steps = np.linspace(low, high, 5)
         colors = self.colors_for(steps)
-        return [
-            (f"{v:.4g}", tuple(int(c) for c in rgb)) for v, rgb in zip(steps, colors, strict=True)
-        ]
+        return [(f"{v:.4g}", _rgb(rgb)) for v, rgb in zip(steps, colors, strict=True)]
+
+
+def _rgb(color: Any) -> tuple[int, int, int]:
+    return int(color[0]), int(color[1]), int(color[2])
 
 
 def op_type_overlay(ir: GraphIR) -> Overlay:

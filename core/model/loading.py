@@ -46,10 +46,10 @@ def sniff_foreign_format(head: bytes) -> str | None:
     return None
 
 
-def read_model(path: str | Path) -> onnx.ModelProto:
+def read_model(given: str | Path) -> onnx.ModelProto:
     """Parse an ONNX file's protobuf only; external weights stay on disk, untouched."""
     try:
-        path = input_file(path, "ONNX model")
+        path = input_file(given, "ONNX model")
         size = path.stat().st_size
         if size == 0:
             raise ModelLoadError(f"{path.name} is empty (0 bytes), so it is not an ONNX model.")

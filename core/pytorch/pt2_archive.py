@@ -148,11 +148,11 @@ def _weights_only() -> Iterator[None]:
 
     saved_pickle = _package.pickle
     _package.pickle = type("NoPickle", (), {"loads": staticmethod(no_pickle)})  # type: ignore[assignment]
-    torch.load = safe_load  # type: ignore[assignment]
+    torch.load = safe_load
     try:
         yield
     finally:
-        torch.load = original  # type: ignore[assignment]
+        torch.load = original
         _package.pickle = saved_pickle
 
 

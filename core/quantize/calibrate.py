@@ -196,7 +196,7 @@ def calibrate(
         batches=reader.produced,
         samples=reader.samples,
         seconds=seconds,
-        ranges=ranges,  # type: ignore[arg-type]
+        ranges=ranges,
         quantized_nodes=_count_qdq(output),
     )
 

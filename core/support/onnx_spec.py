@@ -85,11 +85,18 @@ def load_spec() -> dict[str, Any]:
                 type_constraints={
                     tc.type_param_str: list(tc.allowed_type_strs) for tc in schema.type_constraints
                 },
-                has_function=bool(schema.has_function or schema.has_context_dependent_function),
+                has_function=bool(
+                    schema.has_function  # type: ignore[attr-defined]  # missing from onnx's stubs
+                    or schema.has_context_dependent_function  # type: ignore[attr-defined]
+                ),
                 function_ops=sorted(
                     {
                         (domain_name(n.domain), n.op_type)
-                        for n in (schema.function_body.node if schema.has_function else [])
+                        for n in (
+                            schema.function_body.node
+                            if schema.has_function  # type: ignore[attr-defined]
+                            else []
+                        )
                     }
                 ),
             )

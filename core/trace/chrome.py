@@ -148,7 +148,7 @@ class _LooseEvent(msgspec.Struct):
     args: _LooseArgs | None = None
 
 
-_STRICT = msgspec.json.Decoder(list[Union[_Complete, _Metadata, *_SKIPPED]])
+_STRICT = msgspec.json.Decoder(list[Union[_Complete, _Metadata, *_SKIPPED]])  # type: ignore[valid-type]  # a Union built from a tuple; mypy cannot follow it
 _LOOSE = msgspec.json.Decoder(list[_LooseEvent])
 _NO_ARGS = _Args()
 
@@ -196,8 +196,11 @@ def _normalized(e: _LooseEvent) -> _Complete | _Metadata:
     return _Complete(str(e.cat), str(e.name), _scalar(e.pid), _scalar(e.tid), e.ts, dur, args)
 
 
-def _scalar(value: Any) -> int | str | None:
-    return value if value is None or isinstance(value, int | str) else str(value)
+def _scalar(value: Any) -> int | str:
+    """A pid/tid as the strict struct holds it (absent: 0)."""
+    if value is None:
+        return 0
+    return value if isinstance(value, int | str) else str(value)
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -402,7 +405,8 @@ class _Import:
 
     def finish(self, path: Path) -> Trace:
         builder = self.builder
-        lanes, lane_map = [], {}
+        lanes: list[Lane] = []
+        lane_map: dict[Lane, int] = {}
         for key in self.lane_keys:
             lane = self._lane(key)
             lane_map.setdefault(lane, len(lane_map))

@@ -112,9 +112,9 @@ class TimelineIndex:
         self.span = trace.span()
         self._name_hits: dict[str, np.ndarray] = {}
         self.coverage: dict[int, Coverage] = {}
-        for row in np.flatnonzero(np.diff(self.row_bounds) >= COVERAGE_MIN_EVENTS):
-            a, b = int(self.row_bounds[row]), int(self.row_bounds[row + 1])
-            self.coverage[int(row)] = Coverage(
+        for dense in np.flatnonzero(np.diff(self.row_bounds) >= COVERAGE_MIN_EVENTS).tolist():
+            a, b = int(self.row_bounds[dense]), int(self.row_bounds[dense + 1])
+            self.coverage[dense] = Coverage(
                 trace.start[a:b],
                 trace.dur[a:b],
                 trace.kind[a:b],

@@ -29,7 +29,9 @@ def open_binary(path: Path) -> IO[bytes]:
     try:
         with open(path, "rb") as probe:
             magic = probe.read(2)
-        return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+        if magic == b"\x1f\x8b":
+            return gzip.open(path, "rb")  # type: ignore[return-value]  # GzipFile is IO[bytes]
+        return open(path, "rb")
     except OSError as exc:
         raise UserError(f"{path} cannot be read: {exc.strerror or exc}.") from None
 

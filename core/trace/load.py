@@ -11,8 +11,8 @@ from deploylens.core.files import input_file
 from deploylens.core.trace.model import BadTraceValue, Trace
 
 
-def load_trace(path: str | Path, progress: Any = None) -> Trace:
-    path = input_file(path, "trace")
+def load_trace(given: str | Path, progress: Any = None) -> Trace:
+    path = input_file(given, "trace")
     if path.stat().st_size == 0:
         raise UserError(f"{path.name} is empty (0 bytes), so it is not a trace.")
     with open(path, "rb") as handle:

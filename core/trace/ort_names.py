@@ -96,7 +96,7 @@ def _from_output(name: str, op: str, producer: Mapping[str, onnx.NodeProto]) -> 
         return []
     chain = [node]
     while node.op_type != op and len(chain) < MAX_CHAIN and node.op_type in FOLDED:
-        node = producer.get(node.input[0]) if node.input else None  # type: ignore[assignment]
+        node = producer.get(node.input[0]) if node.input else None
         if node is None:
             return [chain[0].name]
         chain.insert(0, node)

@@ -35,7 +35,7 @@ class BuildRequest(Request):
     def to_params(self) -> dict[str, Any]:
         params = typed.to_dict(self)
         params["settings"] = self.settings.to_dict()
-        return params  # type: ignore[no-any-return]
+        return params
 
     @classmethod
     def from_params(cls, params: Any) -> BuildRequest:

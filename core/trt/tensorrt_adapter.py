@@ -99,8 +99,9 @@ class TensorRTAdapter:
     # -- callbacks TensorRT calls ---------------------------------------------------------------
     def _make_logger(self) -> Any:
         trt, log = self.trt, self.log
+        base: Any = trt.ILogger  # TensorRT's classes are only known at run time
 
-        class Logger(trt.ILogger):
+        class Logger(base):
             def __init__(self) -> None:
                 trt.ILogger.__init__(self)
 
@@ -114,7 +115,9 @@ class TensorRTAdapter:
         trt, adapter = self.trt, self
         totals: dict[str, int] = {}
 
-        class Monitor(trt.IProgressMonitor):
+        monitor_base: Any = trt.IProgressMonitor
+
+        class Monitor(monitor_base):
             def __init__(self) -> None:
                 trt.IProgressMonitor.__init__(self)
 
@@ -377,7 +380,9 @@ class TensorRTAdapter:
         trt = self.trt
         times: dict[str, list[float]] = {}
 
-        class Profiler(trt.IProfiler):
+        profiler_base: Any = trt.IProfiler
+
+        class Profiler(profiler_base):
             def __init__(self) -> None:
                 trt.IProfiler.__init__(self)
 

@@ -15,8 +15,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     ValidateRequest.add_arguments(parser)
     out = parser.add_argument_group("results")
     out.add_argument("--trust", action="store_true", help="consent to running FILE.py")
-    add_python(out)  # type: ignore[arg-type]
-    add_json(out)  # type: ignore[arg-type]
+    add_python(out)
+    add_json(out)
     out.add_argument("--save", type=Path, help="write the result as JSON (re-open with --open)")
     out.add_argument("--csv", type=Path, help="write the per-node table (or outputs) as CSV")
     out.add_argument("--open", type=Path, help="show a saved result instead of running")

@@ -367,7 +367,7 @@ def _row(probe: Probe, got: np.ndarray, want: np.ndarray | None, tol: Tolerances
 def _propagate(model: Any, rows: list[LayerResult]) -> None:
     """Fill ``error_in``/``jump``: the error each node receives versus the error it leaves."""
     by_tensor: dict[str, float] = {}
-    measured = {}
+    measured: dict[str, float] = {}
     for row in rows:
         if math.isfinite(row.rel_l2):
             measured[row.tensor] = max(measured.get(row.tensor, 0.0), row.rel_l2)

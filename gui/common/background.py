@@ -19,10 +19,10 @@ class BackgroundTask(QObject):
     def __init__(self, function: Callable[[], Any], parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._function = function
-        self.thread = threading.Thread(target=self._run, name="deploylens-graph", daemon=True)
+        self.worker = threading.Thread(target=self._run, name="deploylens-graph", daemon=True)
 
     def start(self) -> BackgroundTask:
-        self.thread.start()
+        self.worker.start()
         return self
 
     def _run(self) -> None:

@@ -57,7 +57,7 @@ class PreferencesDialog(QDialog):
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.buttons)
-        self.job = None
+        self.job: Any = None
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Python interpreter")

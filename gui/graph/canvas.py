@@ -244,7 +244,7 @@ class GraphCanvas(QWidget):
         self.last_paint_stats = {"boxes": int(visible.sum()), "edges": edges, "labels": labelled}
 
     def _xywh(self, box: int) -> tuple[float, float, float, float]:
-        x0, y0, x1, y1 = self.scene.box_rect[box]  # type: ignore[union-attr]
+        x0, y0, x1, y1 = self.scene.box_rect[box]
         return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
 
     def _paint_edges(self, painter: QPainter, view: QRectF, scale: float) -> int:
@@ -293,7 +293,7 @@ class GraphCanvas(QWidget):
         )
         pen = QPen(QColor("#52606d"), 0) if scale >= 0.15 else Qt.PenStyle.NoPen
         painter.setPen(pen)
-        rects = self.scene.box_rect  # type: ignore[union-attr]
+        rects = self.scene.box_rect
         for key in np.unique(keys).tolist():
             members = boxes[keys == key]
             painter.setBrush(QColor((key >> 16) & 255, (key >> 8) & 255, key & 255))
@@ -362,7 +362,7 @@ class GraphCanvas(QWidget):
         return int(boxes.size)
 
     def _node_lines(self, node: int, height_px: float) -> list[str]:
-        ir = self.model.ir  # type: ignore[union-attr]
+        ir = self.model.ir
         first = ir.op_type(node) if ir.kind[node] == OP else ir.label(node)
         if height_px < DETAIL_MIN_PX:
             return [first]

@@ -36,7 +36,8 @@ def export_png(canvas: GraphCanvas, path: str | Path, scale: float = 1.0) -> Pat
     canvas.paint_scene(painter, rect, transform, scale)
     painter.end()
     path = Path(path)
-    if not image.save(str(path), "PNG"):
+    # PySide6 6.11 stubs say bytes, but the binding accepts only str here (b"PNG" raised)
+    if not image.save(str(path), "PNG"):  # type: ignore[call-overload]
         raise UserError(f"Could not write {path}.")
     return path
 

@@ -65,7 +65,9 @@ class ModelSummaryPanel(QWidget):
         """All text in the tree (tests and the screenshot check read it)."""
         lines: list[str] = []
 
-        def walk(item: QTreeWidgetItem, depth: int) -> None:
+        def walk(item: QTreeWidgetItem | None, depth: int) -> None:
+            if item is None:
+                return
             lines.append("  " * depth + " | ".join(item.text(c) for c in range(3)).rstrip(" |"))
             for index in range(item.childCount()):
                 walk(item.child(index), depth + 1)
@@ -109,7 +111,7 @@ class ModelSummaryPanel(QWidget):
         init = self._section("Initializers", f"{s.initializer_count:,}")
         init.setText(2, human_bytes(s.initializer_bytes))
         for item in s.external_data:
-            row = QTreeWidgetItem(
+            entry = QTreeWidgetItem(
                 init,
                 [
                     f"external: {item.location}",
@@ -118,7 +120,7 @@ class ModelSummaryPanel(QWidget):
                 ],
             )
             if item.problem:
-                row.setForeground(2, QBrush(_PROBLEM))
+                entry.setForeground(2, QBrush(_PROBLEM))
         if s.functions:
             functions = self._section("Local functions", str(len(s.functions)))
             for function in s.functions:
@@ -130,7 +132,7 @@ class ModelSummaryPanel(QWidget):
             for text, colour, label in [(p, _PROBLEM, "problem") for p in s.problems] + [
                 (w, _WARNING, "warning") for w in s.warnings
             ]:
-                row = QTreeWidgetItem(notes, [label, text])
-                row.setForeground(1, QBrush(colour))
-                row.setToolTip(1, text)
+                finding = QTreeWidgetItem(notes, [label, text])
+                finding.setForeground(1, QBrush(colour))
+                finding.setToolTip(1, text)
             notes.setExpanded(True)

@@ -9,6 +9,7 @@ F fits the whole trace (Perfetto's and Nsight Systems' bindings)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -353,16 +354,16 @@ class TimelineCanvas(QWidget):
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
-        actions = {
-            Qt.Key.Key_W: lambda: self.zoom(0.8),
-            Qt.Key.Key_S: lambda: self.zoom(1.25),
-            Qt.Key.Key_A: lambda: self.pan(-0.15),
-            Qt.Key.Key_D: lambda: self.pan(0.15),
-            Qt.Key.Key_F: self.fit,
-            Qt.Key.Key_Escape: lambda: self.select(-1),
+        actions: dict[int, Callable[[], object]] = {
+            Qt.Key.Key_W.value: lambda: self.zoom(0.8),
+            Qt.Key.Key_S.value: lambda: self.zoom(1.25),
+            Qt.Key.Key_A.value: lambda: self.pan(-0.15),
+            Qt.Key.Key_D.value: lambda: self.pan(0.15),
+            Qt.Key.Key_F.value: self.fit,
+            Qt.Key.Key_Escape.value: lambda: self.select(-1),
         }
-        if key in actions:
-            actions[key]()
+        if int(key) in actions:
+            actions[int(key)]()
             event.accept()
         else:
             super().keyPressEvent(event)

@@ -129,7 +129,8 @@ class TimelinePanel(QWidget):
         self.match_label = QLabel("")
         bar.addWidget(self.match_label)
         self._button("Fit", self.canvas.fit, bar)
-        export = QToolButton(text="Export")
+        export = QToolButton()
+        export.setText("Export")
         export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(export)
         menu.addAction("Chrome trace JSON (Perfetto)…", self.choose_chrome_export)
@@ -218,7 +219,7 @@ class TimelinePanel(QWidget):
         self.canvas.set_index(index)
         self.overview.set_index(index)
         self.overview.set_region(self.canvas.t0, self.canvas.t1)
-        counts = np.bincount(trace.kind, minlength=len(KINDS)) if len(trace) else []
+        counts = np.bincount(trace.kind, minlength=len(KINDS)) if len(trace) else np.zeros(0, int)
         kinds = ", ".join(f"{KINDS[k]} {int(c):,}" for k, c in enumerate(counts) if c)
         meta = trace.meta
         text = (
@@ -437,7 +438,7 @@ class TimelinePanel(QWidget):
         buffer = QBuffer()
         buffer.open(QIODevice.OpenModeFlag.WriteOnly)
         self.grab().save(buffer, "PNG")
-        atomic_write_bytes(path, bytes(buffer.data()))
+        atomic_write_bytes(path, buffer.data().data())
         return Path(path)
 
 

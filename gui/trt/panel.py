@@ -248,7 +248,7 @@ class BuildPanel(QWidget):
         return CalibrateRequest(
             model=self.model_path,
             data=c.data,
-            method=c.method,  # type: ignore[arg-type]  # the form offers METHODS only
+            method=c.method,
             percentile=c.percentile or 99.99,
             preprocess=c.preprocess,
             batch_size=c.batch_size,

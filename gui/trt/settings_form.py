@@ -261,13 +261,14 @@ class BuildSettingsForm(QWidget):
         self.layer_output_types.setText(
             "; ".join(f"{k}:{v}" for k, v in (s.layer_output_types or {}).items())
         )
-        for box, value in (
+        spin_boxes: tuple[tuple[QSpinBox, int | None], ...] = (
             (self.workspace, s.workspace_mb),
             (self.tactic_memory, s.tactic_dram_mb),
             (self.dla_core, s.dla_core),
             (self.aux_streams, s.max_aux_streams),
-        ):
-            box.setValue(box.minimum() if value is None else value)
+        )
+        for spin, value in spin_boxes:
+            spin.setValue(spin.minimum() if value is None else value)
         self.level.setCurrentText(
             DEFAULT if s.optimization_level is None else str(s.optimization_level)
         )

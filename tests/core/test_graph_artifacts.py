@@ -35,7 +35,7 @@ def test_every_artifact_model_opens_in_the_graph(artifacts: Path) -> None:
     models = sorted(artifacts.rglob("*.onnx"))
     assert len(models) > 1800
     opened = refused = graphs = 0
-    ops_in_subgraphs = set()
+    ops_in_subgraphs: set[str] = set()
     for path in models:
         try:
             model = read_model(path)
@@ -55,7 +55,7 @@ def test_every_artifact_model_opens_in_the_graph(artifacts: Path) -> None:
 
 def test_custom_domain_ops_are_nodes(artifacts: Path) -> None:
     models = sorted((artifacts / "microsoft-onnxruntime-extensions").rglob("*.onnx"))
-    domains = set()
+    domains: set[str] = set()
     for path in models:
         ir = build_model_ir(onnx.load(path, load_external_data=False))
         domains.update(ir.strings[int(d)] for d in ir.domain)

@@ -60,7 +60,7 @@ def test_layout_is_deterministic() -> None:
     assert np.array_equal(one.x, two.x) and np.array_equal(one.edge_points, two.edge_points)
 
 
-def test_scene_nests_expanded_groups_without_overlap(samples) -> None:  # type: ignore[no-untyped-def]
+def test_scene_nests_expanded_groups_without_overlap(samples) -> None:
     ir = build_model_ir(onnx.load(samples / "small_cnn.torchscript.onnx"))
     scene_model = GraphScene(ir)
     collapsed = scene_model.scene()
@@ -88,7 +88,7 @@ def test_scene_nests_expanded_groups_without_overlap(samples) -> None:  # type: 
                 assert not overlap or nested
 
 
-def test_collapse_and_reveal(samples) -> None:  # type: ignore[no-untyped-def]
+def test_collapse_and_reveal(samples) -> None:
     ir = build_model_ir(onnx.load(samples / "small_cnn.dynamo.onnx"))
     scene_model = GraphScene(ir)
     gemm = next(i for i in range(ir.node_count) if ir.op_type(i) == "Gemm")

@@ -22,11 +22,11 @@ from deploylens.core.graph.search import search
 
 
 @pytest.fixture
-def ir(samples: Path):  # type: ignore[no-untyped-def]
+def ir(samples: Path):
     return build_model_ir(onnx.load(samples / "small_cnn.torchscript.onnx"))
 
 
-def test_op_type_overlay_is_categorical(ir) -> None:  # type: ignore[no-untyped-def]
+def test_op_type_overlay_is_categorical(ir) -> None:
     overlay = op_type_overlay(ir)
     assert overlay.categorical and "Conv" in overlay.categories
     legend = dict(overlay.legend_entries())
@@ -35,12 +35,12 @@ def test_op_type_overlay_is_categorical(ir) -> None:  # type: ignore[no-untyped-
     assert overlay.aggregate_values(np.array(convs)) == overlay.categories.index("Conv")
 
 
-def test_group_size_overlay_sums(ir) -> None:  # type: ignore[no-untyped-def]
+def test_group_size_overlay_sums(ir) -> None:
     overlay = group_size_overlay(ir)
     assert overlay.aggregate_values(np.arange(ir.node_count)) == ir.op_count
 
 
-def test_numeric_mapping_with_unmatched_names(ir) -> None:  # type: ignore[no-untyped-def]
+def test_numeric_mapping_with_unmatched_names(ir) -> None:
     overlay, unmatched = overlay_from_mapping(
         ir,
         "error",
@@ -57,7 +57,7 @@ def test_numeric_mapping_with_unmatched_names(ir) -> None:  # type: ignore[no-un
     assert math.isnan(overlay.aggregate_values(np.array([relu])))
 
 
-def test_string_mapping_becomes_categories(ir) -> None:  # type: ignore[no-untyped-def]
+def test_string_mapping_becomes_categories(ir) -> None:
     overlay, _ = overlay_from_mapping(
         ir, "layer", {"/stem/stem.0/Conv": "fused", "/stem/stem.2/Relu": "fused"}
     )
@@ -73,21 +73,21 @@ def test_string_mapping_becomes_categories(ir) -> None:  # type: ignore[no-untyp
         ('{"nobody": 1}', "is a node of this graph"),
     ],
 )
-def test_bad_overlay_files(ir, tmp_path: Path, content: str, fragment: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_overlay_files(ir, tmp_path: Path, content: str, fragment: str) -> None:
     path = tmp_path / "o.json"
     path.write_text(content)
     with pytest.raises(UserError, match=fragment):
         load_overlay_json(path, ir)
 
 
-def test_overlay_file(ir, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_overlay_file(ir, tmp_path: Path) -> None:
     path = tmp_path / "latency.json"
     path.write_text(json.dumps({ir.label(i): float(i) for i in range(ir.node_count)}))
     overlay, unmatched = load_overlay_json(path, ir)
     assert overlay.name == "latency" and unmatched == []
 
 
-def test_search_by_name_op_and_tensor(ir) -> None:  # type: ignore[no-untyped-def]
+def test_search_by_name_op_and_tensor(ir) -> None:
     hits = search(ir, "gemm")
     assert {h.field for h in hits} >= {"name", "op"}
     tensor_hits = search(ir, ir.strings[int(ir.edge_tensor[3])])

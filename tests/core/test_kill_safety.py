@@ -24,7 +24,7 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if STAGING_MARK in p.name or "partial" in p.name)
 
 
-def _run_and_kill(method: str, params: dict, when: str) -> None:  # type: ignore[type-arg]
+def _run_and_kill(method: str, params: dict, when: str) -> None:
     worker = Worker()
     worker.start()
 
@@ -40,7 +40,7 @@ def _run_and_kill(method: str, params: dict, when: str) -> None:  # type: ignore
         worker.close()
 
 
-def _export_params(out: Path) -> dict:  # type: ignore[type-arg]
+def _export_params(out: Path) -> dict:
     settings = ExportSettings(exporter="torchscript", opset=17, output=str(out))
     return {
         "source": parse_spec("torchvision:resnet18").to_dict(),

@@ -37,7 +37,7 @@ class _Payload:
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self):
         return (open, (str(self.marker), "w"))
 
 
@@ -53,7 +53,7 @@ def _clean_archive(path: Path) -> Path:
     return path
 
 
-def _rewrite(source: Path, target: Path, change) -> Path:  # type: ignore[no-untyped-def]
+def _rewrite(source: Path, target: Path, change) -> Path:
     """Copy the zip, letting ``change(name, data) -> data | None`` edit or drop entries."""
     with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
         for info in old.infolist():

@@ -141,7 +141,7 @@ def test_statistics_sweeps_and_kernel_table_against_brute_force() -> None:
         s, e = int(trace.start[i]), int(trace.start[i] + trace.dur[i])
         busy[int(trace.lane[i]), s:e] = True
         kernel_on[s:e] |= trace.kind[i] == KIND["kernel"]
-    for i in np.flatnonzero(np.isin(trace.kind, COPY_KINDS)):
+    for i in np.flatnonzero(np.isin(trace.kind, COPY_KINDS)).tolist():
         s, e = int(trace.start[i]), int(trace.start[i] + trace.dur[i])
         hidden += int(kernel_on[s:e].sum())
     first, last = int(trace.start.min()), int((trace.start + trace.dur).max())

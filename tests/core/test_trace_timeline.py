@@ -203,7 +203,7 @@ def test_windows_where_nested_ends_fall_back_against_brute_force() -> None:
             assert all(index.row_of(int(i)) == row for i in brute)
 
 
-def test_profile_cli_runs_onnx_runtime_in_the_worker(samples: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_profile_cli_runs_onnx_runtime_in_the_worker(samples: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "p.json"
     model = samples / "small_cnn.dynamo.onnx"
     assert main(["profile", str(model), "--iterations", "5", "--out", str(out), "--json"]) == 0

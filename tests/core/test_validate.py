@@ -174,7 +174,7 @@ def export_resnet18(out: Path, **settings: object) -> Path:
             "export.run",
             {
                 "source": parse_spec("torchvision:resnet18").to_dict(),
-                "settings": ExportSettings(output=str(out), **settings).to_dict(),  # type: ignore[arg-type]
+                "settings": ExportSettings(output=str(out), **settings).to_dict(),
             },
         )
     assert result["ok"]

@@ -16,7 +16,7 @@ from deploylens.core.validate.compare import Comparator, compare, judge_scale
 from deploylens.core.validate.tolerances import Tolerances
 
 
-def _judged(got: np.ndarray, want: np.ndarray, tol: Tolerances | None = None):  # type: ignore[no-untyped-def]
+def _judged(got: np.ndarray, want: np.ndarray, tol: Tolerances | None = None):
     tol = tol or Tolerances()
     result = compare("y", got, want, tol)
     judge_scale(result, tol)

@@ -536,7 +536,7 @@ def engine_cases(count: int, rng: np.random.Generator) -> Iterator[Case]:
         "meta.json": ["--log"],
     }
     for index in range(count):
-        files = dict(bases)
+        files: dict[str, bytes | Builder] = dict(bases)
         target = _pick(rng, sorted(bases))
         data = bases[target]
         if target.endswith(".json") and rng.random() < 0.7:
@@ -766,7 +766,7 @@ class _Payload:
     def __init__(self, marker: str) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self):
         return (open, (self.marker, "w"))
 
 

@@ -114,9 +114,9 @@ def dumps(value: Any) -> bytes:
     return _DEEP.sub(lambda m: "[" * int(m.group(1)) + "]" * int(m.group(1)), text).encode()
 
 
-def mutate_bytes(data: bytes, rng: np.random.Generator) -> bytes:
+def mutate_bytes(original: bytes, rng: np.random.Generator) -> bytes:
     """Truncate, flip, insert, zero or repeat bytes."""
-    data = bytearray(data)
+    data = bytearray(original)
     action = int(rng.integers(0, 6))
     if not data:
         return bytes(rng.integers(0, 256, 64, dtype=np.uint8))

@@ -45,7 +45,7 @@ def _cached_matrix() -> None:
     from deploylens.core.support import loader
 
     matrix = loader.load_matrix()
-    loader.load_matrix = lambda python=None, refresh=False: matrix  # type: ignore[assignment]
+    loader.load_matrix = lambda python=None, refresh=False: matrix
 
 
 def _first_line(text: str) -> str:
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(root, ignore_errors=True)
     counts: dict[str, dict[str, int]] = {}
     for row in results:
-        counts.setdefault(row["class"], Counter())[row["outcome"]] += 1  # type: ignore[index]
+        counts.setdefault(row["class"], Counter())[row["outcome"]] += 1
     report = {
         "seed": args.seed,
         "cases": len(results),

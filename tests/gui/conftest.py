@@ -14,13 +14,13 @@ JOB_TIMEOUT_MS = 30_000
 
 
 @pytest.fixture(autouse=True)
-def _gc_on_gui_thread(qapp) -> None:  # type: ignore[no-untyped-def]
+def _gc_on_gui_thread(qapp) -> None:
     """As the app does: garbage (Qt objects of earlier tests) is collected on the GUI thread."""
     gc_on_gui_thread(qapp)
 
 
 @pytest.fixture
-def make_window(qtbot) -> Iterator:  # type: ignore[no-untyped-def]
+def make_window(qtbot) -> Iterator:
     windows: list[MainWindow] = []
 
     def factory(persist_layout: bool = True) -> MainWindow:
@@ -40,6 +40,6 @@ def make_window(qtbot) -> Iterator:  # type: ignore[no-untyped-def]
             )
 
 
-def wait_opened(qtbot, window: MainWindow, path) -> None:  # type: ignore[no-untyped-def]
+def wait_opened(qtbot, window: MainWindow, path) -> None:
     with qtbot.waitSignal(window.document.sig_opened, timeout=JOB_TIMEOUT_MS):
         window.open_path(path)

@@ -15,7 +15,7 @@ from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 
 def test_live_checks_commands_and_project(
     qtbot, make_window, samples: Path, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     window = make_window()
     wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
     panel = window.build_panel
@@ -55,7 +55,7 @@ def test_live_checks_commands_and_project(
 
 def test_calibrate_in_the_worker_and_build_without_tensorrt(
     qtbot, make_window, samples: Path, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     model = tmp_path / "small_cnn.onnx"
     model.write_bytes((samples / "small_cnn.dynamo.onnx").read_bytes())
     images = tmp_path / "images"
@@ -89,7 +89,7 @@ def test_calibrate_in_the_worker_and_build_without_tensorrt(
     assert "pip install tensorrt" in panel.banner.text()
 
 
-def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> None:
     root = next(artifacts.rglob("fp16/resnet.onnx.engine.graph.json")).parent.parent
     window = make_window()
     view = window.build_panel.engine_view

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from tests.gui.conftest import JOB_TIMEOUT_MS
 
 
-def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
     window = make_window()
     panel = window.export_panel
     assert {

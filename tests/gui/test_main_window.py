@@ -30,14 +30,14 @@ EXPECTED_DOCKS = {
 }
 
 
-def test_every_dock_is_a_real_panel(make_window) -> None:  # type: ignore[no-untyped-def]
+def test_every_dock_is_a_real_panel(make_window) -> None:
     window = make_window()
     assert set(window.docks) == EXPECTED_DOCKS
     assert window.docks["Timeline"].widget() is window.timeline_panel
     assert isinstance(window.timeline_panel, TimelinePanel)
 
 
-def test_open_a_sample_fills_the_summary(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_open_a_sample_fills_the_summary(qtbot, make_window, samples: Path) -> None:
     window = make_window()
     model = samples / "small_cnn.dynamo.onnx"
     wait_opened(qtbot, window, model)
@@ -54,7 +54,7 @@ def test_open_a_sample_fills_the_summary(qtbot, make_window, samples: Path) -> N
     assert not window.jobs_panel.table.cellWidget(row, 4).isEnabled()
 
 
-def test_bad_file_shows_one_sentence_and_the_app_lives(qtbot, make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_file_shows_one_sentence_and_the_app_lives(qtbot, make_window, tmp_path: Path) -> None:
     window = make_window()
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage" * 50)
@@ -69,7 +69,7 @@ def test_bad_file_shows_one_sentence_and_the_app_lives(qtbot, make_window, tmp_p
 
 def test_missing_external_data_opens_with_a_visible_problem(
     qtbot, make_window, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from tests.helpers.onnx_models import save_with_external_data, weighty_model
 
     path = save_with_external_data(weighty_model(2, 10), tmp_path / "m.onnx")
@@ -82,7 +82,7 @@ def test_missing_external_data_opens_with_a_visible_problem(
     )
 
 
-def test_drop_a_file(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_drop_a_file(qtbot, make_window, samples: Path) -> None:
     window = make_window()
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(samples / "roll_dims.dynamo.onnx"))])
@@ -98,7 +98,7 @@ def test_drop_a_file(qtbot, make_window, samples: Path) -> None:  # type: ignore
     assert window.document.summary.inputs[0].name == "x"
 
 
-def test_project_save_and_reopen(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_project_save_and_reopen(qtbot, make_window, samples: Path, tmp_path: Path) -> None:
     window = make_window()
     wait_opened(qtbot, window, samples / "asinh.dynamo.onnx")
     project = window.document.save_project(tmp_path / "work.deploylens.toml")
@@ -107,7 +107,7 @@ def test_project_save_and_reopen(qtbot, make_window, samples: Path, tmp_path: Pa
     assert other.document.summary.path == str(samples / "asinh.dynamo.onnx")
 
 
-def test_window_layout_is_persisted(make_window) -> None:  # type: ignore[no-untyped-def]
+def test_window_layout_is_persisted(make_window) -> None:
     first = make_window()
     first.docks["Timeline"].hide()
     first.docks["Jobs / Log"].setFloating(True)
@@ -118,7 +118,7 @@ def test_window_layout_is_persisted(make_window) -> None:  # type: ignore[no-unt
     assert second.docks["Graph"].isVisible()
 
 
-def test_crash_opens_details_with_copyable_diagnostics(make_window) -> None:  # type: ignore[no-untyped-def]
+def test_crash_opens_details_with_copyable_diagnostics(make_window) -> None:
     window = make_window()
     failure = JobFailure(
         "crashed",
@@ -134,7 +134,7 @@ def test_crash_opens_details_with_copyable_diagnostics(make_window) -> None:  # 
     assert "SIGSEGV" in copied and "Segmentation fault" in copied and "DeployLens" in copied
 
 
-def test_excepthook_turns_bugs_into_a_dialog(make_window, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_excepthook_turns_bugs_into_a_dialog(make_window, monkeypatch) -> None:
     window = make_window()
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)
     install_excepthook(window.notifier)
@@ -146,7 +146,7 @@ def test_excepthook_turns_bugs_into_a_dialog(make_window, monkeypatch) -> None: 
     assert "KeyError" in dialog.diagnostics and "test_excepthook" in dialog.diagnostics
 
 
-def test_preferences_checks_the_interpreter_by_handshake(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+def test_preferences_checks_the_interpreter_by_handshake(qtbot, make_window) -> None:
     window = make_window()
     dialog = PreferencesDialog(window.jobs, window)
     qtbot.addWidget(dialog)
@@ -163,7 +163,7 @@ def test_preferences_checks_the_interpreter_by_handshake(qtbot, make_window) -> 
     assert window.jobs.worker_python() == sys.executable
 
 
-def test_environment_dialog_lists_versions_and_pip_lines(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+def test_environment_dialog_lists_versions_and_pip_lines(qtbot, make_window) -> None:
     window = make_window()
     dialog = EnvironmentDialog(window.jobs, window)
     qtbot.addWidget(dialog)
@@ -174,7 +174,7 @@ def test_environment_dialog_lists_versions_and_pip_lines(qtbot, make_window) -> 
     assert "torch (imported)" in text
 
 
-def test_cancel_button_in_the_jobs_dock(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_button_in_the_jobs_dock(qtbot, make_window) -> None:
     window = make_window()
     job = window.jobs.submit("selftest.sleep", {"seconds": 60}, "Long sleep")
     with qtbot.waitSignal(job.sig_progress, timeout=JOB_TIMEOUT_MS):
@@ -189,7 +189,7 @@ def test_cancel_button_in_the_jobs_dock(qtbot, make_window) -> None:  # type: ig
     assert "[Long sleep] cancelled" in window.jobs_panel.log.toPlainText()
 
 
-def test_a_newer_open_replaces_the_older(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_newer_open_replaces_the_older(qtbot, make_window, samples: Path) -> None:
     window = make_window()
     failures: list[object] = []
     window.document.sig_failed.connect(failures.append)
@@ -201,7 +201,7 @@ def test_a_newer_open_replaces_the_older(qtbot, make_window, samples: Path) -> N
     assert "roll_dims" in window.windowTitle()
 
 
-def test_notification_banner_can_be_dismissed(make_window) -> None:  # type: ignore[no-untyped-def]
+def test_notification_banner_can_be_dismissed(make_window) -> None:
     window = make_window()
     window.notifier.user_message("The file is empty.", "Pick another one.")
     assert window.notification_toolbar.isVisible()

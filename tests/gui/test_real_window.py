@@ -20,7 +20,7 @@ pytestmark = [
 ]
 
 
-def test_real_window_screenshot(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_real_window_screenshot(qtbot, make_window, samples: Path, tmp_path: Path) -> None:
     assert QGuiApplication.platformName() == "xcb"
     window = make_window(persist_layout=False)
     qtbot.waitExposed(window)
@@ -39,7 +39,7 @@ def test_real_window_screenshot(qtbot, make_window, samples: Path, tmp_path: Pat
         screen.save(str(Path(keep) / "real_window.png"))
 
 
-def test_real_window_graph_screenshot(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_real_window_graph_screenshot(qtbot, make_window, samples: Path) -> None:
     window = make_window(persist_layout=False)
     window.resize(1500, 950)
     qtbot.waitExposed(window)

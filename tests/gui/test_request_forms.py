@@ -13,7 +13,7 @@ from deploylens.core.validate.request import ValidateRequest
 from tests.core.test_requests import _export, _validate
 
 
-def test_validate_form_round_trip_and_defaults(make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_validate_form_round_trip_and_defaults(make_window, samples: Path) -> None:
     window = make_window()
     panel = window.validate_panel
     panel.set_model(str(samples / "small_cnn.dynamo.onnx"))
@@ -23,7 +23,7 @@ def test_validate_form_round_trip_and_defaults(make_window, samples: Path) -> No
     assert panel.request() == request
 
 
-def test_export_form_round_trip_and_defaults(make_window) -> None:  # type: ignore[no-untyped-def]
+def test_export_form_round_trip_and_defaults(make_window) -> None:
     window = make_window()
     panel = window.export_panel
     fresh = panel.request()
@@ -36,7 +36,7 @@ def test_export_form_round_trip_and_defaults(make_window) -> None:  # type: igno
     assert panel.request() == request
 
 
-def test_build_panel_calibration_is_the_calibrate_request(  # type: ignore[no-untyped-def]
+def test_build_panel_calibration_is_the_calibrate_request(
     make_window, samples: Path, tmp_path: Path
 ) -> None:
     from deploylens.core.trt.settings import BuildSettings, Calibration

@@ -24,19 +24,19 @@ from deploylens.gui.timeline.raster import BACKGROUND_PIXEL, KIND_COLORS, paint
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 
 
-def open_panel(qtbot, path: Path) -> TimelinePanel:  # type: ignore[no-untyped-def]
+def open_panel(qtbot, path: Path) -> TimelinePanel:
     panel = TimelinePanel(None)
     qtbot.addWidget(panel)
     panel.resize(1300, 900)
     panel.show()
     task = panel.load(str(path))
     qtbot.waitUntil(lambda: panel.trace is not None, timeout=JOB_TIMEOUT_MS)
-    assert not task.thread.is_alive() or panel.trace is not None
+    assert not task.worker.is_alive() or panel.trace is not None
     qtbot.waitUntil(lambda: bool(panel.stats), timeout=JOB_TIMEOUT_MS)  # after the first paint
     return panel
 
 
-def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monkeypatch) -> None:
     path = write_chrome(make_trace(50_000), tmp_path / "big.json")
     panel = open_panel(qtbot, path)
     canvas: TimelineCanvas = panel.canvas
@@ -118,7 +118,7 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
 ROW_MID = 8
 
 
-def test_bad_trace_is_explained_and_the_panel_keeps_working(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_trace_is_explained_and_the_panel_keeps_working(qtbot, tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"traceEvents": [{"ph": "X", "ts": 1,')
     panel = TimelinePanel(None)
     qtbot.addWidget(panel)
@@ -130,7 +130,7 @@ def test_bad_trace_is_explained_and_the_panel_keeps_working(qtbot, tmp_path: Pat
     canvas.grab()
 
 
-def test_profile_links_timeline_and_graph_both_ways(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_profile_links_timeline_and_graph_both_ways(qtbot, make_window, samples: Path) -> None:
     window = make_window()
     wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
     graph, timeline = window.graph_panel, window.timeline_panel

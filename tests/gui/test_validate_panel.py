@@ -15,7 +15,7 @@ from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 from tests.helpers.perturb import perturb_first
 
 
-def test_broken_model_first_divergence_table_graph_and_project(  # type: ignore[no-untyped-def]
+def test_broken_model_first_divergence_table_graph_and_project(
     qtbot, make_window, samples: Path, tmp_path: Path
 ) -> None:
     broken = tmp_path / "small_cnn.onnx"
@@ -68,7 +68,7 @@ def test_broken_model_first_divergence_table_graph_and_project(  # type: ignore[
     assert again.result is not None and again.banner.text() == panel.banner.text()
 
 
-def test_bad_settings_and_files_are_explained(  # type: ignore[no-untyped-def]
+def test_bad_settings_and_files_are_explained(
     qtbot, make_window, samples: Path, tmp_path: Path
 ) -> None:
     window = make_window()
@@ -88,7 +88,7 @@ def test_bad_settings_and_files_are_explained(  # type: ignore[no-untyped-def]
     assert panel.run_button.isEnabled()
 
 
-def test_an_inconclusive_verdict_says_why_in_the_panel(  # type: ignore[no-untyped-def]
+def test_an_inconclusive_verdict_says_why_in_the_panel(
     qtbot, make_window, samples: Path, tmp_path: Path
 ) -> None:
     """Outputs ~1e-9 under atol 1e-5: the panel shows FAIL, the reason, what inputs were used
