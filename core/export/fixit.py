@@ -1,6 +1,7 @@
-"""The ladder of fixes for an export finding, each with code to paste or a plugin to apply:
-change the opset or exporter → replace with a composition → register a symbolic / custom
-translation → custom-domain op + runtime implementation (plugin)."""
+"""The fix ladder (core/support/fixes) climbed for an export finding, each rung with code to
+paste, export settings to apply in one click, or a plugin: change the opset or exporter →
+replace the torch op with a composition → register a symbolic / custom translation →
+custom-domain op + runtime implementation (plugin)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.plugin_api import OpPlugin, plugins_for
 from deploylens.core.support.compositions import COMPOSITIONS
+from deploylens.core.support.fixes import Fix, numbered
 from deploylens.core.support.matrix import SupportMatrix
 
 # torch op -> (ONNX op it maps to, first opset, torch-level composition of the same math)
@@ -26,25 +28,6 @@ KNOWN_OPS: dict[str, tuple[str, int, str]] = {
     ),
     "torchvision::deform_conv2d": ("DeformConv", 19, ""),
 }
-RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin")
-
-
-def _fix(
-    rank: int,
-    kind: str,
-    title: str,
-    code: str = "",
-    plugin: str = "",
-    settings: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "kind": kind,
-        "title": title,
-        "code": code,
-        "plugin": plugin,
-        "settings": settings or {},
-    }
 
 
 def _symbolic_code(op: str, onnx_op: str, letters: list[str], opset: int) -> str:
@@ -106,34 +89,26 @@ def _wrapper_code(op: str, composition: str) -> str:
     )
 
 
-def numbered(fixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fixes in rung order, each with its ``step`` (1, 2, 3 …: what the user reads) and
-    ``rung`` (which of the four rungs it stands on; two fixes may share one)."""
-    ordered = sorted(fixes, key=lambda fix: fix["rank"])
-    for step, fix in enumerate(ordered, 1):
-        fix["step"] = step
-        fix["rung"] = RUNGS[fix["rank"] - 1]
-    return ordered
-
-
 def attach_fixes(
     result: dict[str, Any], matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
 ) -> dict[str, Any]:
     """Every finding of an export result gets its ladder — the one place the CLI, the Export
     panel and the demo report do it (the demo's report.json had ``"fixes": []``)."""
     for finding in result.get("findings") or []:
-        finding["fixes"] = fix_ladder(Finding(**finding), matrix, plugins)
+        finding["fixes"] = [
+            fix.to_dict() for fix in fix_ladder(Finding(**finding), matrix, plugins)
+        ]
     return result
 
 
 def fix_ladder(
     finding: Finding, matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
-) -> list[dict[str, Any]]:
+) -> list[Fix]:
     op = finding.operator
-    fixes: list[dict[str, Any]] = []
+    fixes: list[Fix] = []
     if finding.kind == "invalid_model":
         fixes.append(
-            _fix(
+            Fix(
                 1,
                 "opset",
                 "The exporter wrote an op that does not exist at this "
@@ -144,7 +119,7 @@ def fix_ladder(
         return numbered(fixes)
     if finding.suggested_opset:
         fixes.append(
-            _fix(
+            Fix(
                 1,
                 "opset",
                 f"Raise the opset to {finding.suggested_opset}: the "
@@ -161,7 +136,7 @@ def fix_ladder(
         dynamo = matrix.dynamo_overloads(op) or []
         if torchscript and finding.exporter == "dynamo":
             fixes.append(
-                _fix(
+                Fix(
                     1,
                     "exporter",
                     f"Use the TorchScript exporter (symbolic at opsets "
@@ -173,7 +148,7 @@ def fix_ladder(
             newer = [o for o in torchscript if o > finding.opset]
             if newer:
                 fixes.append(
-                    _fix(
+                    Fix(
                         1,
                         "opset",
                         f"Raise the opset to {newer[0]} (TorchScript has "
@@ -184,7 +159,7 @@ def fix_ladder(
         if dynamo and finding.exporter == "torchscript":
             opset = max(18, first_opset)
             fixes.append(
-                _fix(
+                Fix(
                     1,
                     "exporter",
                     f"Use the dynamo exporter (torchlib translates {op}; opset ≥ {opset})",
@@ -193,7 +168,7 @@ def fix_ladder(
             )
     if composition:
         fixes.append(
-            _fix(
+            Fix(
                 2,
                 "composition",
                 f"Replace {op} by a composition every exporter knows",
@@ -202,7 +177,7 @@ def fix_ladder(
         )
     opset = max(finding.opset or 9, first_opset or 1)
     fixes.append(
-        _fix(
+        Fix(
             3,
             "symbolic",
             f"Register a TorchScript symbolic for {op}"
@@ -211,7 +186,7 @@ def fix_ladder(
         )
     )
     fixes.append(
-        _fix(
+        Fix(
             3,
             "translation",
             f"Register a dynamo custom translation for {op}",
@@ -223,7 +198,7 @@ def fix_ladder(
             plugin.exporters[0] if finding.exporter not in plugin.exporters else (finding.exporter)
         )
         fixes.append(
-            _fix(
+            Fix(
                 4,
                 "plugin",
                 f"Apply plugin '{plugin.name}': {plugin.description}",
@@ -237,7 +212,7 @@ def fix_ladder(
         )
     if not plugins_for(op, plugins):
         fixes.append(
-            _fix(
+            Fix(
                 4,
                 "plugin",
                 f"Emit {op} as a custom-domain op and give the runtime an "

@@ -12,7 +12,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.isolated import run_isolated
 from deploylens.core.model.summary import iter_subgraphs
-from deploylens.core.support.fixes import Suggestion, ladder
+from deploylens.core.support.fixes import Fix, ladder
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
 from deploylens.core.support.onnx_spec import domain_name
 
@@ -54,7 +54,7 @@ class Blocker:
     count: int
     nodes: list[str]
     reason: str
-    suggestions: list[Suggestion] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
     key: tuple[str, str] | None = None  # (domain, op type); None for model-level blockers
 
 
@@ -217,10 +217,10 @@ def analyze(
         workable = workable_opsets(matrix, target, uses)
         span = (workable[0], workable[-1]) if workable else None
         for blocker in blockers:
-            if blocker.suggestions or blocker.key is None:
+            if blocker.fixes or blocker.key is None:
                 continue
             own = workable_opsets(matrix, target, {blocker.key: uses[blocker.key]})
-            blocker.suggestions = ladder(
+            blocker.fixes = ladder(
                 blocker.key[1],
                 target.label,
                 own,

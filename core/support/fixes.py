@@ -1,10 +1,13 @@
-"""The ladder of fixes for an unsupported op, in the seeds' order: change the opset, replace it
-with a composition ONNX knows, register a symbolic / custom translation that emits that
-composition, or emit a custom-domain op and give the runtime an implementation (plugin)."""
+"""The one fix ladder: change the opset or exporter → replace the op with a composition every
+backend knows → register a symbolic / custom translation that emits it → emit a custom-domain
+op and give the runtime an implementation (plugin). The support matrix climbs it for an ONNX op
+on a target (``ladder`` here), the export diagnosis for a torch op (core/export/fixit); both
+hand out the same ``Fix`` so the CLI, the panels and the reports number and name rungs alike."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from deploylens.core.support.compositions import COMPOSITIONS as _COMPOSITIONS
 from deploylens.core.support.compositions import NO_COMPOSITION
@@ -16,11 +19,45 @@ COMPOSITIONS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Suggestion:
-    rank: int  # 1 opset, 2 composition, 3 symbolic/translation, 4 plugin
-    kind: str
-    text: str
+RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin")
+
+
+@dataclass
+class Fix:
+    """One way out of a blocker. ``rank`` is its rung (1–4, ``RUNGS``); ``step`` the number
+    the user reads once the ladder is ``numbered`` (two fixes may share a rung)."""
+
+    rank: int
+    kind: str  # opset, exporter, composition, symbolic, translation, plugin
+    title: str
+    code: str = ""  # Python to paste
+    plugin: str = ""  # a DeployLens plugin that applies it
+    settings: dict[str, Any] = field(default_factory=dict)  # export settings that apply it
+    step: int = 0
+
+    @property
+    def rung(self) -> str:
+        return RUNGS[self.rank - 1]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "rung": self.rung,
+            "rank": self.rank,
+            "kind": self.kind,
+            "title": self.title,
+            "code": self.code,
+            "plugin": self.plugin,
+            "settings": dict(self.settings),
+        }
+
+
+def numbered(fixes: list[Fix]) -> list[Fix]:
+    """Fixes in rung order (stable within a rung), each given its ``step`` 1, 2, 3 …"""
+    ordered = sorted(fixes, key=lambda fix: fix.rank)
+    for step, fix in enumerate(ordered, 1):
+        fix.step = step
+    return ordered
 
 
 def plugin_interface(target_detail: str) -> str:
@@ -39,11 +76,11 @@ def ladder(
     runtime: str,
     model_opset: int | None = None,
     target_detail: str = "",
-) -> list[Suggestion]:
+) -> list[Fix]:
     """The rungs that can help: changing the opset only when the op works at some other
     opset than the model's (at the model's own it is blocked for another reason: types,
     attributes), and the plugin interface the target release really has."""
-    steps: list[Suggestion] = []
+    steps: list[Fix] = []
     elsewhere = [o for o in workable_opsets if o != model_opset]
     if elsewhere and model_opset not in workable_opsets:
         span = f"{elsewhere[0]}–{elsewhere[-1]}"
@@ -53,15 +90,13 @@ def ladder(
             else ""
         )
         steps.append(
-            Suggestion(
-                1, "opset", f"Change the opset: {op} works on {target} at opsets {span}{whole}."
-            )
+            Fix(1, "opset", f"Change the opset: {op} works on {target} at opsets {span}{whole}.")
         )
     composition = COMPOSITIONS.get(op)
     if composition and not composition.startswith("no exact"):
-        steps.append(Suggestion(2, "composition", f"Replace {op} with {composition}."))
+        steps.append(Fix(2, "composition", f"Replace {op} with {composition}."))
         steps.append(
-            Suggestion(
+            Fix(
                 3,
                 "symbolic",
                 f"Register a symbolic (TorchScript exporter) or a custom translation (dynamo "
@@ -75,5 +110,5 @@ def ladder(
         if runtime == "ort"
         else f"a TensorRT plugin ({plugin_interface(target_detail)}) registered for the op"
     )
-    steps.append(Suggestion(4, "plugin", f"Emit a custom-domain op and give {target} {plugin}."))
-    return steps
+    steps.append(Fix(4, "plugin", f"Emit a custom-domain op and give {target} {plugin}."))
+    return numbered(steps)

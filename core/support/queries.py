@@ -126,6 +126,5 @@ def reports_text(reports: list[TargetReport]) -> str:
             lines.append(
                 f"    nodes: {', '.join(blocker.nodes[:5])}{' …' if blocker.count > 5 else ''}"
             )
-            for number, step in enumerate(blocker.suggestions, 1):
-                lines.append(f"    {number}. {step.text}")
+            lines.extend(f"    {fix.step}. [{fix.rung}] {fix.title}" for fix in blocker.fixes)
     return "\n".join(lines)

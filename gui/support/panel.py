@@ -52,6 +52,7 @@ class OpSupportPanel(QWidget):
         self.matrix: SupportMatrix | None = None
         self.table_model: SupportTableModel | None = None
         self.model_path: str | None = None
+        self.document_proto: Any = None  # the shell's parsed model, shared with the other panels
         self.model_ops: dict[tuple[str, str], Any] = {}
         self.reports: list[TargetReport] = []
         self.tasks: list[BackgroundTask] = []
@@ -172,7 +173,7 @@ class OpSupportPanel(QWidget):
         self.apply_filters()
         self.sig_ready.emit(matrix)
         if self.model_path:
-            self.set_model(self.model_path)
+            self.set_model(self.model_path, self.document_proto)
 
     def _fill_aten(self) -> None:
         assert self.matrix is not None
@@ -188,14 +189,17 @@ class OpSupportPanel(QWidget):
             self.aten_table.setItem(row, 2, QTableWidgetItem("yes" if name in dynamo else "no"))
 
     # -- model ---------------------------------------------------------------------------------
-    def set_model(self, path: str) -> None:
+    def set_model(self, path: str, proto: Any = None) -> None:
+        """Analyse ``path`` against the targets; ``proto`` is the open document's parsed model
+        (the shell parses it once for every panel), read here only when none is given."""
         self.model_path = path
+        self.document_proto = proto
         if self.matrix is None:
             return
         matrix = self.matrix
 
         def work() -> tuple[Any, dict[tuple[str, str], Any]]:
-            model = read_model(path)
+            model = proto if proto is not None else read_model(path)
             return model, collect_ops(model, matrix)
 
         task = BackgroundTask(work, self)
@@ -256,8 +260,8 @@ class OpSupportPanel(QWidget):
                     ],
                 )
                 item.setToolTip(1, blocker.reason)
-                for number, step in enumerate(blocker.suggestions, 1):
-                    QTreeWidgetItem(item, [f"{number}. {step.kind}", step.text, ""])
+                for fix in blocker.fixes:
+                    QTreeWidgetItem(item, [f"{fix.step}. {fix.rung}", fix.title, ""])
             top.setExpanded(True)
 
     def blocked_ops(self) -> set[tuple[str, str]]:

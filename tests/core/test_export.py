@@ -21,7 +21,7 @@ from deploylens.core.support.matrix import SupportMatrix
 
 
 @pytest.fixture(scope="module")
-def worker():  # type: ignore[no-untyped-def]
+def worker():
     with Worker() as running:
         yield running
 
@@ -48,10 +48,10 @@ def export(worker: Worker, tmp_path: Path, spec: str, **settings: Any) -> dict[s
 def fixes(result: dict[str, Any], matrix: SupportMatrix) -> list[dict[str, Any]]:
     plugins, errors = load_plugins()
     assert not errors
-    return fix_ladder(Finding(**result["findings"][0]), matrix, plugins)
+    return [fix.to_dict() for fix in fix_ladder(Finding(**result["findings"][0]), matrix, plugins)]
 
 
-def test_asinh_torchscript_9_then_plugin(worker, matrix, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_asinh_torchscript_9_then_plugin(worker, matrix, tmp_path: Path) -> None:
     failed = export(worker, tmp_path, "sample:asinh", exporter="torchscript", opset=9)
     assert not failed["ok"]
     (finding,) = failed["findings"]
@@ -68,7 +68,7 @@ def test_asinh_torchscript_9_then_plugin(worker, matrix, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 @pytest.mark.parametrize("opset", [9, 12, 18])
-def test_roll_with_dims_exports(worker, tmp_path: Path, exporter: str, opset: int) -> None:  # type: ignore[no-untyped-def]
+def test_roll_with_dims_exports(worker, tmp_path: Path, exporter: str, opset: int) -> None:
     result = export(worker, tmp_path, "sample:roll_dims", exporter=exporter, opset=opset)
     assert result["ok"] and result["ort"]["max_abs_diff"] == 0
     if exporter == "dynamo" and opset < 18:
@@ -76,7 +76,7 @@ def test_roll_with_dims_exports(worker, tmp_path: Path, exporter: str, opset: in
         assert "raises requests below 18 to 18" in result["warnings"][0]
 
 
-def test_roll_without_dims_gets_the_composition_fix(worker, matrix, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_roll_without_dims_gets_the_composition_fix(worker, matrix, tmp_path: Path) -> None:
     result = export(worker, tmp_path, "sample:roll_flat", exporter="torchscript", opset=12)
     (finding,) = result["findings"]
     assert finding["operator"] == "aten::roll" and "len(shifts)" in finding["message"]
@@ -84,7 +84,7 @@ def test_roll_without_dims_gets_the_composition_fix(worker, matrix, tmp_path: Pa
     assert any(f["kind"] == "composition" and "torch.cat" in f["code"] for f in ladder)
 
 
-def test_deform_conv_fixes(worker, matrix, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deform_conv_fixes(worker, matrix, tmp_path: Path) -> None:
     failed = export(worker, tmp_path, "sample:deform_conv", exporter="torchscript", opset=17)
     (finding,) = failed["findings"]
     assert finding["operator"] == "torchvision::deform_conv2d"
@@ -114,7 +114,7 @@ def test_deform_conv_fixes(worker, matrix, tmp_path: Path) -> None:  # type: ign
     assert invalid["path"].endswith(".invalid.onnx")  # never saved as a success
 
 
-def test_autograd_function_symbolic(worker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_autograd_function_symbolic(worker, tmp_path: Path) -> None:
     with_symbolic = export(
         worker,
         tmp_path,
@@ -133,7 +133,7 @@ def test_autograd_function_symbolic(worker, tmp_path: Path) -> None:  # type: ig
 
 
 @pytest.mark.slow
-def test_swin_t(worker, matrix, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_swin_t(worker, matrix, tmp_path: Path) -> None:
     for exporter in ("torchscript", "dynamo"):
         for opset in (14, 18):
             result = export(worker, tmp_path, "torchvision:swin_t", exporter=exporter, opset=opset)
@@ -232,7 +232,7 @@ def test_sources_refuse_what_would_run_code(tmp_path: Path) -> None:
     worker.close()
 
 
-def test_exported_program_source(worker, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_exported_program_source(worker, tmp_path: Path) -> None:
     import torch
 
     path = tmp_path / "linear.pt2"

@@ -60,7 +60,7 @@ def test_deform_conv(matrix: SupportMatrix, samples: Path) -> None:
     }
     assert reports["ort-cpu"].ok and reports["trt-10.1"].ok
     (blocker,) = reports["trt-10.0"].blockers
-    assert blocker.op == "DeformConv" and blocker.suggestions[-1].kind == "plugin"
+    assert blocker.op == "DeformConv" and blocker.fixes[-1].kind == "plugin"
 
 
 def test_layer_normalization(matrix: SupportMatrix) -> None:
@@ -104,9 +104,29 @@ def test_asinh_sample_suggestions_follow_the_ladder(matrix: SupportMatrix, sampl
     model = onnx.load(samples / "asinh.dynamo.onnx")
     (report,) = analyze(model, matrix, [parse_target("trt-8.6")])
     asinh = next(b for b in report.blockers if b.op == "Asinh")
-    assert [s.kind for s in asinh.suggestions] == ["opset", "composition", "symbolic", "plugin"]
-    assert "opsets 9–17" in asinh.suggestions[0].text
+    assert [s.kind for s in asinh.fixes] == ["opset", "composition", "symbolic", "plugin"]
+    assert "opsets 9–17" in asinh.fixes[0].title
     assert report.opset_range == (9, 17)
+
+
+def test_support_and_export_climb_one_ladder(matrix: SupportMatrix) -> None:
+    """The support matrix (ONNX op on a target) and the export diagnosis (torch op) hand out the
+    same Fix: numbered 1, 2, 3 … in rung order, rungs named from one list."""
+    from deploylens.core.export.diagnose import Finding
+    from deploylens.core.export.fixit import fix_ladder
+    from deploylens.core.support.fixes import RUNGS, ladder
+
+    finding = Finding(
+        kind="unsupported_op", operator="aten::asinh", message="", exporter="torchscript", opset=7
+    )
+    for fixes in (
+        ladder("Asinh", "trt-8.6", [9, 10, 11], None, "trt", 7, "8.6"),
+        fix_ladder(finding, matrix, {}),
+    ):
+        assert [fix.step for fix in fixes] == list(range(1, len(fixes) + 1))
+        ranks = [fix.rank for fix in fixes]
+        assert ranks == sorted(ranks) and {1, 2, 3, 4} <= set(ranks), ranks
+        assert all(fix.to_dict()["rung"] == RUNGS[fix.rank - 1] for fix in fixes)
 
 
 def test_op_and_aten_queries(matrix: SupportMatrix) -> None:

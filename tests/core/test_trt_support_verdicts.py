@@ -24,7 +24,7 @@ def matrix() -> SupportMatrix:
     return SupportMatrix.load(run_job("support.collect")["path"])
 
 
-def _model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:  # type: ignore[no-untyped-def]
+def _model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
@@ -111,9 +111,9 @@ def test_a_type_block_offers_no_opset_change_and_the_right_plugin_api(
         (report,) = analyze(model, matrix, [parse_target(target)])
         (blocker,) = report.blockers
         assert "INT8" in blocker.reason
-        kinds = [s.kind for s in blocker.suggestions]
-        assert "opset" not in kinds, blocker.suggestions
-        plugin = blocker.suggestions[-1].text
+        kinds = [s.kind for s in blocker.fixes]
+        assert "opset" not in kinds, blocker.fixes
+        plugin = blocker.fixes[-1].title
         assert interface in plugin
         if target == "trt-8.6":
             assert "IPluginV3 needs TensorRT 10" in plugin
