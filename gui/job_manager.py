@@ -16,6 +16,7 @@ class JobManager(QObject):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.jobs: list[WorkerJob] = []
+        self.closed = False  # after shutdown nothing starts a worker
 
     def worker_python(self) -> str | None:
         """The interpreter chosen in Preferences, or None for the app's own."""
@@ -31,7 +32,12 @@ class JobManager(QObject):
         job = WorkerJob(method, params, python or self.worker_python(), title, parent=self)
         self.jobs.append(job)
         self.sig_job_added.emit(job)
-        job.start()
+        if self.closed:
+            # A late answer (a graph laid out after the window closed) must not start a worker
+            # that nothing will stop: it outlived its window.
+            job.cancel_unstarted()
+        else:
+            job.start()
         return job
 
     def submit_request(self, request: Any, title: str = "", python: str | None = None) -> WorkerJob:
@@ -43,6 +49,7 @@ class JobManager(QObject):
 
     def shutdown(self, timeout_ms: int = 3000) -> None:
         """Cancel what still runs and make sure no worker outlives the window."""
+        self.closed = True
         for job in self.active():
             job.cancel()
         for job in self.jobs:

@@ -86,6 +86,7 @@ class MainWindow(QMainWindow):
         self.document.sig_loading.connect(self._on_loading)
         self.document.sig_opened.connect(self._on_opened)
         self.document.sig_failed.connect(self._on_open_failed)
+        self.document.sig_parsed.connect(self._on_parsed)
         self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
         if persist_layout:
             self._restore_layout()
@@ -151,8 +152,8 @@ class MainWindow(QMainWindow):
     def _action(self, menu: QMenu, text: str, slot: object, shortcut: object = None) -> QAction:
         action = QAction(text, self)
         if shortcut is not None:
-            action.setShortcut(shortcut)  # type: ignore[arg-type]
-        action.triggered.connect(slot)  # type: ignore[arg-type]
+            action.setShortcut(shortcut)  # type: ignore[call-overload]  # a StandardKey or a str
+        action.triggered.connect(slot)
         menu.addAction(action)
         return action
 
@@ -170,7 +171,7 @@ class MainWindow(QMainWindow):
 
     def _share_matrix(self, matrix: object) -> None:
         """The export panel's fix ladder uses the support matrix once it is loaded."""
-        self.export_panel.matrix = matrix  # type: ignore[assignment]
+        self.export_panel.matrix = matrix
 
     def _engine_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
         """Engine latency (summed over collapsed groups) or precision (their most common one)."""
@@ -231,8 +232,7 @@ class MainWindow(QMainWindow):
             f"{len(summary.outputs)} outputs",
         )
         remember_recent(summary.path)
-        self.graph_panel.load(summary.path)
-        self.support_panel.set_model(summary.path)
+        self.graph_panel.expect(summary.path)  # the document parses it next (sig_parsed)
         self.validate_panel.set_model(summary.path, self.document.project.tables.get("validate"))
         inputs = {v.name: list(v.shape or []) for v in summary.inputs}
         self.timeline_panel.set_model(summary.path)
@@ -241,6 +241,11 @@ class MainWindow(QMainWindow):
         self.notification_bar.dismiss()
         if summary.problems:
             self.notifier.user_message("; ".join(summary.problems))
+
+    def _on_parsed(self, path: str, proto: object) -> None:
+        """The panels that read the protobuf share the document's one parse."""
+        self.graph_panel.load(path, proto)
+        self.support_panel.set_model(path, proto)
 
     def _on_open_failed(self, failure: JobFailure) -> None:
         self.summary_panel.show_error(failure.message)

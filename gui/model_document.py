@@ -1,16 +1,20 @@
-"""The open document: a model (and its project, if any), opened through a worker job."""
+"""The open document: a model (and its project, if any), opened through a worker job, then
+parsed once in this process for every panel that reads the protobuf (graph view, op support)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from deploylens.core.errors import ProjectFileError
+from deploylens.core.model.loading import read_model
 from deploylens.core.model.request import InspectRequest
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX, Project, load_project
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.worker_client import WorkerJob
 
@@ -25,6 +29,9 @@ class ModelDocument(QObject):
     sig_loading = Signal(str)  # path
     sig_opened = Signal(object)  # ModelSummary
     sig_failed = Signal(object)  # JobFailure (or a ProjectFileError wrapped in one)
+    # path, onnx.ModelProto — or None when this process could not parse what the worker read:
+    # the panels then read it themselves and show their own error
+    sig_parsed = Signal(str, object)
 
     def __init__(self, manager: JobManager, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -33,6 +40,10 @@ class ModelDocument(QObject):
         self.model_path: Path | None = None
         self.summary: ModelSummary | None = None
         self.job: WorkerJob | None = None
+        self.proto: Any = None  # the parsed model every panel shares (weights stay on disk)
+        self.parses = 0  # how many times this process parsed a model (tests read it)
+        self.opened = 0  # which open a late parse belongs to
+        self.tasks: list[BackgroundTask] = []
 
     def open(self, path: str | Path) -> None:
         """Open an ONNX model or a project; never blocks the GUI thread."""
@@ -51,22 +62,46 @@ class ModelDocument(QObject):
             self.project = Project(model_path=path.resolve())
             self._open_model(path.resolve())
 
+    def _on_failed(self, job: Any, failure: Any) -> None:
+        if job is self.job:  # a newer open replaced it: its failure is not shown
+            self.sig_failed.emit(failure)
+
     def _open_model(self, path: Path) -> None:
         if self.job is not None and self.job.active:
             self.job.cancel()
         self.model_path = path
+        self.proto = None
+        self.opened += 1
         self.sig_loading.emit(str(path))
         job = self.manager.submit_request(InspectRequest(str(path)), f"Open {path.name}")
         self.job = job
         # Answers of a job that a newer open replaced are dropped, not shown.
         job.sig_finished.connect(lambda payload: self._on_summary(job, payload))
-        job.sig_failed.connect(lambda failure: job is self.job and self.sig_failed.emit(failure))
+        job.sig_failed.connect(lambda failure: self._on_failed(job, failure))
 
     def _on_summary(self, job: WorkerJob, payload: dict) -> None:
         if job is not self.job:
             return
         self.summary = ModelSummary.from_dict(payload)
         self.sig_opened.emit(self.summary)
+        self._parse(self.summary.path)
+
+    def _parse(self, path: str) -> None:
+        """One parse for all panels, off the UI thread, after the worker has read the file
+        (a file that crashes the parser has already failed there, not here)."""
+        self.parses += 1
+        opened = self.opened
+        task = BackgroundTask(lambda: read_model(path), self)
+        task.sig_done.connect(lambda proto: self._on_parsed(opened, path, proto))
+        task.sig_failed.connect(lambda exc, details: self._on_parsed(opened, path, None))
+        self.tasks = [t for t in self.tasks if t.worker.is_alive()] + [task]
+        task.start()
+
+    def _on_parsed(self, opened: int, path: str, proto: Any) -> None:
+        if opened != self.opened:
+            return  # a newer open replaced it
+        self.proto = proto
+        self.sig_parsed.emit(path, proto)
 
     def save_project(self, path: str | Path) -> Path:
         self.project.model_path = self.model_path

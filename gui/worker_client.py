@@ -70,6 +70,10 @@ class WorkerJob(QObject):
         self.process.setProcessEnvironment(environment)
         self.process.start(self.argv[0], self.argv[1:])
 
+    def cancel_unstarted(self) -> None:
+        """End a job that never got a process (its window is closing)."""
+        self._end(JobFailure(protocol.CANCELLED, "cancelled: DeployLens is closing"))
+
     def cancel(self) -> None:
         """Ask politely, then terminate, then kill (DESIGN.md §4)."""
         if self.state in (DONE, FAILED, CANCELLING):

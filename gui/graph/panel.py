@@ -6,8 +6,9 @@ initializer statistics come from the worker.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QPointF, Qt, Signal
@@ -48,6 +49,9 @@ from deploylens.gui.graph.canvas import GraphCanvas
 from deploylens.gui.graph.export import export_png, export_svg
 from deploylens.gui.graph.legend import Legend
 from deploylens.gui.graph.minimap import Minimap
+
+if TYPE_CHECKING:
+    import onnx
 from deploylens.gui.graph.properties import PropertiesView
 from deploylens.gui.job_manager import JobManager
 
@@ -55,9 +59,10 @@ BACKGROUND_EXPAND_NODES = 3000  # expansions bigger than this lay out off the UI
 NO_OVERLAY = "(no overlay)"
 
 
-def load_graph(path: str) -> GraphScene:
-    """Parse (weights stay on disk), build the IR and lay out the top level."""
-    model = GraphScene(build_model_ir(read_model(path)))
+def load_graph(path: str, proto: onnx.ModelProto | None = None) -> GraphScene:
+    """Build the IR of the document's parsed model (or parse it: weights stay on disk) and lay
+    out the top level."""
+    model = GraphScene(build_model_ir(proto if proto is not None else read_model(path)))
     model.scene()
     return model
 
@@ -155,13 +160,23 @@ class GraphPanel(QWidget):
         self.legend.move(8, 8)
 
     # -- loading ----------
-    def load(self, path: str) -> BackgroundTask:
+    def expect(self, path: str) -> None:
+        """``path`` is being opened and parsed for this view: overlays asked for meanwhile (a
+        validation that ends first) wait for it instead of failing."""
         self.path = path
         self.loaded_path = ""
         self.pending_overlays = []
+        self.empty.setText(f"Reading {Path(path).name} …")
+        self.pages.setCurrentWidget(self.empty)
+
+    def load(self, path: str, proto: onnx.ModelProto | None = None) -> BackgroundTask:
+        """Show ``path``; ``proto`` is the open document's parsed model (the shell parses it
+        once for every panel), read here only when none is given."""
+        if path != self.path or self.loaded_path:
+            self.expect(path)  # overlays queued since ``expect(path)`` are kept
         self.empty.setText(f"Laying out {Path(path).name} …")
         self.pages.setCurrentWidget(self.empty)
-        task = BackgroundTask(lambda: load_graph(path), self)
+        task = BackgroundTask(lambda: load_graph(path, proto), self)
         task.sig_done.connect(lambda model: self._on_loaded(path, model))
         task.sig_failed.connect(self._on_load_failed)
         self.tasks.append(task)
@@ -172,7 +187,7 @@ class GraphPanel(QWidget):
             return  # a newer load replaced this one
         self.stack = [(model.ir.title, model)]
         self._show_level(model)
-        self.pages.setCurrentWidget(self.pages.widget(1))
+        self.pages.setCurrentIndex(1)
         self._place_overlays()
         self.canvas.fit()
         self.loaded_path = path
@@ -401,11 +416,11 @@ class GraphPanel(QWidget):
             menu.addAction("Highlight upstream", lambda: self.highlight(ref, False))
             menu.addAction("Highlight downstream", lambda: self.highlight(ref, True))
             for entry in self.enterable(ref):
-                menu.addAction(f"Enter {entry}", lambda e=entry: self.enter(ref, e))
+                menu.addAction(f"Enter {entry}", partial(self.enter, ref, entry))
         menu.addAction("Clear highlight", lambda: self.canvas.set_highlight(None))
         depth_menu = menu.addMenu("Expand all to depth")
         for depth in range(0, 7):
-            depth_menu.addAction(str(depth), lambda d=depth: self.expand_to_depth(d))
+            depth_menu.addAction(str(depth), partial(self.expand_to_depth, depth))
         menu.addSeparator()
         menu.addAction("Export PNG…", lambda: self._choose_export("png"))
         menu.addAction("Export SVG…", lambda: self._choose_export("svg"))
@@ -423,7 +438,7 @@ class GraphPanel(QWidget):
         return names
 
     def enter(self, node: int, entry: str) -> None:
-        ir = self.model.ir  # type: ignore[union-attr]
+        ir = self.model.ir
         function = ir.function_for(node)
         if function is not None and entry.startswith("function "):
             inner: GraphIR = build_ir(function, ir.functions, title=entry)

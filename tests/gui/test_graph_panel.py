@@ -20,7 +20,7 @@ from tests.gui.test_demo import distinct_colours
 from tests.helpers.onnx_models import if_model
 
 
-def open_graph(qtbot, make_window, path: Path):  # type: ignore[no-untyped-def]
+def open_graph(qtbot, make_window, path: Path):
     window = make_window()
     window.resize(1500, 950)
     panel = window.graph_panel
@@ -37,7 +37,7 @@ def box_center(canvas: GraphCanvas, box: int) -> QPoint:
     return QPoint(int(point.x()), int(point.y()))
 
 
-def test_open_expand_select_properties(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_open_expand_select_properties(qtbot, make_window, samples: Path) -> None:
     _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
     canvas = panel.canvas
     assert len(canvas.scene.box_kind) == 6  # image, stem, stage1, stage2, head, output
@@ -64,7 +64,7 @@ def test_open_expand_select_properties(qtbot, make_window, samples: Path) -> Non
     assert "Inputs" in text and "Outputs" in text
 
 
-def test_search_reveals_and_shows_shapes(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_search_reveals_and_shows_shapes(qtbot, make_window, samples: Path) -> None:
     window, panel = open_graph(qtbot, make_window, samples / "small_cnn.dynamo.onnx")
     qtbot.waitUntil(
         lambda: any(j.method == "graph.shapes" and j.state == "done" for j in window.jobs.jobs),
@@ -85,7 +85,7 @@ def test_search_reveals_and_shows_shapes(qtbot, make_window, samples: Path) -> N
     assert "initializer" in text
 
 
-def test_initializer_statistics_from_the_worker(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_initializer_statistics_from_the_worker(qtbot, make_window, samples: Path) -> None:
     _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.dynamo.onnx")
     node = next(i for i in range(panel.model.ir.node_count) if panel.model.ir.op_type(i) == "Gemm")
     panel.reveal(node)
@@ -95,7 +95,7 @@ def test_initializer_statistics_from_the_worker(qtbot, make_window, samples: Pat
     assert "std" in panel.properties.text()
 
 
-def test_highlight_and_context_menu(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_highlight_and_context_menu(qtbot, make_window, samples: Path) -> None:
     _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
     ir = panel.model.ir
     relu = next(i for i in range(ir.node_count) if ir.op_type(i) == "Relu")
@@ -108,7 +108,7 @@ def test_highlight_and_context_menu(qtbot, make_window, samples: Path) -> None: 
     assert group_menu.actions()[0].text() == "Expand"
 
 
-def test_overlays_from_api_and_file(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_overlays_from_api_and_file(qtbot, make_window, samples: Path, tmp_path: Path) -> None:
     _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
     assert panel.overlay_box.currentText() == "op type"
     assert any("Conv (3)" in label for label, _ in panel.legend.entries)
@@ -123,7 +123,7 @@ def test_overlays_from_api_and_file(qtbot, make_window, samples: Path, tmp_path:
     assert len({tuple(f) for f in fills.tolist()}) > 1  # groups of 2 and 3 nodes differ
 
 
-def test_enter_subgraph_and_breadcrumbs(qtbot, make_window, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_enter_subgraph_and_breadcrumbs(qtbot, make_window, tmp_path: Path) -> None:
     path = tmp_path / "if.onnx"
     onnx.save(if_model(), str(path))
     _window, panel = open_graph(qtbot, make_window, path)
@@ -141,7 +141,7 @@ def test_enter_subgraph_and_breadcrumbs(qtbot, make_window, tmp_path: Path) -> N
     assert len(panel.breadcrumb_titles()) == 1 and panel.model.ir is ir
 
 
-def test_export_png_and_svg(qtbot, make_window, samples: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_export_png_and_svg(qtbot, make_window, samples: Path, tmp_path: Path) -> None:
     _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
     panel.expand_to_depth(4)
     png = export_png(panel.canvas, tmp_path / "g.png")
@@ -152,7 +152,7 @@ def test_export_png_and_svg(qtbot, make_window, samples: Path, tmp_path: Path) -
     assert svg.startswith("<?xml") and "Conv" in svg and "MaxPool" in svg
 
 
-def test_pan_zoom_keys_and_lod(qtbot, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_pan_zoom_keys_and_lod(qtbot, samples: Path) -> None:
     canvas = GraphCanvas()
     qtbot.addWidget(canvas)
     canvas.resize(800, 600)
@@ -177,7 +177,7 @@ def test_pan_zoom_keys_and_lod(qtbot, samples: Path) -> None:  # type: ignore[no
     assert canvas.last_paint_stats["boxes"] < len(canvas.scene.box_kind)  # culled
 
 
-def test_every_artifact_model_paints(qtbot, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+def test_every_artifact_model_paints(qtbot, artifacts: Path) -> None:
     canvas = GraphCanvas()
     qtbot.addWidget(canvas)
     canvas.resize(640, 480)
@@ -200,3 +200,19 @@ def test_every_artifact_model_paints(qtbot, artifacts: Path) -> None:  # type: i
         painted += 1
     assert painted > 1800
     assert np.isfinite(canvas.scale)
+
+
+def test_overlay_asked_for_before_the_parse_waits_for_it(qtbot, make_window, samples: Path) -> None:
+    """A validation that ended before the document's parse reached the graph raised "Open a
+    model before adding an overlay" in the event loop: it now waits and is painted."""
+    window = make_window()
+    panel = window.graph_panel
+    path = str((samples / "small_cnn.dynamo.onnx").resolve())
+    proto = onnx.load(path)
+    panel.expect(path)  # what the window does when the worker's summary arrives
+    node = proto.graph.node[0].name
+    assert panel.overlay("early", {node: 1.0}) == []
+    with qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        panel.load(path, proto)
+    assert panel.overlay_box.currentText() == "early"
+    assert panel.overlays["early"].name == "early"

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from tests.gui.conftest import JOB_TIMEOUT_MS
 
 
-def test_support_panel_with_a_model(qtbot, make_window, samples: Path) -> None:  # type: ignore[no-untyped-def]
+def test_support_panel_with_a_model(qtbot, make_window, samples: Path) -> None:
     window = make_window()
     window.resize(1500, 950)
     panel = window.support_panel
@@ -46,7 +46,43 @@ def test_support_panel_with_a_model(qtbot, make_window, samples: Path) -> None: 
     assert window.graph_panel.overlay_box.currentText() == "support (ort-cpu)"
 
 
-def test_pytorch_ops_tab(qtbot, make_window) -> None:  # type: ignore[no-untyped-def]
+def test_open_model_is_parsed_once_for_every_panel(
+    qtbot, make_window, samples: Path, monkeypatch
+) -> None:
+    """The graph view and the op-support panel share the document's one parse (the GUI
+    parsed the open model once per panel): every GUI module's read_model is counted."""
+    import sys
+
+    import deploylens.gui.main_window  # noqa: F401  (every panel module imported before patching)
+    from deploylens.core.model import loading
+
+    calls: list[str] = []
+    original = loading.read_model
+
+    def counted(path, *args, **kwargs):
+        calls.append(str(path))
+        return original(path, *args, **kwargs)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("deploylens.gui") and getattr(module, "read_model", None):
+            monkeypatch.setattr(module, "read_model", counted)
+    window = make_window()
+    panel = window.support_panel
+    with qtbot.waitSignal(panel.sig_ready, timeout=120_000):
+        window.docks["Op support"].raise_()
+        window.docks["Op support"].show()
+    with (
+        qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS),
+        qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS),
+    ):
+        window.open_path(samples / "asinh.dynamo.onnx")
+    assert calls == [str((samples / "asinh.dynamo.onnx").resolve())]
+    assert window.document.parses == 1
+    assert panel.model_proto is window.document.proto is not None
+    assert window.graph_panel.loaded_path == calls[0] and window.graph_panel.model is not None
+
+
+def test_pytorch_ops_tab(qtbot, make_window) -> None:
     window = make_window()
     panel = window.support_panel
     with qtbot.waitSignal(panel.sig_ready, timeout=120_000):

@@ -15,14 +15,14 @@ from deploylens.gui.worker_client import WorkerJob
 TIMEOUT = 30_000
 
 
-def _run(qtbot, job: WorkerJob, signal: str = "sig_finished"):  # type: ignore[no-untyped-def]
+def _run(qtbot, job: WorkerJob, signal: str = "sig_finished"):
     with qtbot.waitSignal(getattr(job, signal), timeout=TIMEOUT) as blocker:
         job.start()
     assert job.wait_done(5000)
     return blocker.args[0]
 
 
-def test_progress_and_result(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_progress_and_result(qtbot) -> None:
     job = WorkerJob("selftest.progress", {"steps": 3})
     seen: list[float | None] = []
     job.sig_progress.connect(lambda fraction, text: seen.append(fraction))
@@ -34,7 +34,7 @@ def test_progress_and_result(qtbot) -> None:  # type: ignore[no-untyped-def]
     assert job.state == "done"
 
 
-def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:
     job = WorkerJob("selftest.segfault")
     failure = _run(qtbot, job, "sig_failed")
     assert not Path(job.workdir).exists()  # a crashed worker leaves no scratch folder behind
@@ -45,7 +45,7 @@ def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:  # type: 
     assert _run(qtbot, WorkerJob("selftest.echo", {"a": 1}))["params"] == {"a": 1}
 
 
-def test_cancel_of_a_sleeping_job(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_of_a_sleeping_job(qtbot) -> None:
     job = WorkerJob("selftest.sleep", {"seconds": 60})
     with qtbot.waitSignal(job.sig_progress, timeout=TIMEOUT):
         job.start()
@@ -59,7 +59,7 @@ def test_cancel_of_a_sleeping_job(qtbot) -> None:  # type: ignore[no-untyped-def
     assert not Path(job.workdir).exists()
 
 
-def test_missing_dependency_and_user_error(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_missing_dependency_and_user_error(qtbot) -> None:
     failure = _run(qtbot, WorkerJob("selftest.import", {"module": "tensorrt"}), "sig_failed")
     assert failure.kind == "missing_dependency"
     assert failure.hint == f"{sys.executable} -m pip install tensorrt"
@@ -67,13 +67,13 @@ def test_missing_dependency_and_user_error(qtbot) -> None:  # type: ignore[no-un
     assert (failure.kind, failure.message, failure.traceback) == ("user", "no", "")
 
 
-def test_interpreter_that_cannot_start(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_interpreter_that_cannot_start(qtbot) -> None:
     failure = _run(qtbot, WorkerJob("selftest.echo", python="/nonexistent/python"), "sig_failed")
     assert failure.kind == "start_failed"
     assert "/nonexistent/python" in failure.message
 
 
-def test_stale_protocol(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_stale_protocol(qtbot, tmp_path: Path) -> None:
     fake = tmp_path / "fake_stale_worker.py"  # a FAKE old worker, named as such
     fake.write_text(
         "import json, sys\nprint(json.dumps({'type': 'hello', 'protocol': 0, 'python': "
@@ -86,7 +86,7 @@ def test_stale_protocol(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert "speaks protocol version 0" in failure.message
 
 
-def test_event_loop_keeps_running_while_a_job_works(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_event_loop_keeps_running_while_a_job_works(qtbot) -> None:
     ticks: list[float] = []
     timer = QTimer()
     timer.setInterval(10)
@@ -97,3 +97,17 @@ def test_event_loop_keeps_running_while_a_job_works(qtbot) -> None:  # type: ign
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert len(ticks) > 20
     assert max(gaps) < 0.75  # a blocked loop would freeze for the whole 1.5 s job
+
+
+def test_nothing_starts_a_worker_after_the_window_shut_down(qtbot) -> None:
+    """A graph laid out after the window closed submitted its shapes job, and that worker
+    outlived the window: after shutdown a submitted job ends cancelled with no process."""
+    from deploylens.gui.job_manager import JobManager
+
+    manager = JobManager()
+    manager.shutdown()
+    job = manager.submit("selftest.progress", {"steps": 1})
+    assert job.state == "failed" and job.failure is not None
+    assert job.failure.kind == protocol.CANCELLED
+    assert job.process.state() == QProcess.ProcessState.NotRunning
+    assert job.process.processId() == 0 and job.workdir is None
