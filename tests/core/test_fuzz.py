@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import QT_BLOCKED, REPO
+from tests.conftest import REPO
 
 CASES = {
     "inspect": 400,
@@ -37,11 +37,6 @@ def test_the_campaign_is_at_least_2000_cases() -> None:
     assert sum(CASES.values()) >= 2000
 
 
-@pytest.mark.skipif(
-    QT_BLOCKED,
-    reason="the campaign runs in its own processes, where the Qt blocker does not reach: "
-    "repeating it in the Qt-blocked pass would check nothing new (the README pass runs it)",
-)
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_fuzz_class(kind: str, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
