@@ -7,11 +7,16 @@ reality (a session created and run on the bundled inputs) over the onnx backend 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "shared" / "artifacts"
+# ../shared/artifacts beside the checkout, or where DEPLOYLENS_ARTIFACTS says (as the tests).
+ARTIFACTS = Path(
+    os.environ.get("DEPLOYLENS_ARTIFACTS")
+    or Path(__file__).resolve().parents[2] / "shared" / "artifacts"
+)
 
 
 def predict(path: Path, matrix) -> tuple[bool, str]:  # type: ignore[no-untyped-def]

@@ -156,7 +156,7 @@ def test_private_torch_api_failure_degrades_to_unknown(monkeypatch: pytest.Monke
     assert result["available"] is False and "not readable" in result["reason"]
 
 
-def test_ort_cpu_prediction_agrees_with_reality(matrix: SupportMatrix) -> None:
+def test_ort_cpu_prediction_agrees_with_reality(matrix: SupportMatrix, artifacts: Path) -> None:
     sys.path.insert(0, str(REPO / "bench"))
     import support_crosscheck
 
