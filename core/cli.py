@@ -34,8 +34,30 @@ COMMAND_MODULES = (
 )
 
 
-def commands() -> Iterator[Command]:
-    for module in COMMAND_MODULES:
+# Which module declares each command, so `deploylens build …` imports only the build room
+# (building every room's parser imported numpy and onnx: ~0.15 s on every command).
+# tests/core/test_cli.py checks it against what the modules declare.
+COMMAND_HOMES = {
+    "inspect": "deploylens.core.model.cli_model",
+    "graph": "deploylens.core.graph.cli_graph",
+    "support": "deploylens.core.support.cli_support",
+    "export": "deploylens.core.export.cli_export",
+    "diagnose": "deploylens.core.export.cli_export",
+    "validate": "deploylens.core.validate.cli_validate",
+    "engine": "deploylens.core.engine.cli_engine",
+    "build": "deploylens.core.trt.cli_build",
+    "calibrate": "deploylens.core.quantize.cli_quantize",
+    "trace": "deploylens.core.trace.cli_trace",
+    "profile": "deploylens.core.trace.cli_trace",
+    "demo": "deploylens.core.cli_demo",
+    "env": "deploylens.core.cli_demo",
+}
+
+
+def commands(only: str | None = None) -> Iterator[Command]:
+    """Every room's commands, or only the module that declares ``only``."""
+    modules = [COMMAND_HOMES[only]] if only in COMMAND_HOMES else COMMAND_MODULES
+    for module in modules:
         yield from importlib.import_module(module).COMMANDS
 
 
@@ -53,7 +75,9 @@ def cmd_gui(args: argparse.Namespace) -> int:
 GUI = Command("gui", "open the GUI", _gui_arguments, cmd_gui)
 
 
-def parser_and_commands() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+def parser_and_commands(
+    only: str | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     parser = argparse.ArgumentParser(
         prog="deploylens",
         description="DeployLens: PyTorch → ONNX → TensorRT workbench. "
@@ -62,7 +86,9 @@ def parser_and_commands() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     parser.add_argument("--version", action="version", version=f"deploylens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     table: dict[str, Command] = {}
-    for command in (*commands(), GUI):
+    for command in (*commands(only), GUI):
+        if only in COMMAND_HOMES and command.name not in (only, GUI.name):
+            continue
         command.add_arguments(sub.add_parser(command.name, help=command.help))
         table[command.name] = command
     return parser, table
@@ -70,7 +96,7 @@ def parser_and_commands() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, table = parser_and_commands()
+    parser, table = parser_and_commands(argv[0] if argv else None)
     if argv and not argv[0].startswith("-") and argv[0] not in table:
         argv = ["gui", *argv]  # `deploylens model.onnx` opens it in the GUI
     args = parser.parse_args(argv)

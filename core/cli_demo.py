@@ -44,7 +44,8 @@ def cmd_env(args: argparse.Namespace) -> int:
     python = args.python or AppSettings.load().worker_python or None
     worker = Worker(python)
     try:
-        hello = worker.start()
+        worker.start()
+        hello = worker.run("env.probe", {})  # the handshake leaves ORT's providers out
     finally:
         worker.close()
     print(json.dumps(hello, indent=2) if args.json else "\n".join(environment_lines(hello)))

@@ -97,7 +97,7 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
     report: dict[str, Any] = {"models": [], "screenshot": None}
     markdown = ["# DeployLens demo report", ""]
     with Worker(python) as worker:
-        hello = worker.session.hello or {}
+        hello = worker.run("env.probe", {})  # with ONNX Runtime's providers
         matrix = SupportMatrix.load(worker.run_request(CollectRequest())["path"])
         targets = [parse_target(t) for t in DEMO_TARGETS]
         report["environment"] = hello

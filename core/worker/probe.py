@@ -35,6 +35,11 @@ KNOWN_PACKAGES: dict[str, Any] = {
         "tensorrt",
         "building and running TensorRT engines (needs NVIDIA's libraries and a GPU)",
     ),
+    "tensorrt_rtx": (
+        ("tensorrt-rtx-cu12", "tensorrt_rtx"),
+        "tensorrt-rtx-cu12",
+        "TensorRT-RTX: parsing and ahead-of-time engine builds, no GPU needed",
+    ),
     "nvtx": (("nvtx",), "nvtx", "NVTX ranges in profiling runs"),
     "cuda": (("cuda-python", "cuda-bindings"), "cuda-python", "CUDA driver queries"),
 }
@@ -109,8 +114,10 @@ def cuda_driver() -> dict[str, Any]:
     }
 
 
-def probe_packages() -> dict[str, Any]:
-    """Versions of the packages DeployLens uses (``None`` when missing), providers and CUDA."""
+def probe_packages(deep: bool = True) -> dict[str, Any]:
+    """Versions of the packages DeployLens uses (``None`` when missing), the CUDA driver and,
+    when ``deep``, ONNX Runtime's providers — which means importing onnxruntime (~0.09 s), so the
+    handshake every job's worker makes skips them (``env.probe`` and ``deploylens env`` ask)."""
     packages: dict[str, Any] = {}
     for module, (dists, requirement, purpose) in KNOWN_PACKAGES.items():
         packages[module] = {
@@ -118,6 +125,7 @@ def probe_packages() -> dict[str, Any]:
             "requirement": requirement,
             "purpose": purpose,
         }
-    packages["onnxruntime"]["providers"] = onnxruntime_providers()
+    if deep:
+        packages["onnxruntime"]["providers"] = onnxruntime_providers()
     packages["cuda_driver"] = cuda_driver()
     return packages

@@ -181,7 +181,7 @@ def main() -> int:
     os.dup2(2, 1)  # stray writes to fd 1 (print, C libraries) now land in the captured stderr
     worker = Worker(channel)
     try:
-        channel.send(protocol.hello(python_info(), probe_packages()))
+        channel.send(protocol.hello(python_info(), probe_packages(deep=False)))
         worker.serve(sys.stdin)
     except BrokenPipeError:  # the app is gone (it exited or was killed): nobody to answer
         pass

@@ -156,3 +156,17 @@ def test_graph_bad_model_is_one_sentence(tmp_path: Path) -> None:
     result = run_cli("graph", str(tmp_path / "x.onnx"), "--png", str(tmp_path / "g.png"))
     assert result.returncode == 1 and "is empty" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_command_homes_are_the_modules_that_declare_them() -> None:
+    """`deploylens CMD` imports only CMD's room, from a static table that must stay true."""
+    import importlib
+
+    from deploylens.core.cli import COMMAND_HOMES, COMMAND_MODULES
+
+    declared = {
+        command.name: module
+        for module in COMMAND_MODULES
+        for command in importlib.import_module(module).COMMANDS
+    }
+    assert declared == COMMAND_HOMES
