@@ -168,17 +168,21 @@ INDEX_TYPES = {"tensor(int32)", "tensor(int64)"}
 def _data_types(
     matrix: SupportMatrix, domain: str, op: str, opset: int, types: dict[str, str | None]
 ) -> list[str | None]:
-    """The types onnx-tensorrt's "supported types" column speaks of: the op's data tensors.
+    """The types onnx-tensorrt's "supported types" column speaks of: the op's data inputs.
     A fixed-type input (Reshape's int64 ``shape``) or an index/shape constraint (Gather's
     ``Tind``, ConstantOfShape's ``T1``, RoiAlign's ``batch_indices``) is not checked against
-    it — doing so blocked Reshape/Gather/Slice on 8.6 and ConstantOfShape everywhere."""
+    it — doing so blocked Reshape/Gather/Slice on 8.6 and ConstantOfShape everywhere; nor is an
+    output (Greater's and IsNaN's BOOL result, Shape's INT64): checking outputs blocked every
+    comparison op, which the live TensorRT-RTX parser accepts (bench/trt_crosscheck.py)."""
     history = matrix.history(domain, op)
     version = history.resolve(opset) if history else None
     if version is None:
         return list(types.values())
-    params = dict([*version.inputs, *version.outputs])
+    params = dict(version.inputs)
     kept = []
     for name, type_ in types.items():
+        if name not in params:  # an output: the column lists what the op takes
+            continue
         allowed = version.type_constraints.get(params.get(name, ""))
         if allowed is None or set(allowed) <= INDEX_TYPES:
             continue

@@ -167,3 +167,32 @@ def test_compositions_match_torch_over_the_float32_range(op: str) -> None:
         with np.errstate(divide="ignore"):
             textbook = np.log(minus + np.sqrt(minus * minus + np.float32(1)))
         assert textbook == -np.inf  # the bug it replaces
+
+
+def comparison_model() -> onnx.ModelProto:
+    """Greater and IsNaN on float inputs: their results are BOOL, which onnx-tensorrt's type
+    column (the types an op takes) does not list."""
+    f = TensorProto.FLOAT
+    a, b = (helper.make_tensor_value_info(n, f, [4]) for n in ("a", "b"))
+    outputs = [helper.make_tensor_value_info(n, TensorProto.BOOL, [4]) for n in ("gt", "nan")]
+    nodes = [
+        helper.make_node("Greater", ["a", "b"], ["gt"], "greater"),
+        helper.make_node("IsNaN", ["a"], ["nan"], "isnan"),
+    ]
+    return _model(nodes, [a, b], outputs)
+
+
+def test_a_bool_result_does_not_block_comparison_ops(matrix: SupportMatrix, request) -> None:
+    """Outputs were checked against the type column: every comparison op was "BLOCKED … not
+    BOOL" on 10.1 (46 of the onnx backend node tests); the live parser accepts them."""
+    assert _blocked(matrix, comparison_model(), "trt-10.1") == {}
+    rtx = request.getfixturevalue("rtx")
+    import tempfile
+    from pathlib import Path
+
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "cmp.onnx"
+        onnx.save(comparison_model(), path)
+        assert TensorRTAdapter(rtx).probe(str(path))["supported"] is True
