@@ -7,13 +7,20 @@ Sources: trtexec ``--help`` of each release as documented by NVIDIA, and the mig
 the per-layer precision options and precision constraints — networks are always strongly typed,
 so ``--stronglyTyped`` is implied; 10.x removed ``--workspace`` (use ``--memPoolSize``),
 ``--minTiming``, ``--explicitBatch`` and the Caffe/UFF options.
+
+TensorRT-RTX (family ``"rtx"``, spelled ``rtx`` or ``rtx-1.7`` in settings) is a separate product
+line: strongly typed like 11.x, built ahead of time for named compute capabilities, and its pip
+wheels ship no trtexec (the SDK's ``tensorrt_rtx`` tool is a separate download), so no command
+line is made for it — the Python build script is its reproducer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-FAMILIES = ("8.6", "10", "11")
+FAMILIES = ("8.6", "10", "11")  # classic TensorRT, in release order
+RTX = "rtx"  # TensorRT-RTX: its own line, not ordered against the classic releases
+RTX_MAJORS = (1,)  # TensorRT-RTX releases this table knows
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,8 @@ class Flag:
     replacement: str = ""  # what to do instead where it is gone
 
     def available(self, family: str) -> bool:
+        if family == RTX:  # no trtexec ships with TensorRT-RTX's wheels
+            return False
         order = FAMILIES.index
         if order(family) < order(self.since):
             return False
@@ -79,10 +88,18 @@ NEWEST_MAJOR = 11  # releases past this have flags this table cannot know
 
 
 def family(version: str) -> str:
-    """``"10.16"`` → ``"10"``, ``"8.6.1"`` → ``"8.6"``, ``"11.4"`` → ``"11"``; ``ValueError``
-    for anything else — older than 8.6 (unsupported) and newer than 11.x (unknown flags) alike:
-    12.0 used to pass as 11 while 7.2 was refused."""
-    parts = version.strip().split(".")
+    """``"10.16"`` → ``"10"``, ``"8.6.1"`` → ``"8.6"``, ``"11.4"`` → ``"11"``, ``"rtx"`` or
+    ``"rtx-1.7"`` → ``"rtx"``; ``ValueError`` for anything else — older than 8.6 (unsupported)
+    and newer than 11.x (unknown flags) alike: 12.0 used to pass as 11 while 7.2 was refused."""
+    text = version.strip().lower()
+    if text == RTX:
+        return RTX
+    if text.startswith(RTX + "-"):
+        parts = text[len(RTX) + 1 :].split(".")
+        if all(p.isdigit() for p in parts) and len(parts) <= 4 and int(parts[0]) in RTX_MAJORS:
+            return RTX
+        raise ValueError(version)
+    parts = text.split(".")
     if not all(part.isdigit() for part in parts) or len(parts) > 4:
         raise ValueError(version)
     major = int(parts[0])
@@ -94,6 +111,22 @@ def family(version: str) -> str:
     if major == 8 and minor == 6:
         return "8.6"
     raise ValueError(version)
+
+
+def is_rtx(version: str) -> bool:
+    """Whether ``version`` names TensorRT-RTX (a malformed one is not)."""
+    try:
+        return family(version) == RTX
+    except ValueError:
+        return False
+
+
+def release_name(version: str) -> str:
+    """How a release is named to a user: "TensorRT 10.16", "TensorRT-RTX" (rtx) …"""
+    if is_rtx(version):
+        release = version.strip()[len(RTX) + 1 :]
+        return f"TensorRT-RTX {release}".strip()
+    return f"TensorRT {version}"
 
 
 def flag_table() -> list[dict[str, object]]:

@@ -14,6 +14,7 @@ from deploylens.core.requests import Request, flag
 from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
 
 DEFAULT_VERSION = "10.16"
+RTX_VERSION = "rtx"  # what --target-cc implies when no --trt-version is given
 
 
 @dataclass
@@ -26,6 +27,7 @@ class BuildRequest(Request):
     settings: BuildSettings = field(default_factory=BuildSettings)
     settings_file: str = ""  # the TOML they came from (the CLI line names it)
     version: str = DEFAULT_VERSION  # the release the settings and commands are checked for
+    target_cc: list[str] | None = None  # --target-cc: TensorRT-RTX targets over the file's
 
     @property
     def engine_path(self) -> str:
@@ -53,27 +55,47 @@ class BuildRequest(Request):
         group.add_argument("--settings", type=Path, help="TOML ([build] table or top level)")
         group.add_argument(
             "--trt-version",
-            default=DEFAULT_VERSION,
-            help=f"8.6, 10.x or 11.x (default {DEFAULT_VERSION})",
+            default=None,
+            help=f"8.6, 10.x, 11.x or rtx (TensorRT-RTX; rtx-1.7 …) (default {DEFAULT_VERSION}, "
+            "or rtx with --target-cc)",
         )
         group.add_argument("--engine", default="", help="where the engine goes (MODEL.engine)")
+        group.add_argument(
+            "--target-cc",
+            default=None,
+            metavar="SM[,SM…]",
+            help="TensorRT-RTX: build ahead of time for these compute capabilities (sm75, sm80, "
+            "sm86, sm89, sm120, sm121; no GPU needed) or 'current'; implies --trt-version rtx",
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BuildRequest:
         settings = load_settings(args.settings) if args.settings else BuildSettings()
+        targets = (
+            [t.strip().lower() for t in args.target_cc.split(",") if t.strip()]
+            if (args.target_cc is not None)
+            else None
+        )
+        if targets is not None:
+            settings = replace(settings, compute_capabilities=targets or None)
         return cls(
             model=str(args.model),
             engine=args.engine,
             settings=settings,
             settings_file=str(args.settings) if args.settings else "",
-            version=args.trt_version,
+            version=args.trt_version or (RTX_VERSION if targets else DEFAULT_VERSION),
+            target_cc=targets,
         )
 
     def cli_args(self) -> list[str]:
         args = [self.model]
         flag(args, "--settings", self.settings_file, "")
-        flag(args, "--trt-version", self.version, DEFAULT_VERSION)
+        flag(
+            args, "--trt-version", self.version, RTX_VERSION if self.target_cc else DEFAULT_VERSION
+        )
         flag(args, "--engine", self.engine, "")
+        if self.target_cc is not None:
+            args += ["--target-cc", ",".join(self.target_cc)]
         return args
 
     def python_script(self) -> str:
@@ -97,3 +119,4 @@ class _Fields:
     engine: str = ""
     settings_file: str = ""
     version: str = DEFAULT_VERSION
+    target_cc: list[str] | None = None

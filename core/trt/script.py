@@ -3,8 +3,9 @@ DeployLens would do, as plain TensorRT API calls an engineer can run and edit on
 
 from __future__ import annotations
 
-from deploylens.core.trt.flags import family
+from deploylens.core.trt.flags import RTX, family
 from deploylens.core.trt.settings import (
+    CURRENT_GPU,
     HARDWARE_LEVELS,
     VERBOSITY,
     BuildSettings,
@@ -18,13 +19,14 @@ def build_script(
 ) -> str:
     assert_buildable(settings, version, None)
     fam, s = family(version), settings
+    product = "TensorRT-RTX" if fam == RTX else f"TensorRT {version}"
     lines = [
         "#!/usr/bin/env python3",
-        f'"""Build {engine} from {model} with TensorRT {version} (written by DeployLens)."""',
+        f'"""Build {engine} from {model} with {product} (written by DeployLens)."""',
         "import ctypes" if fam == "8.6" and s.plugins else "",
         "from pathlib import Path",
         "",
-        "import tensorrt as trt",
+        "import tensorrt_rtx as trt" if fam == RTX else "import tensorrt as trt",
         "",
         "logger = trt.Logger(trt.Logger.INFO)",
         'trt.init_libnvinfer_plugins(logger, "")',
@@ -50,6 +52,18 @@ def build_script(
         '    raise SystemExit("the ONNX parser rejected the model")',
         "config = builder.create_builder_config()",
     ]
+    if fam == RTX and s.compute_capabilities:
+        targets = s.compute_capabilities
+        lines += [
+            "# ahead of time, for these GPUs (no GPU needed to build)"
+            if targets != [CURRENT_GPU]
+            else "# for the GPU this runs on",
+            f"config.num_compute_capabilities = {len(targets)}",
+            *(
+                f"config.set_compute_capability(trt.ComputeCapability.{t.upper()}, {i})"
+                for i, t in enumerate(targets)
+            ),
+        ]
     if s.workspace_mb is not None:
         lines.append(
             f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {s.workspace_mb} << 20)"
@@ -61,7 +75,7 @@ def build_script(
         )
     if s.optimization_level is not None:
         lines.append(f"config.builder_optimization_level = {s.optimization_level}")
-    if fam != "11":
+    if fam not in ("11", RTX):
         for precision in s.precisions or []:
             if precision != "tf32":
                 lines.append(f"config.set_flag(trt.BuilderFlag.{precision.upper()})")

@@ -15,7 +15,7 @@ import tomli_w
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, read_text
-from deploylens.core.trt.flags import FLAGS, NEWEST_MAJOR, family
+from deploylens.core.trt.flags import FLAGS, NEWEST_MAJOR, RTX, RTX_MAJORS, family
 from deploylens.core.typed import close_match, conform, hints, kind
 
 PRECISIONS = ("tf32", "fp16", "bf16", "int8", "fp8")
@@ -29,6 +29,13 @@ HARDWARE_LEVELS = {
 }
 VERBOSITY = {"detailed": "DETAILED", "layer_names_only": "LAYER_NAMES_ONLY", "none": "NONE"}
 CALIBRATION_METHODS = ("minmax", "entropy", "percentile")
+# TensorRT-RTX's ahead-of-time targets (``trt.ComputeCapability`` members, lower-cased). Hopper
+# (sm90: H100/H200) is not among them; "current" means the GPU the build runs on.
+COMPUTE_CAPABILITIES = ("sm75", "sm80", "sm86", "sm89", "sm120", "sm121")
+CURRENT_GPU = "current"
+# What TensorRT-RTX builds for when no target is named (its documentation: "CPU-only AOT").
+RTX_DEFAULT_TARGETS = ("sm80", "sm86", "sm89", "sm120")
+RTX_TACTIC_SOURCES = ("EDGE_MASK_CONVOLUTIONS", "JIT_CONVOLUTIONS")
 REMOVED_IN_11 = (
     "precisions",
     "precision_constraints",
@@ -75,6 +82,7 @@ class BuildSettings:
     dla_core: int | None = None
     gpu_fallback: bool | None = None
     hardware_compatibility: str | None = None  # "none" | "ampere+" | "sameComputeCapability"
+    compute_capabilities: list[str] | None = None  # TensorRT-RTX AOT targets: sm89, sm120 …
     version_compatible: bool | None = None
     max_aux_streams: int | None = None
     profiling_verbosity: str | None = "detailed"  # rich layer info unless the user says otherwise
@@ -222,7 +230,19 @@ def check(
         return [Problem("version", version_problem(version))]
     problems: list[Problem] = []
     migrate = "run `deploylens build … --migrate` for the 11.x recipe (calibrate → QDQ model)"
-    if fam == "11":
+    if fam != RTX and settings.compute_capabilities:
+        problems.append(
+            Problem(
+                "compute_capabilities",
+                f"TensorRT {version} builds for the GPU it runs on; only TensorRT-RTX builds "
+                "ahead of time for named compute capabilities.",
+                "drop them (hardware_compatibility = 'ampere+' makes an engine portable across "
+                "Ampere and newer), or target TensorRT-RTX (--trt-version rtx)",
+            )
+        )
+    if fam == RTX:
+        problems.extend(_check_rtx(settings))
+    elif fam == "11":
         if settings.precisions:
             problems.append(
                 Problem(
@@ -296,7 +316,7 @@ def check(
     if settings.dla_core is not None:
         if settings.dla_core < 0:
             problems.append(Problem("dla_core", "The DLA core is 0 or higher."))
-        if fam != "11" and not {"fp16", "int8"} & set(settings.precisions or []):
+        if fam not in ("11", RTX) and not {"fp16", "int8"} & set(settings.precisions or []):
             problems.append(Problem("dla_core", "DLA runs FP16 or INT8 only: add fp16 or int8."))
         if settings.profiles and len(settings.profiles) > 1:
             problems.append(Problem("profiles", "DLA engines support one profile only."))
@@ -304,6 +324,106 @@ def check(
         problems.append(Problem("sparsity", "Use disable, enable or force."))
     problems.extend(_check_words(settings))
     return problems
+
+
+_RTX_TYPES = (
+    "TensorRT-RTX networks are strongly typed: precision comes from the model's types and "
+    "Q/DQ nodes"
+)
+_RTX_TYPES_FIX = (
+    "calibrate into a Q/DQ model (deploylens calibrate) for INT8, or convert the model to FP16, "
+    "then build it as it is"
+)
+
+
+def _check_rtx(settings: BuildSettings) -> list[Problem]:
+    """What TensorRT-RTX lacks (its ``BuilderFlag`` has no FP16/INT8/BF16, no calibrator, no
+    per-layer precision, no DLA; timing-cache calls are no-ops since 1.2) and its targets."""
+    s, problems = settings, []
+    if s.precisions:
+        problems.append(
+            Problem(
+                "precisions",
+                f"TensorRT-RTX has no precision flags ({', '.join(s.precisions)}): {_RTX_TYPES}.",
+                _RTX_TYPES_FIX,
+            )
+        )
+    for name in ("precision_constraints", "layer_precisions", "layer_output_types"):
+        if getattr(s, name):
+            problems.append(
+                Problem(
+                    name,
+                    f"TensorRT-RTX has no {name.replace('_', ' ')}: {_RTX_TYPES}.",
+                    _RTX_TYPES_FIX,
+                )
+            )
+    if s.calibration is not None:
+        problems.append(
+            Problem(
+                "calibration",
+                "TensorRT-RTX has no INT8 calibrator: calibrate offline into a Q/DQ model.",
+                _RTX_TYPES_FIX,
+            )
+        )
+    if s.timing_cache:
+        problems.append(
+            Problem(
+                "timing_cache",
+                "TensorRT-RTX has no timing cache (its timing-cache calls are no-ops since 1.2): "
+                "kernels are chosen just in time on the user's GPU.",
+                "drop it; on the GPU, TensorRT-RTX's runtime cache keeps the JIT results",
+            )
+        )
+    if s.dla_core is not None or s.gpu_fallback:
+        problems.append(
+            Problem(
+                "dla_core", "TensorRT-RTX targets RTX GPUs: there is no DLA.", "drop the DLA core"
+            )
+        )
+    for change in s.tactic_sources or []:
+        if change[1:] in TACTIC_SOURCES and change[1:] not in RTX_TACTIC_SOURCES:
+            problems.append(
+                Problem(
+                    "tactic_sources",
+                    f"TensorRT-RTX has no {change[1:]} tactics "
+                    f"(it has {', '.join(RTX_TACTIC_SOURCES)}).",
+                )
+            )
+    targets = s.compute_capabilities or []
+    for target in targets:
+        if target == "sm90":
+            problems.append(
+                Problem(
+                    "compute_capabilities",
+                    "TensorRT-RTX has no Hopper target (sm90: H100/H200); it builds for RTX-class "
+                    f"GPUs ({', '.join(COMPUTE_CAPABILITIES)}).",
+                    "use classic TensorRT 10.x/11.x for Hopper",
+                )
+            )
+        elif target not in (*COMPUTE_CAPABILITIES, CURRENT_GPU):
+            problems.append(
+                Problem(
+                    "compute_capabilities",
+                    f"'{target[:20]}' is not a TensorRT-RTX target: use "
+                    f"{', '.join(COMPUTE_CAPABILITIES)} or {CURRENT_GPU} (the GPU building it).",
+                )
+            )
+    if CURRENT_GPU in targets and len(targets) > 1:
+        problems.append(
+            Problem(
+                "compute_capabilities",
+                f"'{CURRENT_GPU}' must be the only target (TensorRT-RTX refuses it beside others).",
+            )
+        )
+    if len(set(targets)) != len(targets):
+        problems.append(Problem("compute_capabilities", "A target is named twice."))
+    return problems
+
+
+def build_targets(settings: BuildSettings) -> list[str]:
+    """The compute capabilities a TensorRT-RTX build makes code for: the named ones, else its
+    default set."""
+    return list(settings.compute_capabilities or RTX_DEFAULT_TARGETS)
 
 
 def _check_words(settings: BuildSettings) -> list[Problem]:
@@ -425,13 +545,19 @@ def _check_profiles(profiles: list[Profile], inputs: dict[str, list[Any]] | None
 
 def version_problem(version: str) -> str:
     """Why ``version`` is not a release these settings know."""
+    if version.strip().lower().startswith(RTX):
+        known = ", ".join(f"{m}.x" for m in RTX_MAJORS)
+        return (
+            f"'{version}' is not a TensorRT-RTX release this DeployLens knows (rtx, or rtx-{known}"
+            " such as rtx-1.7)."
+        )
     head = version.strip().split(".")[0]
     if head.isdigit() and int(head) > NEWEST_MAJOR:
         return (
             f"TensorRT {version} is newer than this DeployLens knows (8.6, 10.x, 11.x): its "
             "trtexec flags are unknown, so no command is made for it."
         )
-    return f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x."
+    return f"TensorRT {version} is not supported: use 8.6, 10.x, 11.x or rtx (TensorRT-RTX)."
 
 
 def assert_buildable(
@@ -480,6 +606,13 @@ def trtexec_args(
     that ``deploylens engine`` reads."""
     assert_buildable(settings, version, None)  # never a command that silently drops settings
     fam = family(version)
+    if fam == RTX:
+        raise UserError(
+            "TensorRT-RTX's pip wheels ship no trtexec (the SDK's tensorrt_rtx tool is a separate "
+            "download from NVIDIA), so no command line is made for it.",
+            "use the Python build script (deploylens build … --script build.py) or the Polygraphy "
+            "line, or build here: deploylens build … --build",
+        )
     engine = engine or default_engine(model)
     args = ["trtexec", f"--onnx={model}", f"--saveEngine={engine}"]
     s = settings
@@ -564,12 +697,24 @@ def trtexec_command(
     return " ".join(shlex.quote(a) for a in args)
 
 
-def polygraphy_command(settings: BuildSettings, model: str, engine: str = "") -> str:
+def polygraphy_command(
+    settings: BuildSettings, model: str, engine: str = "", version: str = ""
+) -> str:
     """The equivalent ``polygraphy convert`` line (Polygraphy spells some options its own way);
-    it writes the same engine file as the trtexec line."""
+    it writes the same engine file as the trtexec line. For TensorRT-RTX, Polygraphy (0.50+)
+    switches module with ``POLYGRAPHY_USE_TENSORRT_RTX=1`` and takes the targets as
+    ``--compute-capabilities 8.9 12.0`` (or ``--use-gpu``)."""
     s = settings
     engine = engine or default_engine(model)
+    rtx = bool(version) and family(version) == RTX
     args = ["polygraphy", "convert", model, "--convert-to", "trt", "-o", engine]
+    if rtx:
+        assert_buildable(settings, version, None)  # precision flags have no RTX spelling
+        targets = settings.compute_capabilities or []
+        if targets == [CURRENT_GPU]:
+            args.append("--use-gpu")
+        elif targets:
+            args += ["--compute-capabilities", *(_dotted(t) for t in targets)]
     for precision in s.precisions or []:
         args.append(f"--{precision}")
     if s.strongly_typed:
@@ -591,7 +736,14 @@ def polygraphy_command(settings: BuildSettings, model: str, engine: str = "") ->
     if s.hardware_compatibility:
         args.append(f"--hardware-compatibility-level={s.hardware_compatibility}")
     args += [switch.polygraphy for switch in switches_on(s) if switch.polygraphy]
-    return " ".join(shlex.quote(a) for a in args)
+    line = " ".join(shlex.quote(a) for a in args)
+    return f"POLYGRAPHY_USE_TENSORRT_RTX=1 {line}" if rtx else line
+
+
+def _dotted(target: str) -> str:
+    """``sm89`` → ``8.9``, ``sm120`` → ``12.0`` (Polygraphy's spelling)."""
+    digits = target[2:]
+    return f"{digits[:-1]}.{digits[-1]}"
 
 
 def migrate_to_11(settings: BuildSettings, model: str) -> dict[str, Any]:

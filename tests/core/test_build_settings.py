@@ -218,3 +218,85 @@ def test_every_line_names_the_same_engine_and_the_reports_engine_reads() -> None
         stem = expected.rsplit(".", 1)[0]
         for flag in ("exportLayerInfo", "exportProfile", "exportTimes"):
             assert f"--{flag}={stem}." in trtexec
+
+
+# -- TensorRT-RTX: its own release line (no trtexec, strongly typed, ahead-of-time targets) ------
+def test_tensorrt_rtx_is_a_family_of_its_own() -> None:
+    from deploylens.core.trt.flags import is_rtx
+
+    assert [family(v) for v in ("rtx", "RTX", "rtx-1.7", "rtx-1.7.1.116")] == ["rtx"] * 4
+    for bad in ("rtx-2.0", "rtx-", "rtx-1.x", "rtx1.7"):
+        with pytest.raises(ValueError):
+            family(bad)
+    assert is_rtx("rtx-1.7") and not is_rtx("10.16") and not is_rtx("rtx-9")
+    assert "TensorRT-RTX release" in check(BuildSettings(), "rtx-2.0")[0].message
+    assert not any(FLAGS[name].available("rtx") for name in FLAGS)  # its wheels have no trtexec
+
+
+def test_what_tensorrt_rtx_lacks_is_a_problem_with_a_fix() -> None:
+    settings = BuildSettings(
+        precisions=["fp16", "int8"],
+        precision_constraints="obey",
+        layer_precisions={"/head/*": "fp32"},
+        calibration=Calibration(data="calib"),
+        timing_cache="t.cache",
+        dla_core=0,
+        tactic_sources=["+CUDNN", "-JIT_CONVOLUTIONS"],
+        compute_capabilities=["sm90", "sm89", "sm89", "sm100"],
+    )
+    problems = {(p.field, p.message.split(":")[0]) for p in check(settings, "rtx")}
+    fields = {field for field, _ in problems}
+    assert fields == {
+        "precisions", "precision_constraints", "layer_precisions", "calibration", "timing_cache",
+        "dla_core", "tactic_sources", "compute_capabilities",
+    }  # fmt: skip
+    messages = [str(p) for p in check(settings, "rtx")]
+    assert any("no Hopper target (sm90" in m for m in messages)
+    assert any("'sm100' is not a TensorRT-RTX target" in m for m in messages)
+    assert any("named twice" in m for m in messages)
+    assert any("deploylens calibrate" in m for m in messages)  # the fix names the Q/DQ route
+    assert any("no CUDNN tactics" in m for m in messages)
+    assert not any("no JIT_CONVOLUTIONS" in m for m in messages)  # RTX has that one
+    current = check(BuildSettings(compute_capabilities=["current", "sm89"]), "rtx")
+    assert [p.field for p in current] == ["compute_capabilities"]
+    assert check(BuildSettings(compute_capabilities=["sm75", "sm121"]), "rtx-1.7") == []
+    # the classic releases build for the GPU they run on: targets are refused there
+    classic = check(BuildSettings(compute_capabilities=["sm89"]), "10.16")
+    assert [p.field for p in classic] == ["compute_capabilities"] and "hardware_compat" in classic[
+        0
+    ].fix
+
+
+def test_tensorrt_rtx_gets_a_script_and_a_polygraphy_line_not_a_trtexec_line() -> None:
+    from deploylens.core.trt.script import build_script
+
+    settings = BuildSettings(workspace_mb=512, compute_capabilities=["sm86", "sm120"], refit=True)
+    with pytest.raises(UserError, match="ship no trtexec") as info:
+        trtexec_command(settings, "rtx", "m.onnx")
+    assert "--script" in info.value.hint
+    line = polygraphy_command(settings, "m.onnx", "m.plan", "rtx")
+    assert line == (
+        "POLYGRAPHY_USE_TENSORRT_RTX=1 polygraphy convert m.onnx --convert-to trt -o m.plan "
+        "--compute-capabilities 8.6 12.0 --pool-limit=workspace:512M --refittable"
+    )
+    assert "--use-gpu" in polygraphy_command(BuildSettings(compute_capabilities=["current"]),
+                                             "m.onnx", "", "rtx")  # fmt: skip
+    source = build_script(settings, "rtx", "m.onnx", "m.plan")
+    compile(source, "build.py", "exec")
+    assert (
+        "import tensorrt_rtx as trt" in source and "config.num_compute_capabilities = 2" in source
+    )
+    assert "trt.ComputeCapability.SM120, 1" in source and "BuilderFlag.FP16" not in source
+
+
+def test_compute_capabilities_round_trip_through_toml_and_the_request(tmp_path: Path) -> None:
+    from deploylens.core.trt.request import BuildRequest
+
+    settings = BuildSettings(compute_capabilities=["sm89", "sm120"], workspace_mb=64)
+    path = tmp_path / "s.toml"
+    path.write_text(settings.to_toml())
+    assert load_settings(path) == settings
+    request = BuildRequest("m.onnx", settings=settings, settings_file=str(path), version="rtx",
+                           target_cc=["sm80"])  # fmt: skip
+    assert BuildRequest.from_params(json.loads(json.dumps(request.to_params()))) == request
+    assert request.cli_args() == ["m.onnx", "--settings", str(path), "--target-cc", "sm80"]

@@ -89,6 +89,15 @@ def _build(tmp_path: Path) -> BuildRequest:
                         settings_file=str(path), version="8.6")  # fmt: skip
 
 
+def _build_rtx(tmp_path: Path) -> BuildRequest:
+    """--target-cc overrides the file's targets and implies --trt-version rtx."""
+    path = tmp_path / "rtx.toml"
+    path.write_text(BuildSettings(workspace_mb=64, compute_capabilities=["sm89"]).to_toml())
+    settings = BuildSettings(workspace_mb=64, compute_capabilities=["sm86", "sm120"])
+    return BuildRequest("m.onnx", settings=settings, settings_file=str(path), version="rtx",
+                        target_cc=["sm86", "sm120"])  # fmt: skip
+
+
 def _profile() -> ProfileRequest:
     return ProfileRequest(
         "torchvision:resnet18", "t.json", backend="torch", streams=4, iterations=7, device="cpu"
@@ -96,7 +105,14 @@ def _profile() -> ProfileRequest:
 
 
 def _with_cli(tmp_path: Path) -> list[Request]:
-    return [_validate(), _export(), _calibrate(), _build(tmp_path), _profile()]
+    return [
+        _validate(),
+        _export(),
+        _calibrate(),
+        _build(tmp_path),
+        _build_rtx(tmp_path),
+        _profile(),
+    ]
 
 
 def _parse(request: Request) -> argparse.Namespace:
