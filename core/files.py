@@ -106,7 +106,7 @@ def staged_outputs(final: str | Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | Path, data: bytes | memoryview) -> None:
     """Write to a temp file in the same folder, fsync, then rename over ``path``."""
     with atomic_open(path) as handle:
         handle.write(data)

@@ -27,6 +27,7 @@ REQUESTS: dict[str, str] = {
     "graph.tensor_stats": "deploylens.core.graph.request:TensorStatsRequest",
     "support.collect": "deploylens.core.support.request:CollectRequest",
     "support.tensorrt_probe": "deploylens.core.support.request:TensorRTProbeRequest",
+    "support.tensorrt_ops": "deploylens.core.support.request:TensorRTOpsRequest",
     "support.sample_aten": "deploylens.core.support.request:SampleAtenRequest",
     "export.run": "deploylens.core.export.request:ExportRequest",
     "validate.outputs": "deploylens.core.validate.request:ValidateRequest",

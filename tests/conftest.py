@@ -10,6 +10,7 @@ import importlib.abc
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,6 +66,26 @@ def isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 @pytest.fixture
 def samples() -> Path:
     return REPO / "resources" / "samples"
+
+
+# CI sets this (make test): the real TensorRT-RTX tests must run there; a skip fails them instead.
+REQUIRE_TRT_RTX = os.environ.get("DEPLOYLENS_REQUIRE_TRT_RTX") == "1"
+
+
+@pytest.fixture
+def rtx() -> Any:
+    """The real ``tensorrt_rtx`` module (NVIDIA's TensorRT-RTX: parser and ahead-of-time
+    builder, no GPU needed). Skipped where it is not installed — except in CI, where a missing
+    install fails the test."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorrt_rtx") is None:
+        if REQUIRE_TRT_RTX:
+            pytest.fail("tensorrt_rtx is not installed but DEPLOYLENS_REQUIRE_TRT_RTX=1")
+        pytest.skip("tensorrt-rtx-cu12 is not installed (pip install -e .[trt])")
+    import tensorrt_rtx
+
+    return tensorrt_rtx
 
 
 def _cuda_available() -> bool:

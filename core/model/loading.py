@@ -9,41 +9,10 @@ from google.protobuf.message import DecodeError
 
 from deploylens.core.errors import ModelLoadError, UserError
 from deploylens.core.files import input_file, read_bytes
+from deploylens.core.model.sniff import sniff_foreign_format
 from deploylens.core.model.utf8 import TEXT_CHECK_LIMIT, is_utf8_clean
 
 PROTOBUF_LIMIT = 2**31 - 1
-
-# Leading bytes of files people often open by mistake, with what to tell them.
-_SIGNATURES: tuple[tuple[bytes, str], ...] = (
-    (
-        b"PK\x03\x04",
-        "is a zip archive — most likely a PyTorch checkpoint, TorchScript or ExportedProgram "
-        "file saved with torch.save/torch.jit.save/torch.export.save, not an ONNX model; "
-        "export it to ONNX first (Export panel or `deploylens export`)",
-    ),
-    (
-        b"\x80\x02",
-        "is a Python pickle (an old-style PyTorch checkpoint), not an ONNX model; export it to "
-        "ONNX first",
-    ),
-    (b"\x89HDF", "is an HDF5 file (Keras/TensorFlow weights), not an ONNX model"),
-    (b"\x1f\x8b", "is gzip-compressed; decompress it first"),
-    (b"ftrt", "is a serialized TensorRT engine, not an ONNX model"),
-    (b"\x7fELF", "is a native library or executable, not an ONNX model"),
-)
-
-
-def sniff_foreign_format(head: bytes) -> str | None:
-    """Why ``head`` cannot start an ONNX file, when it is a well-known other format."""
-    for signature, reason in _SIGNATURES:
-        if head.startswith(signature):
-            return reason
-    if head[:1] in (b"\x80",) and len(head) > 1 and head[1:2] in b"\x03\x04\x05":
-        return "is a Python pickle (a PyTorch checkpoint), not an ONNX model"
-    stripped = head.lstrip()
-    if stripped[:1] in (b"{", b"[", b"<"):
-        return "is a text file (JSON/XML), not an ONNX model"
-    return None
 
 
 def read_model(given: str | Path) -> onnx.ModelProto:

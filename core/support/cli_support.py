@@ -18,8 +18,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "--target",
         action="append",
         default=[],
-        help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version>, or trt-live (the installed "
-        "TensorRT parser); repeatable",
+        help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version> (onnx-tensorrt's table), trt-live "
+        "(the installed TensorRT's parser) or trt-rtx (the installed TensorRT-RTX's parser); "
+        "repeatable. Default: ort-cpu and trt-rtx where TensorRT-RTX is installed (the live "
+        "parser wins over the table), else trt-10.1",
     )
     parser.add_argument("--op", help="an ONNX op: its opset history, ORT kernels, TensorRT rows")
     parser.add_argument("--domain", default="", help="the --op's domain (default ai.onnx)")
@@ -67,24 +69,53 @@ def cmd_support(args: argparse.Namespace) -> int:
     if model is not None:
         from deploylens.core.support.analysis import analyze, parse_target, report_dict
 
-        wanted = args.target or ["ort-cpu", "trt-10.1"]
-        if "trt-live" in wanted:
-            wanted = [t for t in wanted if t != "trt-live"]
-            live = TensorRTProbeRequest(str(args.model.resolve())).run(args.python)
-            output["tensorrt_live"] = live
-            texts.append(
-                f"trt-live (TensorRT {live['version']}, {live['api']}): "
-                f"{'OK' if live['supported'] else 'BLOCKED'}"
-                + "".join(f"\n  ✗ {name}" for name in live["unsupported_nodes"])
-            )
-            status = 0 if live["supported"] else 1
-        targets = [parse_target(t) for t in wanted]
-        reports = analyze(model, matrix, targets)
-        output["targets"] = report_dict(reports)
-        texts.append(queries.reports_text(reports))
-        status = max(status, 0 if all(r.ok for r in reports) else 1)
+        wanted = args.target or default_targets(args.python)
+        for target, module, key in LIVE_TARGETS:
+            if target not in wanted:
+                continue
+            wanted = [t for t in wanted if t != target]
+            live = TensorRTProbeRequest(str(args.model.resolve()), module).run(args.python)
+            output[key] = live
+            texts.append(live_text(target, live))
+            status = max(status, 0 if live["supported"] else 1)
+        if wanted:
+            targets = [parse_target(t) for t in wanted]
+            reports = analyze(model, matrix, targets)
+            output["targets"] = report_dict(reports)
+            texts.append(queries.reports_text(reports))
+            status = max(status, 0 if all(r.ok for r in reports) else 1)
     print(json.dumps(output, indent=2) if args.json else "\n\n".join(texts))
     return status
+
+
+LIVE_TARGETS = (
+    ("trt-live", "tensorrt", "tensorrt_live"),
+    ("trt-rtx", "tensorrt_rtx", "tensorrt_rtx"),
+)
+
+
+def default_targets(python: str | None) -> list[str]:
+    """ONNX Runtime's CPU provider, and TensorRT from the live TensorRT-RTX parser where it is
+    installed (a real parse beats the bundled table), else from onnx-tensorrt's 10.1 table."""
+    import importlib.util
+
+    live = python is None and importlib.util.find_spec("tensorrt_rtx") is not None
+    return ["ort-cpu", "trt-rtx" if live else "trt-10.1"]
+
+
+def live_text(target: str, live: dict[str, Any]) -> str:
+    """The live parser's verdict: OK, or each finding with the fix."""
+    head = (
+        f"{target} ({live.get('product', 'TensorRT')} {live['version']}, its ONNX parser): "
+        f"{'OK' if live['supported'] else 'BLOCKED'}"
+    )
+    lines = [head]
+    for finding in live.get("findings", []):
+        where = finding["node_name"] or "model"
+        lines.append(f"  ✗ {where} ({finding['op']}) [{finding['code']}]: {finding['message']}")
+        if finding.get("fix"):
+            lines.append(f"      fix: {finding['fix']}")
+    return "\n".join(lines)
 
 
 COMMANDS = (

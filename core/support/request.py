@@ -20,6 +20,16 @@ class TensorRTProbeRequest(Request):
     JOB: ClassVar[str] = "support.tensorrt_probe"
 
     path: str
+    module: str = "tensorrt"  # or "tensorrt_rtx" (TensorRT-RTX: installs without a GPU)
+
+
+@dataclass
+class TensorRTOpsRequest(Request):
+    """Which ONNX op types the installed parser has an importer for (the live matrix column)."""
+
+    JOB: ClassVar[str] = "support.tensorrt_ops"
+
+    module: str = "tensorrt_rtx"
 
 
 @dataclass

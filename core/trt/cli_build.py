@@ -21,13 +21,16 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--migrate", action="store_true", help="show the TensorRT 11 recipe")
     out.add_argument("--script", type=Path, help="write a standalone Python build script")
     out.add_argument(
-        "--build", action="store_true", help="build for real with the installed TensorRT (GPU)"
+        "--build",
+        action="store_true",
+        help="build for real with the installed TensorRT (GPU), or TensorRT-RTX (no GPU needed)",
     )
     out.add_argument("--python", help="worker interpreter for --build")
     out.add_argument("--json", action="store_true")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from deploylens.core.trt.flags import is_rtx
     from deploylens.core.trt.job import model_inputs
     from deploylens.core.trt.settings import (
         check,
@@ -38,9 +41,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
 
     request = BuildRequest.from_args(args)
-    inputs = model_inputs(request.model)  # a clear error for a missing or corrupt model first
-    if args.build:
+    if args.build:  # the worker reads the model (once) and says what is wrong with it
         return _real_build(args, request)
+    inputs = model_inputs(request.model)  # a clear error for a missing or corrupt model first
     settings, version, model = request.settings, request.version, request.model
     report: dict[str, Any] = {"version": version}
     engine = request.engine_path
@@ -53,6 +56,23 @@ def cmd_build(args: argparse.Namespace) -> int:
         lines.append("TensorRT 11 recipe:")
         lines.extend(f"  {n}. {step}" for n, step in enumerate(migration["steps"], 1))
         lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
+    elif not problems and is_rtx(version):
+        note = (
+            "TensorRT-RTX ships no trtexec in its wheels; its reproducers are the Python script "
+            "and the Polygraphy line (or build here: --build)."
+        )
+        report["note"] = note
+        lines.append("# " + note)
+        if args.polygraphy or not args.script:
+            report["polygraphy"] = polygraphy_command(settings, model, engine, version)
+            lines.append(report["polygraphy"])
+        if args.script:
+            atomic_write_text(args.script, request.python_script())
+            report["script"] = str(args.script)
+            lines.append(f"wrote {args.script}")
+        elif not args.polygraphy:
+            report["script_text"] = request.python_script()
+            lines.append(report["script_text"].rstrip())
     elif not problems:
         if args.print_trtexec or not (args.polygraphy or args.script):
             command = trtexec_command(settings, version, model, engine)
@@ -79,12 +99,35 @@ def _real_build(args: argparse.Namespace, request: BuildRequest) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(
-            f"built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with TensorRT "
-            f"{result['tensorrt']} in {result['seconds']:.1f} s; "
-            f"layer info: {result['layers_json']}"
-        )
-    return 0
+        print(build_report_text(result))
+    return 0 if result.get("built", True) else 1
+
+
+def build_report_text(result: dict[str, Any]) -> str:
+    """The build's outcome in words: the engine, or every parser finding with its fix."""
+    if not result.get("built", True):
+        lines = [result["message"]]
+        for finding in result.get("findings", []):
+            where = finding["node_name"] or "model"
+            lines.append(f"  ✗ {where} ({finding['op']}) [{finding['code']}]: {finding['message']}")
+            if finding.get("fix"):
+                lines.append(f"      fix: {finding['fix']}")
+        return "\n".join(lines)
+    text = (
+        f"built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with "
+        f"{result.get('product', 'TensorRT')} {result['tensorrt']} in {result['seconds']:.2f} s"
+    )
+    if "targets" in result:
+        named = "" if result.get("targets_named") else " (TensorRT-RTX's default targets)"
+        text += f", ahead of time for {', '.join(result['targets'])}{named}"
+    if result.get("layers_json"):
+        source = result.get("layers_source", "")
+        text += f"; {result['layers']} layer(s): {result['layers_json']}"
+        if source and source != "IEngineInspector":
+            text += f"\n  (layers from the {source})"
+    warnings = [line for line in result.get("log", []) if line.startswith("[warning] could not")]
+    text += "".join(f"\n  {line[10:]}" for line in warnings)
+    return text
 
 
 COMMANDS = (

@@ -5,10 +5,13 @@ JSON trtexec ``--exportLayerInfo`` writes), and summarize it for the engine view
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
+from deploylens.core.trt.driver import cuda_driver_present
 from deploylens.core.trt.settings import BuildSettings, assert_buildable
 
 
@@ -42,49 +45,113 @@ def build_engine(
     params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None
 ) -> dict[str, Any]:
     from deploylens.core.engine.layers import parse_layer_info
+    from deploylens.core.model.sniff import check_model_file
+    from deploylens.core.trt.findings import ParseRejected, explained
+    from deploylens.core.trt.flags import RTX
     from deploylens.core.trt.request import BuildRequest
-    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
+    from deploylens.core.trt.settings import build_targets
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt, module_for
 
     request = BuildRequest.from_params(params)
     model, engine_path, settings = request.model, request.engine_path, request.settings
-    trt = trt or load_tensorrt()
+    check_model_file(model)  # a folder, FIFO, empty file or checkpoint is said before TensorRT
+    trt = trt or load_tensorrt(module_for(request.version))
     adapter = TensorRTAdapter(trt, progress, cancelled)
-    inputs = model_inputs(model)
-    assert_buildable(settings, adapter.version, inputs)
-    calibrator = None
-    if settings.calibration is not None and adapter.family != "11":
+    rtx = adapter.family == RTX
+    installed = f"{RTX}-{adapter.version}" if rtx else adapter.version
+    assert_buildable(settings, installed, None)  # what needs no model, before the parse
+
+    def prepare(inputs: dict[str, list[Any]]) -> Any:
+        """The model as TensorRT read it: profiles checked against its inputs, the calibrator
+        fed from them (reading the ONNX file again cost a third of a resnet50 build)."""
+        assert_buildable(settings, installed, inputs)
+        if settings.calibration is None or adapter.family in ("11", RTX):
+            return None
         from deploylens.core.trt.trt_calibrator import make_calibrator
 
+        nonlocal device
         if device is None and settings.calibration.data:
             from deploylens.core.trt.device import TorchDevice
 
             device = TorchDevice()
         data, size = calibration_batches(inputs, settings)
-        calibrator = make_calibrator(
+        return make_calibrator(
             trt, settings.calibration.method, data, size, settings.calibration.cache, device
         )
-    report = adapter.build(model, settings, engine_path, calibrator)
+
+    try:
+        report = adapter.build(model, settings, engine_path, prepare=prepare)
+    except ParseRejected as rejected:
+        if all(f.node < 0 for f in rejected.findings):
+            from deploylens.core.model.loading import read_model
+
+            read_model(model)  # a model-level failure: our sentence when the file is the cause
+        from deploylens.core.plugin_api import load_plugins
+
+        findings = explained(rejected.findings, load_plugins()[0])
+        return {
+            "built": False,
+            "message": rejected.message,
+            "findings": [f.to_dict() for f in findings],
+            "tensorrt": adapter.version,
+            "product": adapter.product,
+            "log": log_lines(adapter.log),
+        }
     progress(0.95, "inspecting the engine")
     layers_path = str(Path(engine_path).with_suffix("")) + ".layers.json"
+    source = "IEngineInspector"
     try:
+        if rtx and not cuda_driver_present():
+            raise UserError("no CUDA driver (libcuda) on this machine")
         engine = adapter.deserialize(Path(engine_path).read_bytes())
         text = adapter.inspect(engine)
-        atomic_write_text(layers_path, text)
-        info = parse_layer_info(json.loads(text), Path(layers_path).name)
-        layers = len(info.layers)
     except Exception as exc:
-        adapter.log.append(("warning", f"could not inspect the engine: {exc}"))
-        layers_path, layers = "", 0
-    return {
+        why = getattr(exc, "message", str(exc))
+        text = ""
+        if rtx:
+            cuda = re.search(r"cudaError \d+: [^)]*", why)
+            why = (
+                "the plan was built ahead of time; loading it for IEngineInspector needs an "
+                "RTX-class GPU and its driver" + (f" (here: {cuda.group(0)})" if cuda else "")
+            )
+        adapter.log.append(("warning", f"could not inspect the engine: {why}"))
+    if not text and rtx:
+        from deploylens.core.trt.builder_log import SOURCE, engine_layers, layer_info
+
+        found = engine_layers(message for _, message in report.log)
+        if found:  # the builder's own account of its layers, saved as such
+            layers_path = str(Path(engine_path).with_suffix("")) + ".builder-layers.json"
+            text, source = json.dumps(layer_info(found, report.bindings), indent=1), SOURCE
+    layers = 0
+    if text:
+        atomic_write_text(layers_path, text)
+        layers = len(parse_layer_info(json.loads(text), Path(layers_path).name).layers)
+    else:
+        layers_path = ""
+    result = {
+        "built": True,
         "engine": engine_path,
         "engine_bytes": report.engine_bytes,
         "seconds": report.seconds,
-        "tensorrt": report.version,
+        "tensorrt": adapter.version,
+        "product": adapter.product,
         "layers_json": layers_path,
+        "layers_source": source if layers_path else "",
         "layers": layers,
         "phases": report.phases,
-        "log": [f"[{level}] {message}" for level, message in report.log[-200:]],
+        "log": log_lines(adapter.log),
     }
+    if rtx:
+        result["targets"] = build_targets(settings)
+        result["targets_named"] = bool(settings.compute_capabilities)
+    return result
+
+
+def log_lines(log: list[tuple[str, str]], limit: int = 400) -> list[str]:
+    """The builder log for the report: what TensorRT said at INFO level and above (its VERBOSE
+    lines run to tens of thousands for a transformer), the last ``limit`` of them."""
+    kept = [f"[{level}] {message}" for level, message in log if level != "debug"]
+    return kept[-limit:]
 
 
 def build_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -2,11 +2,14 @@
 with ``BuildSettings`` (progress through ``IProgressMonitor`` where the release has it, cancel),
 serialize, inspect (``IEngineInspector`` JSON) and run with an ``IProfiler``.
 
-Everything else in DeployLens works without TensorRT; this module takes the ``tensorrt`` module as
-an argument so its contract can be tested with a recording fake (TensorRT cannot be installed in
-CI). Release differences handled here: 8.6 needs the EXPLICIT_BATCH network flag and loads plugin
-libraries with ctypes; 10.x has the STRONGLY_TYPED flag and ``IPluginRegistry.load_library``;
-11.x is always strongly typed and has no precision flags, constraints or INT8 calibrator.
+Everything else in DeployLens works without TensorRT; this module takes the TensorRT module as
+an argument, so the same code drives NVIDIA's ``tensorrt``, ``tensorrt_rtx`` (TensorRT-RTX, which
+installs and builds on machines with no GPU: CI runs it for real) and a recording fake of the
+releases that cannot be installed here. Release differences handled here: 8.6 needs the
+EXPLICIT_BATCH network flag and loads plugin libraries with ctypes; 10.x has the STRONGLY_TYPED
+flag and ``IPluginRegistry.load_library``; 11.x is always strongly typed and has no precision
+flags, constraints or INT8 calibrator; TensorRT-RTX is strongly typed like 11.x and builds ahead
+of time for the compute capabilities the config names.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
-from deploylens.core.trt.flags import family
+from deploylens.core.trt.findings import ParseRejected, ParserFinding, plugin_searches
+from deploylens.core.trt.flags import RTX, family
 from deploylens.core.trt.settings import (
+    CURRENT_GPU,
     HARDWARE_LEVELS,
     TACTIC_SOURCES,
     VERBOSITY,
@@ -31,35 +36,51 @@ from deploylens.core.trt.settings import (
 
 Progress = Callable[[float | None, str], None]
 LOG_LEVELS = {"INTERNAL_ERROR": "error", "ERROR": "error", "WARNING": "warning", "INFO": "info"}
+CLASSIC, RTX_MODULE = "tensorrt", "tensorrt_rtx"
+PIP = {CLASSIC: "tensorrt", RTX_MODULE: "tensorrt-rtx-cu12"}
 
 
 class BuildCancelled(Exception):
     """The user cancelled; TensorRT was asked to stop through ``step_complete`` → False."""
 
 
-def load_tensorrt() -> Any:
-    """Import ``tensorrt`` or say exactly what is missing and how to get it."""
+def load_tensorrt(module: str = CLASSIC) -> Any:
+    """Import ``tensorrt`` (or ``tensorrt_rtx``) or say exactly what is missing and how to get
+    it."""
+    import importlib
     import importlib.util
 
-    if importlib.util.find_spec("tensorrt") is None:
+    product = "TensorRT-RTX" if module == RTX_MODULE else "TensorRT"
+    if importlib.util.find_spec(module) is None:
         from deploylens.core.worker.probe import pip_install_line
 
+        where = (
+            "(any Linux or Windows machine: it builds ahead of time without a GPU)"
+            if module == RTX_MODULE
+            else "(Linux or Windows with an NVIDIA GPU and driver)"
+        )
         raise UserError(
-            "TensorRT's Python package 'tensorrt' is not installed in the worker interpreter, so "
-            "engines cannot be built nor parsed here. Settings, the trtexec/Polygraphy commands, "
-            "the build script and engine/profile import all work without it.",
-            f"{pip_install_line('tensorrt')} (Linux or Windows with an NVIDIA GPU and driver), "
+            f"{product}'s Python package '{module}' is not installed in the worker interpreter, "
+            "so engines cannot be built nor parsed here. Settings, the trtexec/Polygraphy "
+            "commands, the build script and engine/profile import all work without it.",
+            f"{pip_install_line(PIP[module])} {where}, "
             "or pick a worker interpreter that has it in Preferences",
         )
     try:
-        import tensorrt
+        return importlib.import_module(module)
     except (ImportError, OSError) as exc:
         raise UserError(
-            f"The 'tensorrt' package is installed but its libraries do not load: {exc}.",
-            "install the TensorRT libraries that match the package (pip install tensorrt-libs) "
-            "and check the CUDA driver",
+            f"The '{module}' package is installed but its libraries do not load: {exc}.",
+            f"reinstall {PIP[module]} so its -libs package matches, and check the CUDA driver",
         ) from None
-    return tensorrt
+
+
+def module_for(version: str) -> str:
+    """Which TensorRT module builds for ``version`` (a settings release: 10.16, rtx …)."""
+    try:
+        return RTX_MODULE if family(version) == RTX else CLASSIC
+    except ValueError:
+        return CLASSIC
 
 
 @dataclass
@@ -69,6 +90,7 @@ class BuildReport:
     version: str
     log: list[tuple[str, str]] = field(default_factory=list)
     phases: list[str] = field(default_factory=list)
+    bindings: list[str] = field(default_factory=list)  # the network's inputs, then its outputs
 
 
 class TensorRTAdapter:
@@ -80,13 +102,16 @@ class TensorRTAdapter:
     ) -> None:
         self.trt = trt
         self.version: str = trt.__version__
+        rtx = str(getattr(trt, "__name__", CLASSIC)).startswith(RTX_MODULE)
+        self.product = "TensorRT-RTX" if rtx else "TensorRT"
         try:
-            self.family = family(self.version)
+            self.family = family(f"{RTX}-{self.version}" if rtx else self.version)
         except ValueError:
             raise UserError(
-                f"The installed TensorRT {self.version} is not a release this DeployLens knows "
-                "(8.6, 10.x, 11.x): its API may differ, so it is not driven blindly.",
-                "install a supported TensorRT in the worker interpreter",
+                f"The installed {self.product} {self.version} is not a release this DeployLens "
+                "knows (TensorRT 8.6, 10.x, 11.x; TensorRT-RTX 1.x): its API may differ, so it is "
+                "not driven blindly.",
+                f"install a supported {self.product} in the worker interpreter",
             ) from None
         self.log: list[tuple[str, str]] = []
         self.phases: list[str] = []
@@ -169,29 +194,71 @@ class TensorRTAdapter:
                 trt.get_plugin_registry().load_library(library)
 
     def parse(self, model: str, settings: BuildSettings) -> tuple[Any, Any, Any]:
-        """``(builder, network, parser)`` — the parser must outlive the network's weights."""
+        """``(builder, network, parser)`` — the parser must outlive the network's weights. A
+        model the parser rejects raises ``ParseRejected`` with every error as a finding."""
         trt = self.trt
         self.load_plugins(settings.plugins or [])
         builder = trt.Builder(self.logger)
-        flags = 0
-        if self.family == "8.6":
-            flags = 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
-        elif self.family == "10" and settings.strongly_typed:
-            flags = 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-        network = builder.create_network(flags)
+        network = builder.create_network(self._network_flags(settings.strongly_typed))
         parser = trt.OnnxParser(network, self.logger)
         if not parser.parse_from_file(str(model)):
-            errors = [parser.get_error(i) for i in range(parser.num_errors)]
-            first = errors[0] if errors else None
-            where = ""
-            if first is not None and hasattr(first, "node_name") and first.node_name():
-                where = f" at node '{first.node_name()}' ({first.node_operator()})"
-            text = first.desc() if first is not None else "no error message"
-            raise UserError(
-                f"TensorRT {self.version}'s ONNX parser rejected {Path(model).name}{where}: {text}",
+            findings = self.findings(parser)
+            first = findings[0] if findings else None
+            where = (
+                f" at node '{first.node_name}' ({first.op})" if first and first.node_name else ""
+            )
+            text = first.message if first is not None else "no error message"
+            raise ParseRejected(
+                f"{self.label}'s ONNX parser rejected {Path(model).name}{where}: {text}",
                 "see the op-support matrix for this op, or load a plugin library",
+                findings,
             )
         return builder, network, parser
+
+    @staticmethod
+    def network_inputs(network: Any) -> dict[str, list[Any]]:
+        """``{input: dims}`` as the parser made the network (fixed dims as ints, ``"dynamic"``
+        for -1): the same shape ``model_inputs`` gives from the ONNX file."""
+        inputs = {}
+        for index in range(network.num_inputs):
+            tensor = network.get_input(index)
+            inputs[tensor.name] = [
+                int(d) if int(d) >= 0 else "dynamic" for d in tuple(tensor.shape)
+            ]
+        return inputs
+
+    @property
+    def label(self) -> str:
+        return f"{self.product} {self.version}"
+
+    def _network_flags(self, strongly_typed: bool | None) -> int:
+        trt = self.trt
+        if self.family == "8.6":  # explicit batch had to be asked for before TensorRT 10
+            return 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
+        if self.family == "10" and strongly_typed:
+            return 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        return 0  # 11.x and TensorRT-RTX are strongly typed whatever the flags say
+
+    def findings(self, parser: Any) -> list[ParserFinding]:
+        """Every error the parser holds, with the plugin it searched for where it fell back to
+        one (TensorRT logs the name, version and namespace it looked up)."""
+        searches = plugin_searches(message for _, message in self.log)
+        findings = []
+        for index in range(parser.num_errors):
+            error = parser.get_error(index)
+            code = error.code()
+            op = error.node_operator() if hasattr(error, "node_operator") else ""
+            findings.append(
+                ParserFinding(
+                    node_name=error.node_name() if hasattr(error, "node_name") else "",
+                    op=op,
+                    code=str(getattr(code, "name", code)),
+                    message=_clean_message(error.desc()),
+                    plugin_searched=searches.get(op, []),
+                    node=int(error.node()) if hasattr(error, "node") else -1,
+                )
+            )
+        return findings
 
     # -- configure ------------------------------------------------------------------------------
     def configure(
@@ -207,7 +274,9 @@ class TensorRTAdapter:
             )
         if s.optimization_level is not None:
             config.builder_optimization_level = s.optimization_level
-        if self.family != "11":
+        if self.family == RTX:
+            self._targets(config, s.compute_capabilities)
+        if self.family not in ("11", RTX):
             for precision in s.precisions or []:
                 if precision != "tf32":
                     config.set_flag(getattr(trt.BuilderFlag, precision.upper()))
@@ -259,6 +328,16 @@ class TensorRTAdapter:
             config.progress_monitor = self._monitor
         return config
 
+    def _targets(self, config: Any, targets: list[str] | None) -> None:
+        """TensorRT-RTX's ahead-of-time targets; none named keeps its default set, and
+        ``current`` (the GPU building it) needs a CUDA driver."""
+        if not targets:
+            return
+        config.num_compute_capabilities = len(targets)
+        for index, target in enumerate(targets):
+            name = "CURRENT" if target == CURRENT_GPU else target.upper()
+            config.set_compute_capability(getattr(self.trt.ComputeCapability, name), index)
+
     def _layer_types(self, network: Any, s: BuildSettings) -> None:
         if not (s.layer_precisions or s.layer_output_types):
             return
@@ -292,82 +371,156 @@ class TensorRTAdapter:
             mask = mask | bit if sign == "+" else mask & ~bit
         return mask
 
-    # -- the parser's verdict (support --target trt-live) -----------------------------------------
-    def probe(self, model: Any) -> dict[str, Any]:
-        """Which nodes of ``model`` (an ``onnx.ModelProto``) the ONNX parser accepts, by subgraph,
-        with whichever query the release has: ``supports_model_v2`` (10.x), ``supports_model``
-        (8.x/9.x) or ``supports_operator`` per op type (11.x)."""
-        trt, version = self.trt, self.version
+    # -- the parser's verdict (support --target trt-live / trt-rtx) ------------------------------
+    def probe(self, model_path: str) -> dict[str, Any]:
+        """The installed parser's verdict on a model (Polygraphy's ``inspect capability``).
+
+        The verdict is a real parse: the nodes it names in errors are the blocked ones. Where the
+        release has ``supports_model_v2`` (or 8.x's ``supports_model``) its partition is added —
+        runs of nodes that parsed, which is what the ONNX Runtime TensorRT provider would offload.
+        A run's flag is only "the whole model is supported" (onnx-tensorrt marks every run
+        unsupported otherwise, and leaves data-dependent-shape ops such as NonZero out of all
+        runs), so it never decides which nodes are blocked: reading it so once blocked the
+        parseable nodes around a custom op and missed the op itself. 11.x, which has neither,
+        adds which op types have an importer (``supports_operator``)."""
+        import onnx
+
+        trt = self.trt
         builder = trt.Builder(self.logger)
-        flags = 0
-        if self.family == "8.6":  # explicit batch had to be asked for before TensorRT 10
-            flags = 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
-        network = builder.create_network(flags)
+        network = builder.create_network(self._network_flags(False))
         parser = trt.OnnxParser(network, self.logger)
-        data = model.SerializeToString()
+        supported = bool(parser.parse_from_file(str(model_path)))
+        findings = self.findings(parser)
+        model = onnx.load(str(model_path), load_external_data=False)
         nodes = list(model.graph.node)
-        if hasattr(parser, "supports_model_v2"):
-            supported = bool(parser.supports_model_v2(data))
-            subgraphs = [
-                (list(parser.get_subgraph_nodes(i)), bool(parser.is_subgraph_supported(i)))
-                for i in range(parser.num_subgraphs)
-            ]
-            api = "supports_model_v2"
-        elif hasattr(parser, "supports_model"):
-            supported, raw = parser.supports_model(data)
-            subgraphs = [(list(indices), bool(ok)) for indices, ok in raw]
-            api = "supports_model"
-        else:
-            verdicts = {op: bool(parser.supports_operator(op)) for op in {n.op_type for n in nodes}}
-            subgraphs = [([i], verdicts[n.op_type]) for i, n in enumerate(nodes)]
-            supported = all(verdicts.values())
-            api = "supports_operator"
-        unsupported = sorted({i for indices, ok in subgraphs if not ok for i in indices})
-        return {
-            "version": version,
-            "api": api,
-            "supported": bool(supported),
-            "subgraphs": [{"nodes": indices, "supported": ok} for indices, ok in subgraphs],
-            "unsupported_nodes": [
-                nodes[i].name or f"{nodes[i].op_type}_{i}" for i in unsupported if i < len(nodes)
-            ],
+
+        def name(index: int) -> str:
+            node = nodes[index]
+            return node.name or f"{node.op_type}_{index}"
+
+        blocked = sorted({f.node for f in findings if 0 <= f.node < len(nodes)})
+        result: dict[str, Any] = {
+            "version": self.version,
+            "product": self.product,
+            "supported": supported,
+            "findings": [finding.to_dict() for finding in findings],
+            "unsupported_nodes": [name(i) for i in blocked],
+            "api": "parse_from_file",
         }
+        # A parser keeps only a raw pointer to its network: the network must be held here (a
+        # temporary one is freed at once, and the parser then crashes the process).
+        partition_network = builder.create_network(self._network_flags(False))
+        partition_parser = trt.OnnxParser(partition_network, self.logger)
+        data = model.SerializeToString()
+        if hasattr(partition_parser, "supports_model_v2"):
+            partition_parser.supports_model_v2(data)
+            runs = [
+                list(partition_parser.get_subgraph_nodes(i))
+                for i in range(partition_parser.num_subgraphs)
+            ]
+            result["api"] += " + supports_model_v2"
+        elif hasattr(partition_parser, "supports_model"):
+            _, raw = partition_parser.supports_model(data)
+            runs = [list(indices) for indices, _ in raw]
+            result["api"] += " + supports_model"
+        else:
+            runs = []
+            ops = sorted({n.op_type for n in nodes})
+            result["ops_without_importer"] = [
+                op for op in ops if not partition_parser.supports_operator(op)
+            ]
+            result["api"] += " + supports_operator"
+        covered = {index for run in runs for index in run}
+        result["partitions"] = [[name(i) for i in run] for run in runs]
+        result["outside_partitions"] = [
+            name(i) for i in range(len(nodes)) if runs and i not in covered
+        ]
+        del partition_parser, partition_network, parser, network
+        return result
+
+    def operators(self, ops: list[str]) -> dict[str, bool]:
+        """Op type → whether the parser has an importer for it (``supports_operator``; an op
+        with one may still need a plugin at build time, and a custom op needs a plugin)."""
+        builder = self.trt.Builder(self.logger)
+        network = builder.create_network(self._network_flags(False))
+        parser = self.trt.OnnxParser(network, self.logger)
+        answer = {op: bool(parser.supports_operator(op)) for op in ops}
+        del parser, network
+        return answer
 
     # -- build, inspect, run --------------------------------------------------------------------
     def build(
-        self, model: str, settings: BuildSettings, engine: str, calibrator: Any = None
+        self,
+        model: str,
+        settings: BuildSettings,
+        engine: str,
+        calibrator: Any = None,
+        prepare: Callable[[dict[str, list[Any]]], Any] | None = None,
     ) -> BuildReport:
+        """Parse, configure and build; ``prepare(inputs)`` runs between parse and configure
+        with the network's inputs (``{name: dims}``, a dynamic dim as ``"dynamic"``) — where
+        the job checks profiles against the model TensorRT read — and may return a
+        calibrator."""
         start = time.perf_counter()
-        self._progress(0.0, f"parsing {Path(model).name} with TensorRT {self.version}")
+        self._progress(0.0, f"parsing {Path(model).name} with {self.label}")
         builder, network, parser = self.parse(model, settings)
+        bindings = [network.get_input(i).name for i in range(network.num_inputs)] + [
+            network.get_output(i).name for i in range(network.num_outputs)
+        ]
+        if prepare is not None:
+            calibrator = prepare(self.network_inputs(network)) or calibrator
         config = self.configure(builder, network, settings, calibrator)
-        self._progress(None, "building (TensorRT times tactics; this can take minutes)")
+        self._progress(
+            None,
+            "building ahead of time (no GPU needed)"
+            if self.family == RTX and (settings.compute_capabilities or []) != [CURRENT_GPU]
+            else "building (TensorRT times tactics; this can take minutes)",
+        )
         serialized = builder.build_serialized_network(network, config)
         if self.stopping():
             raise BuildCancelled()
         if serialized is None:
             errors = [m for level, m in self.log if level == "error"]
+            last = errors[-1] if errors else "no error logged"
+            hint = "read the build log; check the profiles and the layer precisions"
+            if self.family == RTX and "cudaError 35" in last:
+                hint = (
+                    "'current' builds for the GPU this runs on and needs a CUDA driver: name the "
+                    "targets instead (--target-cc sm89,sm120) to build ahead of time"
+                )
+            elif self.family == RTX and (settings.refit or settings.strip_weights):
+                hint = (
+                    "TensorRT-RTX 1.7 builds refittable or weight-stripped plans only where a GPU "
+                    "is present (measured: ahead of time on a CPU-only machine its kernel "
+                    "compiler fails, for every target); drop refit/strip_weights here, or build "
+                    "on the RTX machine"
+                )
             raise UserError(
-                "TensorRT could not build the engine: "
-                + (errors[-1] if errors else "no error logged"),
-                "read the build log; check the profiles and the layer precisions",
+                f"{self.label} could not build the engine: {_clean_message(last)}", hint
             )
-        data = bytes(serialized)
+        data = memoryview(serialized)  # the plan as TensorRT holds it: no 100 MB copy
         atomic_write_bytes(engine, data)
         if settings.timing_cache:
             atomic_write_bytes(settings.timing_cache, bytes(config.get_timing_cache().serialize()))
         del parser
         return BuildReport(
-            len(data), time.perf_counter() - start, self.version, list(self.log), list(self.phases)
+            data.nbytes,
+            time.perf_counter() - start,
+            self.version,
+            list(self.log),
+            list(self.phases),
+            bindings,
         )
 
     def deserialize(self, engine: bytes) -> Any:
         runtime = self.trt.Runtime(self.logger)
         result = runtime.deserialize_cuda_engine(engine)
         if result is None:
+            errors = [m for level, m in self.log if level == "error"]
+            why = f" ({_clean_message(errors[-1])})" if errors else ""
             raise UserError(
-                f"TensorRT {self.version} cannot load this engine (built by another "
-                "version or for another GPU?)."
+                f"{self.label} cannot load this engine (built by another version or for another "
+                f"GPU, or no GPU driver here?){why}."
             )
         return result
 
@@ -425,3 +578,15 @@ class TensorRTAdapter:
             name: device.download(name, shape, dtype) for name, (shape, dtype) in outputs.items()
         }
         return results, times
+
+
+def _clean_message(text: str) -> str:
+    """TensorRT's messages carry the C++ assertion (``creator && "Plugin not found…"``) or a
+    file:line prefix; the user needs the sentence."""
+    text = str(text).strip()
+    if '&& "' in text:
+        text = text.split('&& "', 1)[1].rstrip('"')
+    for marker in ("Assertion failed: ", "creator: "):
+        if text.startswith(marker):
+            text = text[len(marker) :]
+    return " ".join(text.split())

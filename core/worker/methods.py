@@ -18,6 +18,7 @@ METHODS: dict[str, str] = {
     "export.run": "deploylens.core.export.run:export_job",
     "support.collect": "deploylens.core.support.collect:support_job",
     "support.tensorrt_probe": "deploylens.core.trt.probe:tensorrt_probe_job",
+    "support.tensorrt_ops": "deploylens.core.trt.probe:tensorrt_ops_job",
     "support.sample_aten": "deploylens.core.support.torch_ops:sample_aten_job",
     "graph.shapes": "deploylens.core.graph.jobs:shapes_job",
     "graph.tensor_stats": "deploylens.core.graph.jobs:tensor_stats_job",

@@ -104,3 +104,57 @@ def weighty_model(tensors: int, floats_each: int) -> onnx.ModelProto:
         current = out
     graph = helper.make_graph(nodes, "weighty", [x], [y], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
+
+
+def custom_op_between_relus() -> onnx.ModelProto:
+    """Relu → my::Fancy → Relu: one node no parser knows, with parseable neighbours."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["a"], name="r1"),
+            helper.make_node("Fancy", ["a"], ["b"], name="f1", domain="my"),
+            helper.make_node("Relu", ["b"], ["y"], name="r2"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("my", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=IR)
+
+
+def dynamic_conv_model(channels: int = 8) -> onnx.ModelProto:
+    """Conv → Relu → GlobalAveragePool with a symbolic batch: a model that needs a profile."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array(
+        rng.standard_normal((channels, 3, 3, 3)).astype(np.float32), "w"
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], name="/conv/Conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["r"], name="/relu/Relu"),
+            helper.make_node("GlobalAveragePool", ["r"], ["y"], name="/pool/GlobalAveragePool"),
+        ],
+        "dynamic_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", channels, 1, 1])],
+        [weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
+
+
+def layer_norm_model(opset: int = 17, width: int = 16) -> onnx.ModelProto:
+    """One LayerNormalization node (an op from opset 17) over the last axis."""
+    scale = numpy_helper.from_array(np.full(width, 1.5, np.float32), "scale")
+    bias = numpy_helper.from_array(np.full(width, 0.25, np.float32), "bias")
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "LayerNormalization", ["x", "scale", "bias"], ["y"], name="/ln", axis=-1
+            )
+        ],
+        "layer_norm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, width])],
+        [scale, bias],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR)

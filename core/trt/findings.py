@@ -1,0 +1,130 @@
+"""What a TensorRT ONNX parser said about a model, as findings: the node, its op, the parser's
+error code and sentence, and — where the parser fell back to a plugin — the plugin name, version
+and namespace it searched for (TensorRT logs them at INFO level; the error itself only says
+"Plugin not found"). ``explain`` turns a finding into the fix: which plugin library to load and
+whether DeployLens has a reference implementation of the op for validation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from deploylens.core.errors import UserError
+from deploylens.core.plugin_api import OpPlugin
+
+# onnx-tensorrt's two spellings (10.x/RTX importers), e.g.
+# "… using pluginName: customOp2, pluginVersion: 1, pluginNamespace: custom_domain"
+# "Searching for plugin: DeformConv, plugin_version: 1, plugin_namespace: "
+_SEARCHES = tuple(
+    re.compile(rf"{name}: (?P<name>\S+), {version}: (?P<version>\S*), {namespace}: ?(?P<ns>\S*)")
+    for name, version, namespace in (
+        ("pluginName", "pluginVersion", "pluginNamespace"),
+        ("Searching for plugin", "plugin_version", "plugin_namespace"),
+    )
+)
+
+
+@dataclass
+class ParserFinding:
+    node_name: str
+    op: str
+    code: str  # the parser's ErrorCode name: UNSUPPORTED_NODE, INVALID_NODE …
+    message: str
+    plugin_searched: list[dict[str, str]] = field(default_factory=list)  # name/version/namespace
+    fix: str = ""
+    node: int = -1  # the node's index in the graph; -1 for a model-level error
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def plugin_not_found(self) -> bool:
+        return "plugin not found" in self.message.lower()
+
+    def __str__(self) -> str:
+        where = f"{self.node_name} ({self.op})" if self.node_name else self.op or "model"
+        return f"{where}: {self.message} [{self.code}]" + (f" — {self.fix}" if self.fix else "")
+
+
+class ParseRejected(UserError):
+    """The ONNX parser rejected the model; ``findings`` holds every error it reported."""
+
+    def __init__(self, message: str, hint: str, findings: list[ParserFinding]) -> None:
+        super().__init__(message, hint)
+        self.findings = findings
+
+
+def plugin_searches(messages: Iterable[str]) -> dict[str, list[dict[str, str]]]:
+    """Op (plugin name) → the lookups the parser logged, in order, without repeats."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for message in messages:
+        for pattern in _SEARCHES:
+            match = pattern.search(message)
+            if match:
+                entry = {
+                    "name": match["name"],
+                    "version": match["version"],
+                    "namespace": match["ns"],
+                }
+                entries = found.setdefault(match["name"], [])
+                if entry not in entries:
+                    entries.append(entry)
+    return found
+
+
+def _plugin_for(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> OpPlugin | None:
+    """The DeployLens plugin that emits this node's op (``domain::op`` or a bare op)."""
+    namespaces = {s["namespace"] for s in finding.plugin_searched if s["namespace"]}
+    keys = {finding.op, *(f"{ns}::{finding.op}" for ns in namespaces)}
+    for plugin in plugins.values():
+        if keys & set(plugin.onnx_ops):
+            return plugin
+    return None
+
+
+def explain(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> str:
+    """The fix for one finding, naming the plugin library and the reference status."""
+    if not finding.plugin_not_found:
+        return "see the op-support matrix for this op's restrictions, or replace the node"
+    wanted = finding.plugin_searched[-1] if finding.plugin_searched else None
+    asked = (
+        f"a plugin registered as {wanted['name']} version {wanted['version'] or '1'}"
+        + (f" in namespace '{wanted['namespace']}'" if wanted["namespace"] else "")
+        if wanted
+        else f"a plugin named {finding.op}"
+    )
+    plugin = _plugin_for(finding, plugins)
+    if plugin is None:
+        return (
+            f"the parser looked for {asked}: load a plugin library that registers it "
+            "(build setting plugins = ['lib….so']); no DeployLens plugin covers this op, so "
+            "there is no reference implementation to validate it with either"
+        )
+    reference = (
+        f"DeployLens plugin '{plugin.name}' has an ONNX Runtime reference implementation "
+        "(validation runs)"
+        if plugin.register_ort_reference
+        else f"DeployLens plugin '{plugin.name}' has no reference implementation"
+    )
+    ref = plugin.tensorrt_plugin
+    if not ref:
+        return (
+            f"the parser looked for {asked}: {reference} but names no TensorRT plugin library — "
+            "write one (IPluginV3) registered under that name and list it in plugins"
+        )
+    library = ref.get("library", "")
+    text = f"the parser looked for {asked}: load {library} (plugins = ['…/{library}']); {reference}"
+    if wanted and ref.get("name") and ref["name"] != wanted["name"]:
+        text += (
+            f"; that library registers '{ref['name']}', not '{wanted['name']}': rename the node "
+            f"to {ref['name']} (graph surgery) or register the creator under '{wanted['name']}'"
+        )
+    return text
+
+
+def explained(findings: list[ParserFinding], plugins: dict[str, OpPlugin]) -> list[ParserFinding]:
+    for finding in findings:
+        finding.fix = explain(finding, plugins)
+    return findings
