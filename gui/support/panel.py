@@ -26,10 +26,15 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.model.loading import read_model
 from deploylens.core.support.analysis import TargetReport, analyze, collect_ops, parse_target
+from deploylens.core.support.live import live_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.onnx_spec import domain_name
-from deploylens.core.support.request import CollectRequest
+from deploylens.core.support.request import (
+    CollectRequest,
+    TensorRTOpsRequest,
+    TensorRTProbeRequest,
+)
 from deploylens.core.support.tensorrt_table import table_versions
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
@@ -37,6 +42,7 @@ from deploylens.gui.job_manager import JobManager
 from deploylens.gui.support.table_model import SupportTableModel
 
 ALL_DOMAINS = "(all domains)"
+LIVE_TARGET = "trt-rtx (live)"  # the installed TensorRT-RTX parser, asked about the open model
 
 
 class OpSupportPanel(QWidget):
@@ -57,6 +63,8 @@ class OpSupportPanel(QWidget):
         self.reports: list[TargetReport] = []
         self.tasks: list[BackgroundTask] = []
         self._requested = False
+        self.live: dict[str, Any] | None = None  # TensorRT-RTX's importers, once asked
+        self.live_note = "TensorRT-RTX (live): asking the worker …"
         self.status = QLabel("The support registries load when this panel is first shown.")
         self.status.setWordWrap(True)
         self.search = QLineEdit()
@@ -161,19 +169,54 @@ class OpSupportPanel(QWidget):
         self.target.addItems([f"trt-{v}" for v in reversed(table_versions())])
         self.target.blockSignals(False)
         self._fill_aten()
-        versions = matrix.data.get("versions", {})
-        trt = matrix.data.get("tensorrt_installed")
-        self.status.setText(
-            f"onnx {versions.get('onnx')}, torch {versions.get('torch')}, onnxruntime "
-            f"{versions.get('onnxruntime')} ({', '.join(matrix.ort_providers)}); TensorRT "
-            f"tables {table_versions()[0]}–{table_versions()[-1]} (newer versions fall back to "
-            f"{table_versions()[-1]} with a warning); live TensorRT: "
-            f"{trt or 'not installed'}."
-        )
+        self._show_status()
         self.apply_filters()
-        self.sig_ready.emit(matrix)
+        # ready once the live parser answered too (or said it is missing), so the targets and
+        # columns a user sees do not change under them
+        job = self.jobs.submit_request(TensorRTOpsRequest(), "TensorRT-RTX operators (live)")
+        job.sig_finished.connect(self._on_live_ops)
+        job.sig_failed.connect(self._on_live_failed)
+
+    def _ready(self) -> None:
+        assert self.matrix is not None
+        self._show_status()
+        self.sig_ready.emit(self.matrix)
         if self.model_path:
             self.set_model(self.model_path, self.document_proto)
+
+    def _show_status(self) -> None:
+        assert self.matrix is not None
+        versions = self.matrix.data.get("versions", {})
+        trt = self.matrix.data.get("tensorrt_installed")
+        self.status.setText(
+            f"onnx {versions.get('onnx')}, torch {versions.get('torch')}, onnxruntime "
+            f"{versions.get('onnxruntime')} ({', '.join(self.matrix.ort_providers)}); TensorRT "
+            f"tables {table_versions()[0]}–{table_versions()[-1]} (newer versions fall back to "
+            f"{table_versions()[-1]} with a warning); live TensorRT: "
+            f"{trt or 'not installed'}; {self.live_note}"
+        )
+
+    def _on_live_ops(self, answer: dict[str, Any]) -> None:
+        """The installed TensorRT-RTX answers: a live column, and its parser becomes the
+        TensorRT target for the open model (a real parse beats the bundled table)."""
+        self.live = answer
+        release = ".".join(answer["version"].split(".")[:2])
+        self.live_note = (
+            f"{answer['product']} {answer['version']} (live): "
+            f"{sum(answer['ops'].values())} of {len(answer['ops'])} ONNX ops have an importer."
+        )
+        if self.table_model is not None:
+            self.table_model.set_live(f"RTX {release} live", answer["ops"])
+            self.table.setColumnWidth(self.table_model.live_column, 72)
+        self.target.blockSignals(True)
+        self.target.insertItem(0, LIVE_TARGET)
+        self.target.setCurrentIndex(0)
+        self.target.blockSignals(False)
+        self._ready()
+
+    def _on_live_failed(self, failure: JobFailure) -> None:
+        self.live_note = f"TensorRT-RTX (live): {failure.message} {failure.hint}".strip()
+        self._ready()
 
     def _fill_aten(self) -> None:
         assert self.matrix is not None
@@ -221,6 +264,9 @@ class OpSupportPanel(QWidget):
     def analyze(self) -> None:
         if self.matrix is None or not self.model_ops or not self.target.currentText():
             return
+        if self.target.currentText() == LIVE_TARGET:
+            self._analyze_live()
+            return
         model, matrix, uses = self.model_proto, self.matrix, self.model_ops
         target = parse_target(self.target.currentText())
         # ~0.13 s for a 10k-node model: off the UI thread
@@ -229,6 +275,27 @@ class OpSupportPanel(QWidget):
         task.sig_failed.connect(lambda exc, tb: self.sig_message.emit(f"Analysis failed: {exc}"))
         self.tasks.append(task)
         task.start()
+
+    def _analyze_live(self) -> None:
+        """The open model through the installed TensorRT-RTX parser, in the worker."""
+        path = self.model_path or ""
+        opsets = {domain_name(o.domain): o.version for o in self.model_proto.opset_import}
+        job = self.jobs.submit_request(
+            TensorRTProbeRequest(path, "tensorrt_rtx"), "TensorRT-RTX parser (live)"
+        )
+        job.sig_finished.connect(
+            lambda result: (
+                self._on_reports(
+                    LIVE_TARGET,
+                    [live_report("trt-rtx", result, opsets.get("ai.onnx", 0))],
+                )
+                if path == self.model_path
+                else None
+            )
+        )
+        job.sig_failed.connect(
+            lambda failure: self.sig_message.emit(f"TensorRT-RTX parser: {failure.message}")
+        )
 
     def _on_reports(self, label: str, reports: list[TargetReport]) -> None:
         if label != self.target.currentText():
@@ -244,6 +311,8 @@ class OpSupportPanel(QWidget):
             span = (
                 f"works at opsets {report.opset_range[0]}–{report.opset_range[1]}"
                 if report.opset_range
+                else report.notes[0]
+                if report.notes and report.notes[0].startswith("answered by the installed")
                 else "no opset works as is"
             )
             top = QTreeWidgetItem(

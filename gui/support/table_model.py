@@ -36,18 +36,32 @@ class SupportTableModel(QAbstractTableModel):
         self.model_counts: dict[tuple[str, str], int] = {}
         self.model_opsets: dict[str, int] = {}
         self.at_opset = self.max_opset
+        self.live: dict[str, bool] | None = None  # the installed parser's importers, by op
+        self.live_label = ""
+        self._layout()
+
+    def _layout(self) -> None:
         self.headers = [
             "Op",
             "Domain",
             *[str(o) for o in range(1, self.max_opset + 1)],
             *[f"ORT {p.removesuffix('ExecutionProvider')}" for p in self.providers],
             *[f"TRT {v}" for v in self.trt_versions],
+            *([self.live_label] if self.live is not None else []),
             "In model",
         ]
         self.first_opset_column = 2
         self.first_ort_column = 2 + self.max_opset
         self.first_trt_column = self.first_ort_column + len(self.providers)
+        self.live_column = self.first_trt_column + len(self.trt_versions)
         self.model_column = len(self.headers) - 1
+
+    def set_live(self, label: str, ops: dict[str, bool]) -> None:
+        """A column from the installed parser (e.g. "TensorRT-RTX 1.7 (live)")."""
+        self.beginResetModel()
+        self.live, self.live_label = ops, label
+        self._layout()
+        self.endResetModel()
 
     # -- filtering ------------------------------------------------------------------------------
     def set_rows(self, rows: list[tuple[str, str]]) -> None:
@@ -77,6 +91,11 @@ class SupportTableModel(QAbstractTableModel):
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:
             if self.first_ort_column <= section < self.first_trt_column:
                 return f"ONNX Runtime kernel at opset {self.at_opset} (the model's, or the newest)"
+            if self.live is not None and section == self.live_column:
+                return (
+                    "the installed parser, asked live: does it have an importer for the op? "
+                    "(a custom-domain op needs a plugin; an importer may still need one)"
+                )
             if self.first_trt_column <= section < self.model_column:
                 return "TensorRT ONNX parser (onnx-tensorrt operators.md)"
         return None
@@ -96,6 +115,15 @@ class SupportTableModel(QAbstractTableModel):
             provider = self.providers[column - self.first_ort_column]
             verdict = self.matrix.ort_verdict(domain, op, self.at_opset, provider)
             return self._verdict_cell(verdict.ok, verdict.reason, role)
+        if self.live is not None and column == self.live_column:
+            ok = domain == "ai.onnx" and self.live.get(op, False)
+            why = (
+                f"{self.live_label}: an importer exists"
+                if ok
+                else f"{self.live_label}: no importer"
+                + (" (another domain: needs a plugin)" if domain != "ai.onnx" else "")
+            )
+            return self._verdict_cell(ok, why, role)
         if column < self.model_column:
             version = self.trt_versions[column - self.first_trt_column]
             row = (

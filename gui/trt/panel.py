@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.quantize.request import CalibrateRequest
-from deploylens.core.trt.flags import family
+from deploylens.core.trt.flags import RTX, family, is_rtx, release_name
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.script import build_script
 from deploylens.core.trt.settings import (
@@ -45,7 +45,9 @@ from deploylens.gui.job_manager import JobManager
 from deploylens.gui.trt.engine_view import EngineView
 from deploylens.gui.trt.settings_form import BuildSettingsForm
 
-VERSIONS = ["10.16", "11.4", "8.6.1"]
+VERSIONS = ["10.16", "11.4", "8.6.1", "rtx"]
+BUILD_GPU = "Build engine (GPU)"
+BUILD_AOT = "Build (ahead of time, no GPU needed)"
 OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
 BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
 IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
@@ -94,7 +96,7 @@ class BuildPanel(QWidget):
         self.copy_calibration = CopyRequestButton(self.calibrate_request)
         self.copy_calibration.setText("Copy calibration as…")
         self.copy_calibration.sig_message.connect(self.sig_message)
-        self.build_button = QPushButton("Build engine")
+        self.build_button = QPushButton(BUILD_GPU)
         self.build_button.setToolTip("with the TensorRT installed in the worker interpreter (GPU)")
         self.build_button.clicked.connect(self.build)
         self.cancel_button = QPushButton("Cancel")
@@ -185,16 +187,23 @@ class BuildPanel(QWidget):
 
     # -- live checks and outputs ------------------------------------------------------------------
     def refresh(self) -> None:
+        """Every keystroke leaves the panel consistent: problems, banner and every command pane
+        describe the form as it is now (a stale command never stays beside a new problem)."""
         version = self.version.currentText().strip()
+        self._build_label(version)
         self.problems.clear()
         try:
             settings = self.form.settings()
             family(version)
         except UserError as exc:
             self._show_problems([exc.message])
+            self._blank_outputs()
             return
         except ValueError:
-            self._show_problems([f"TensorRT {version} is not supported: use 8.6, 10.x or 11.x."])
+            from deploylens.core.trt.settings import version_problem
+
+            self._show_problems([version_problem(version)])
+            self._blank_outputs()
             return
         self.toml.setPlainText(settings.to_toml() or "# every setting at TensorRT's default\n")
         model = self.model_path or "model.onnx"
@@ -216,17 +225,37 @@ class BuildPanel(QWidget):
                 )
             return
         engine = str(Path(model).with_suffix(".engine"))
-        self.trtexec.setPlainText(trtexec_command(settings, version, model, engine))
-        self.polygraphy.setPlainText(polygraphy_command(settings, model, engine))
+        if family(version) == RTX:
+            self.trtexec.setPlainText(
+                "TensorRT-RTX ships no trtexec in its wheels (the SDK's tensorrt_rtx tool is a "
+                "separate download): the Python script and the Polygraphy line are its "
+                "reproducers, and 'Build (ahead of time)' builds the plan here, with no GPU."
+            )
+        else:
+            self.trtexec.setPlainText(trtexec_command(settings, version, model, engine))
+        self.polygraphy.setPlainText(polygraphy_command(settings, model, engine, version))
         self.script.setPlainText(build_script(settings, version, model, engine))
         self._show_problems([])
+
+    def _blank_outputs(self) -> None:
+        for box in (self.trtexec, self.polygraphy, self.script):
+            box.setPlainText("Fix the problems on the left first.")
+
+    def _build_label(self, version: str) -> None:
+        aot = is_rtx(version)
+        self.build_button.setText(BUILD_AOT if aot else BUILD_GPU)
+        self.build_button.setToolTip(
+            "TensorRT-RTX builds a real plan ahead of time for the targets, with no GPU"
+            if aot
+            else "with the TensorRT installed in the worker interpreter (GPU)"
+        )
 
     def _show_problems(self, problems: list[str]) -> None:
         self.problems.clear()
         self.problems.addItems(problems or ["No problems for this TensorRT release."])
         if not problems and self.job is None:
             self._set_banner(
-                f"Settings are valid for TensorRT {self.version.currentText()}.", OK_STYLE
+                f"Settings are valid for {release_name(self.version.currentText())}.", OK_STYLE
             )
         elif problems:
             self._set_banner(f"{len(problems)} problem(s): {problems[0]}", BAD_STYLE)
@@ -244,7 +273,8 @@ class BuildPanel(QWidget):
         if not c.data:
             raise UserError("Tick INT8 calibration and give a data folder.")
         version = self.version.currentText()
-        cache = self.form.cache.text().strip() if family(version) != "11" else ""
+        # only the releases with an INT8 calibrator read TensorRT's calibration cache
+        cache = self.form.cache.text().strip() if family(version) in ("8.6", "10") else ""
         return CalibrateRequest(
             model=self.model_path,
             data=c.data,
@@ -329,10 +359,24 @@ class BuildPanel(QWidget):
             if result.get("trt_cache"):
                 text += f"; TensorRT cache {result['trt_cache']['header']}"
             self._set_banner(text, OK_STYLE)
+        elif not result.get("built", True):
+            findings = result.get("findings", [])
+            self.problems.clear()
+            self.problems.addItems(
+                [
+                    f"{f['node_name'] or 'model'} ({f['op']}): {f['message']}"
+                    + (f" — fix: {f['fix']}" if f.get("fix") else "")
+                    for f in findings
+                ]
+            )
+            self._set_banner(result["message"], BAD_STYLE)
         else:
+            targets = result.get("targets")
+            where = f", ahead of time for {', '.join(targets)}" if targets else ""
             self._set_banner(
                 f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB, "
-                f"TensorRT {result['tensorrt']}, {result['seconds']:.1f} s)",
+                f"{result.get('product', 'TensorRT')} {result['tensorrt']}, "
+                f"{result['seconds']:.1f} s{where})",
                 OK_STYLE,
             )
             if result.get("layers_json"):

@@ -118,6 +118,12 @@ class BuildSettingsForm(QWidget):
         self.dla_core = _spin(0, 15)
         self.gpu_fallback = QCheckBox("GPU fallback")
         self.hardware = _combo(["none", "ampere+", "sameComputeCapability"])
+        self.targets = QLineEdit()
+        self.targets.setPlaceholderText("TensorRT-RTX: sm89, sm120 (empty: its default set)")
+        self.targets.setToolTip(
+            "TensorRT-RTX builds ahead of time for these compute capabilities, with no GPU "
+            "(sm75, sm80, sm86, sm89, sm120, sm121), or 'current' for the GPU building it"
+        )
         self.version_compatible = QCheckBox("Version compatible")
         self.aux_streams = _spin(0, 64)
         self.verbosity = QComboBox()
@@ -171,6 +177,7 @@ class BuildSettingsForm(QWidget):
         dla.addWidget(self.gpu_fallback)
         form.addRow("DLA core", dla)
         form.addRow("Hardware compatibility", self.hardware)
+        form.addRow("AOT targets", self.targets)
         form.addRow("", self.version_compatible)
         form.addRow("Max aux streams", self.aux_streams)
         form.addRow("Profiling verbosity", self.verbosity)
@@ -240,6 +247,12 @@ class BuildSettingsForm(QWidget):
             dla_core=number(self.dla_core),
             gpu_fallback=self.gpu_fallback.isChecked() or None,
             hardware_compatibility=text(self.hardware),
+            compute_capabilities=[
+                t.strip().lower()
+                for t in self.targets.text().replace(";", ",").split(",")
+                if t.strip()
+            ]
+            or None,
             version_compatible=self.version_compatible.isChecked() or None,
             max_aux_streams=number(self.aux_streams),
             profiling_verbosity=text(self.verbosity),
@@ -278,6 +291,7 @@ class BuildSettingsForm(QWidget):
         self.sparsity.setCurrentText(s.sparsity or DEFAULT)
         self.gpu_fallback.setChecked(bool(s.gpu_fallback))
         self.hardware.setCurrentText(s.hardware_compatibility or DEFAULT)
+        self.targets.setText(", ".join(s.compute_capabilities or []))
         self.version_compatible.setChecked(bool(s.version_compatible))
         self.verbosity.setCurrentText(s.profiling_verbosity or DEFAULT)
         self.refit.setChecked(bool(s.refit))

@@ -113,3 +113,42 @@ def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> 
     assert any("QuantizeLinear" in name for name in diff["added"])
     assert view.diff.toPlainText().startswith(f"layers added {len(diff['added'])}")
     assert "total" not in view.diff.toPlainText()  # one side has no profile: no time deltas
+
+
+def test_build_ahead_of_time_with_tensorrt_rtx(
+    qtbot, make_window, samples: Path, tmp_path: Path, rtx
+) -> None:
+    """With TensorRT-RTX (installed in CI), the panel builds a real plan with no GPU: progress
+    in the banner, the builder's layer account in the engine view, a rejected custom op as
+    findings in Problems (cancel against the real builder: tests/core/test_tensorrt_rtx.py)."""
+    model = tmp_path / "small_cnn.onnx"
+    model.write_bytes((samples / "small_cnn.dynamo.onnx").read_bytes())
+    window = make_window()
+    wait_opened(qtbot, window, model)
+    panel = window.build_panel
+    panel.version.setCurrentText("rtx")
+    assert panel.build_button.text() == "Build (ahead of time, no GPU needed)"
+    assert "ships no trtexec" in panel.trtexec.toPlainText()
+    panel.form.targets.setText("sm89, sm120")
+    assert panel.polygraphy.toPlainText().startswith("POLYGRAPHY_USE_TENSORRT_RTX=1")
+    assert "set_compute_capability(trt.ComputeCapability.SM120, 1)" in panel.script.toPlainText()
+    panel.form.precision["fp16"].setChecked(True)  # TensorRT-RTX has no precision flags
+    assert "TensorRT-RTX has no precision flags" in panel.problems.item(0).text()
+    assert "Fix the problems" in panel.script.toPlainText()
+    panel.form.precision["fp16"].setChecked(False)
+    panel.build_button.click()
+    qtbot.waitUntil(lambda: panel.banner.text().startswith("Built"), timeout=JOB_TIMEOUT_MS)
+    text = panel.banner.text()
+    assert "TensorRT-RTX 1." in text and "ahead of time for sm89, sm120" in text
+    assert (tmp_path / "small_cnn.engine").stat().st_size > 100_000
+    assert panel.outputs.currentWidget() is panel.engine_view
+    assert panel.engine_view.table.rowCount() >= 1  # the builder's own layer account
+
+    custom = tmp_path / "custom.onnx"
+    custom.write_bytes((samples / "custom_fn_symbolic.torchscript.onnx").read_bytes())
+    wait_opened(qtbot, window, custom)
+    panel.version.setCurrentText("rtx")
+    panel.build_button.click()
+    qtbot.waitUntil(lambda: panel.build_button.isEnabled(), timeout=JOB_TIMEOUT_MS)
+    assert "rejected custom.onnx at node '/customOp2'" in panel.banner.text()
+    assert "namespace 'custom_domain'" in panel.problems.item(0).text()

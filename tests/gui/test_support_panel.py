@@ -91,3 +91,34 @@ def test_pytorch_ops_tab(qtbot, make_window) -> None:
     row = names.index("aten::asinh")
     assert panel.aten_table.item(row, 1).text() == "no symbolic"
     assert panel.aten_table.item(row, 2).text() == "yes"
+
+
+def test_the_live_tensorrt_rtx_parser_is_a_column_and_the_default_target(
+    qtbot, make_window, samples: Path, rtx
+) -> None:
+    """Where TensorRT-RTX is installed (CI), its parser answers for the open model."""
+    window = make_window()
+    panel = window.support_panel
+    with qtbot.waitSignal(panel.sig_ready, timeout=120_000):
+        window.docks["Op support"].raise_()
+        window.docks["Op support"].show()
+    model = panel.table_model
+    header = model.headerData(model.live_column, Qt.Orientation.Horizontal)
+    assert header.startswith("RTX 1.") and header.endswith("live")
+    row = model.rows.index(("ai.onnx", "DeformConv"))
+    assert model.data(model.index(row, model.live_column)) == "✗"  # no importer in TensorRT-RTX
+    row = model.rows.index(("ai.onnx", "Conv"))
+    assert model.data(model.index(row, model.live_column)) == "✓"
+    assert panel.target.currentText() == "trt-rtx (live)"
+    assert "TensorRT-RTX 1." in panel.status.text()
+    with (
+        qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS),
+        qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS),
+    ):
+        window.open_path(samples / "custom_fn_symbolic.torchscript.onnx")
+    top = panel.findings.topLevelItem(0)
+    assert top.text(0).startswith("trt-rtx (TensorRT-RTX 1.") and top.text(1).startswith("BLOCKED")
+    blocker = top.child(0)
+    assert blocker.text(0) == "customOp2" and "/customOp2" in blocker.text(2)
+    assert "customOp2 version 1 in namespace 'custom_domain'" in blocker.child(0).text(1)
+    assert panel.support_overlay()["/customOp2"] == "blocked"
