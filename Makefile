@@ -24,7 +24,7 @@ system:
 $(BIN)/deploylens: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[full,dev]"
+	$(BIN)/python -m pip install -q -e ".[full,dev,trt]"
 	touch $@
 
 install: system $(BIN)/deploylens
@@ -33,9 +33,10 @@ demo: install
 	$(BIN)/deploylens demo --out $(OUT)
 
 # The core's tests run once, with Qt made unimportable (core must not need it); the rest offscreen.
+# TensorRT-RTX is installed by .[trt]: its real-library tests must run, never skip.
 test: install
-	DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
+	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
+	DEPLOYLENS_REQUIRE_TRT_RTX=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
 
 lint: install
 	$(BIN)/ruff check .
@@ -52,6 +53,8 @@ bench: install
 	$(BIN)/python bench/validate.py --json bench/results/validate.json
 	$(BIN)/python bench/calibrate.py --json bench/results/calibrate.json
 	$(BIN)/python bench/timeline.py --json bench/results/timeline.json
+	$(BIN)/python bench/trt_build.py --json bench/results/trt_build.json
+	$(BIN)/python bench/trt_crosscheck.py --json bench/results/trt_crosscheck.json
 
 clean:
 	rm -rf $(VENV) out build *.egg-info
