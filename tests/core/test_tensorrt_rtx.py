@@ -330,3 +330,36 @@ def test_the_table_vs_live_parser_crosscheck_accounts_for_every_model(
     counted = sum(sum(side.values()) for side in result["classes"].values())
     assert result["models"] == 120 and result["agree"] + counted == 120
     assert result["agree"] > 40
+
+
+@pytest.mark.gpu
+def test_on_an_rtx_class_gpu_the_plan_loads_inspects_runs_and_matches_onnx_runtime(
+    rtx: Any, samples: Path, tmp_path: Path
+) -> None:
+    """The run half, which needs an RTX-class GPU (compute capability 7.5–12.x except Hopper):
+    skipped without one — it has never run in CI, and says so in its skip reason."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    if f"sm{major}{minor}" not in ("sm75", "sm80", "sm86", "sm89", "sm120", "sm121"):
+        pytest.skip(
+            f"sm{major}{minor} ({torch.cuda.get_device_name()}) is not a TensorRT-RTX target"
+        )
+    import onnxruntime as ort
+
+    from deploylens.core.engine.layers import parse_layer_info
+    from deploylens.core.trt.device import TorchDevice
+
+    model = samples / "small_cnn.dynamo.onnx"
+    adapter = TensorRTAdapter(rtx)
+    adapter.build(str(model), BuildSettings(compute_capabilities=["current"]),
+                  str(tmp_path / "m.engine"))  # fmt: skip
+    engine = adapter.deserialize((tmp_path / "m.engine").read_bytes())
+    info = parse_layer_info(json.loads(adapter.inspect(engine)), "inspector")
+    assert info.layers
+    feeds = {"image": np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)}
+    outputs, times = adapter.run(engine, feeds, TorchDevice(), iterations=5)
+    assert times and all(len(v) == 5 for v in times.values())
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)[0]
+    np.testing.assert_allclose(outputs["output"], expected, rtol=1e-3, atol=1e-4)
