@@ -49,6 +49,8 @@ COMMAND_HOMES = {
     "calibrate": "deploylens.core.quantize.cli_quantize",
     "trace": "deploylens.core.trace.cli_trace",
     "profile": "deploylens.core.trace.cli_trace",
+    "sweep": "deploylens.core.trace.cli_trace",
+    "lab": "deploylens.core.trace.cli_trace",
     "demo": "deploylens.core.cli_demo",
     "env": "deploylens.core.cli_demo",
 }

@@ -34,6 +34,8 @@ REQUESTS: dict[str, str] = {
     "quantize.calibrate": "deploylens.core.quantize.request:CalibrateRequest",
     "build.engine": "deploylens.core.trt.request:BuildRequest",
     "trace.profile": "deploylens.core.trace.request:ProfileRequest",
+    "trace.sweep": "deploylens.core.trace.request:SweepRequest",
+    "trace.lab": "deploylens.core.trace.request:LabRequest",
 }
 
 

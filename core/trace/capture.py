@@ -1,29 +1,81 @@
 """Capture harness: run a model repeatedly and record a trace.
 
 - ONNX Runtime on the CPU: its own profiler (per-node ``_kernel_time`` events).
-- PyTorch: torch.profiler (Kineto). On a CUDA device the harness does what a deployment loop
-  does: N streams, pinned host buffers, H2D → execute → D2H per stream, each stage inside an
-  NVTX range (so an external Nsight Systems capture shows the same structure) and a
-  ``record_function`` range (so the Kineto trace shows it), with CUDA events per stage.
+- PyTorch: torch.profiler (Kineto). On a CUDA device the loop of ``core/trace/pipeline.py``
+  issues the batches (serial, pipelined or CUDA-graph replay), each stage inside an NVTX range
+  (an external Nsight Systems capture shows the same structure) and a ``record_function``
+  range (the Kineto trace shows it).
+- TensorRT engines through the adapter's ``IProfiler``.
 
-Headline latency/throughput come from a run *without* the profiler; the profiled run's wall time
-is reported next to it as the profiler's overhead.
+Headline latency/throughput come from passes *without* the profiler (two, to see whether the
+machine was steady); the profiled run's wall time is reported next to it as the profiler's
+overhead, unless the figures would mislead (``sanity``). What the capture did is written beside
+the trace (``TRACE.capture.json``) so the statistics never recommend what was already done.
 """
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import statistics
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.trace.capture_sidecar import write_sidecar
 
-def capture_ort(model: str, out: str, iterations: int = 20, threads: int = 0) -> dict[str, Any]:
+
+@dataclass
+class CaptureSettings:
+    """How a capture runs: the mode batches are issued in, batch size, streams, host memory,
+    warm-up and timed iterations (what ``deploylens profile`` and the Profile dialog set)."""
+
+    iterations: int = 20
+    mode: str = "serial"
+    batch: int = 1
+    streams: int = 1
+    host: str = "pinned"  # or "pageable"
+    warmup: int = 5
+
+    def sidecar(self, backend: str, device: str) -> dict[str, Any]:
+        return {"backend": backend, "device": device, **asdict(self)}
+
+
+def sanity(passes: list[list[float]], profiled_s: float, plain_s: float) -> dict[str, Any]:
+    """Figures that would mislead are flagged, not printed: a profiler "overhead" below 1× is
+    noise, and medians of identical passes that differ 10× mean the machine was not measuring
+    the model."""
+    flags: list[str] = []
+    medians = [statistics.median(p) for p in passes if p]
+    overhead: float | None = profiled_s / plain_s if plain_s else None
+    if overhead is not None and overhead < 1.0:
+        flags.append(
+            f"the profiled run was faster than the unprofiled one ({overhead:.2f}×): that is "
+            "noise on a shared machine, not an overhead, so no overhead figure is given"
+        )
+        overhead = None
+    if len(medians) > 1 and min(medians) > 0 and max(medians) / min(medians) >= 10:
+        flags.append(
+            "identical passes gave medians "
+            + " and ".join(f"{1e3 * m:.3f} ms" for m in medians)
+            + f" ({max(medians) / min(medians):.0f}× apart): the latency figure is not stable"
+        )
+    return {
+        "profiler_overhead": overhead,
+        "flags": flags,
+        "pass_medians_ms": [1e3 * m for m in medians],
+    }
+
+
+def capture_ort(
+    model: str, out: str, settings: CaptureSettings | None = None, threads: int = 0
+) -> dict[str, Any]:
     import onnxruntime as ort
 
     from deploylens.core.data.feeds import make_feeds
+
+    settings = settings or CaptureSettings()
+    iterations = settings.iterations
 
     def session(profile: bool) -> Any:
         options = ort.SessionOptions()
@@ -34,13 +86,17 @@ def capture_ort(model: str, out: str, iterations: int = 20, threads: int = 0) ->
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     plain = session(False)
-    feeds = make_feeds(plain, seed=0)
-    plain.run(None, feeds)  # warm-up
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
+    feeds = batched(make_feeds(plain, seed=0), plain, settings.batch)
+    for _ in range(max(settings.warmup, 1)):
         plain.run(None, feeds)
-        times.append(time.perf_counter() - start)
+    passes: list[list[float]] = []
+    for _ in range(2):
+        times = []
+        for _ in range(iterations):
+            start = time.perf_counter()
+            plain.run(None, feeds)
+            times.append(time.perf_counter() - start)
+        passes.append(times)
     profiled = session(True)
     profiled.run(None, feeds)
     start = time.perf_counter()
@@ -49,65 +105,100 @@ def capture_ort(model: str, out: str, iterations: int = 20, threads: int = 0) ->
     profiled_s = time.perf_counter() - start
     written = profiled.end_profiling()
     shutil.move(written, out)
-    return _summary("ort", times, profiled_s, iterations, out, batch=1)
+    write_sidecar(out, settings.sidecar("ort", "cpu"))
+    return _summary("ort", passes, profiled_s, settings, out, notes=cpu_notes(settings))
+
+
+def batched(feeds: dict[str, Any], session: Any, batch: int) -> dict[str, Any]:
+    """The random feeds repeated to ``batch`` along a dynamic first axis; a fixed one is said."""
+    if batch == 1:
+        return feeds
+    import numpy as np
+
+    from deploylens.core.errors import UserError
+
+    result = {}
+    for meta in session.get_inputs():
+        first = meta.shape[0] if meta.shape else None
+        if isinstance(first, int) and first != batch:
+            raise UserError(
+                f"The model's input '{meta.name}' has a fixed batch of {first}: it cannot run "
+                f"batch {batch} (export it with a dynamic batch axis)."
+            )
+        array = feeds[meta.name]
+        result[meta.name] = np.repeat(array[:1], batch, axis=0)
+    return result
+
+
+def cpu_notes(settings: CaptureSettings) -> list[str]:
+    """What a CPU capture ignores, said instead of silently dropped."""
+    notes = []
+    if settings.streams > 1:
+        notes.append(f"--streams {settings.streams} is ignored on the CPU (there are no streams)")
+    if settings.host != "pinned":
+        notes.append("--host is ignored on the CPU (no host-to-device copies)")
+    return notes
 
 
 def _summary(
     backend: str,
-    times: list[float],
+    passes: list[list[float]],
     profiled_s: float,
-    iterations: int,
+    settings: CaptureSettings,
     out: str,
-    batch: int,
+    notes: list[str] | None = None,
+    wall_s: float | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    plain_s = sum(times)
+    """Headline figures from the unprofiled passes (the last one), the profiled run apart."""
+    times = passes[-1]
+    plain_s = wall_s if wall_s is not None else sum(times)
+    checked = sanity(passes, profiled_s, plain_s)
     return {
         "backend": backend,
-        "iterations": iterations,
+        "mode": settings.mode,
+        "batch": settings.batch,
+        "streams": settings.streams,
+        "iterations": settings.iterations,
         "latency_ms_median": 1e3 * statistics.median(times),
         "latency_ms_p90": 1e3 * sorted(times)[int(0.9 * (len(times) - 1))],
-        "throughput_per_s": batch * iterations / plain_s if plain_s else 0.0,
+        "throughput_per_s": settings.batch * len(times) / plain_s if plain_s else 0.0,
         "profiled_wall_s": profiled_s,
-        "profiler_overhead": profiled_s / plain_s if plain_s else None,
         "trace": out,
+        "notes": notes or [],
+        **checked,
         **extra,
     }
 
 
-def _nvtx_range(torch: Any) -> Any:
-    try:
-        import nvtx  # the `nvtx` package, when installed
-
-        return lambda name: nvtx.annotate(name)
-    except ImportError:
-
-        @contextlib.contextmanager
-        def scoped(name: str) -> Any:
-            torch.cuda.nvtx.range_push(name)
-            try:
-                yield
-            finally:
-                torch.cuda.nvtx.range_pop()
-
-        return scoped
-
-
 def capture_torch(
-    module: Any, example: Any, out: str, iterations: int = 20, streams: int = 2, device: str = "cpu"
+    module: Any, example: Any, out: str, settings: CaptureSettings, device: str = "cpu"
 ) -> dict[str, Any]:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    from deploylens.core.errors import UserError
+
     module = module.eval().to(device)
+    example = batch_of(example, settings.batch)
+    iterations = settings.iterations
     if device == "cpu":
+        if settings.mode != "serial":
+            raise UserError(
+                f"--mode {settings.mode} issues work to CUDA streams: it needs a CUDA device "
+                "(none is visible to PyTorch here)."
+            )
         with torch.inference_mode():
-            module(example)
-            times = []
-            for _ in range(iterations):
-                start = time.perf_counter()
+            for _ in range(max(settings.warmup, 1)):
                 module(example)
-                times.append(time.perf_counter() - start)
+            passes: list[list[float]] = []
+            for _ in range(2):
+                times = []
+                for _ in range(iterations):
+                    start = time.perf_counter()
+                    module(example)
+                    times.append(time.perf_counter() - start)
+                passes.append(times)
             start = time.perf_counter()
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 for _ in range(iterations):
@@ -115,81 +206,75 @@ def capture_torch(
                         module(example)
             profiled_s = time.perf_counter() - start
         prof.export_chrome_trace(out)
-        return _summary(
-            "torch-cpu", times, profiled_s, iterations, out, batch=int(example.shape[0])
-        )
-    nvtx_range = _nvtx_range(torch)
-    cuda_streams = [torch.cuda.Stream() for _ in range(streams)]
-    host_in = [example.clone().pin_memory() for _ in range(streams)]
-    dev_in = [torch.empty_like(example, device=device) for _ in range(streams)]
+        write_sidecar(out, settings.sidecar("torch", "cpu"))
+        return _summary("torch-cpu", passes, profiled_s, settings, out, notes=cpu_notes(settings))
+    return capture_torch_cuda(module, example, out, settings, device)
+
+
+def batch_of(example: Any, batch: int) -> Any:
+    """The example input with ``batch`` rows (the first row repeated)."""
+    if batch == int(example.shape[0]):
+        return example
+    return example[:1].expand(batch, *example.shape[1:]).contiguous()
+
+
+def capture_torch_cuda(
+    module: Any, example: Any, out: str, settings: CaptureSettings, device: str
+) -> dict[str, Any]:
+    """The GPU loop of ``pipeline`` in ``settings.mode``: headline from two unprofiled passes
+    timed by CUDA events around whole batches, then one profiled pass with NVTX and profiler
+    ranges per stage (Kineto records kernels and copies on every stream)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from deploylens.core.trace.pipeline import Buffers, Pipeline, TorchCuda, slots_for
+
+    pinned = settings.host == "pinned"
+    slots = slots_for(settings.mode, settings.streams)
     with torch.inference_mode():
-        out_shape = module(dev_in[0]).shape
-    host_out = [torch.empty(out_shape, pin_memory=True) for _ in range(streams)]
-    stages: dict[str, list[float]] = {"h2d": [], "execute": [], "d2h": []}
-
-    def one(i: int, record: bool) -> None:
-        """H2D → execute → D2H for batch ``i`` on stream ``i % streams``, each stage timed by a
-        CUDA event and named by an NVTX range (and a profiler range when ``record``)."""
-        k = i % streams
-        s = cuda_streams[k]
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-
-        def stage(name: str) -> Any:
-            ranges = contextlib.ExitStack()
-            ranges.enter_context(nvtx_range(f"{name} {i} stream {k}"))
-            if record:
-                ranges.enter_context(record_function(name))
-            return ranges
-
-        with torch.cuda.stream(s), torch.inference_mode():
-            events[0].record(s)
-            with stage("h2d"):
-                dev_in[k].copy_(host_in[k], non_blocking=True)
-            events[1].record(s)
-            with stage("execute"):
-                output = module(dev_in[k])
-            events[2].record(s)
-            with stage("d2h"):
-                host_out[k].copy_(output, non_blocking=True)
-            events[3].record(s)
-        pending.append(events)
-
-    pending: list[list[Any]] = []
-    for i in range(2 * streams):  # warm-up: kernels chosen, allocator primed
-        one(i, False)
-    torch.cuda.synchronize()
-    pending.clear()
-    start = time.perf_counter()
-    for i in range(iterations):
-        one(i, False)
-    torch.cuda.synchronize()
-    plain_s = time.perf_counter() - start
-    for events in pending:
-        for name, a, b in (("h2d", 0, 1), ("execute", 1, 2), ("d2h", 2, 3)):
-            stages[name].append(events[a].elapsed_time(events[b]))
-    pending.clear()
-    start = time.perf_counter()
+        probe = module(example.to(device))
+    buffers = Buffers(
+        host_in=[example.clone().pin_memory() if pinned else example.clone() for _ in range(slots)],
+        host_out=[
+            torch.empty(probe.shape, dtype=probe.dtype, pin_memory=pinned) for _ in range(slots)
+        ],
+        dev_in=[torch.empty_like(example, device=device) for _ in range(slots)],
+        dev_out=[torch.empty_like(probe) for _ in range(slots)],
+    )
+    cuda = TorchCuda(torch)
+    pipeline = Pipeline(cuda, module, buffers, settings.mode, settings.streams)
+    pipeline.run(max(settings.warmup, 1))  # kernels chosen, allocator primed, graph replayed
+    cuda.synchronize()
+    passes, walls = [], []
+    for _ in range(2):
+        started = time.perf_counter()
+        events = pipeline.run(settings.iterations)
+        cuda.synchronize()
+        walls.append(time.perf_counter() - started)
+        passes.append([ms / 1e3 for ms in events.latencies_ms(cuda)])
+        span_ms = cuda.elapsed_ms(events.started[0], events.done[-1])
+    profiled = Pipeline(cuda, module, buffers, settings.mode, settings.streams, ranges=True)
+    profiled.run(2)
+    cuda.synchronize()
+    started = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for i in range(iterations):
-            one(i, True)
-        torch.cuda.synchronize()
-    profiled_s = time.perf_counter() - start
+        profiled.run(settings.iterations)
+        cuda.synchronize()
+    profiled_s = time.perf_counter() - started
     prof.export_chrome_trace(out)
-    per_batch = [
-        plain_s / iterations
-    ] * iterations  # streams overlap: per-batch latency is the stage sum
+    write_sidecar(out, settings.sidecar("torch", torch.cuda.get_device_name()))
     result = _summary(
         "torch-cuda",
-        per_batch,
+        passes,
         profiled_s,
-        iterations,
+        settings,
         out,
-        batch=int(example.shape[0]),
-        streams=streams,
+        wall_s=walls[-1],
         device=torch.cuda.get_device_name(),
-        stage_ms_median={k: statistics.median(v) for k, v in stages.items() if v},
+        gpu_span_ms=span_ms,
     )
-    result["latency_ms_median"] = sum(result["stage_ms_median"].values())
+    # throughput from the device's own clock: first H2D start to last D2H end
+    result["throughput_per_s"] = settings.batch * settings.iterations / (span_ms / 1e3)
     return result
 
 
@@ -244,14 +329,19 @@ def capture_trt(
         },
     )
     write_chrome(trace, out)
-    return _summary(
+    settings = CaptureSettings(iterations=iterations)
+    write_sidecar(out, settings.sidecar("tensorrt", "gpu"))
+    result = _summary(
         "tensorrt",
-        [ms / 1e3 for ms in per_run],
+        [[ms / 1e3 for ms in per_run]],
         profiled_s,
-        iterations,
+        settings,
         out,
-        batch=1,
+        notes=[
+            "latency is the sum of IProfiler layer times (TensorRT has no profiler-free timing "
+            "here); profiled_wall_s includes the per-layer synchronization"
+        ],
         tensorrt=adapter.version,
-        note="latency is the sum of IProfiler layer times (TensorRT has no profiler-free "
-        "timing here); profiled_wall_s includes the per-layer synchronization",
     )
+    result["profiler_overhead"] = None  # no unprofiled run to compare with: not a figure
+    return result

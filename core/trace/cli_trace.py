@@ -6,11 +6,12 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from deploylens.core.command import Command, add_json, add_python
 from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.load import load_trace
-from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.request import LabRequest, ProfileRequest, SweepRequest
 from deploylens.core.trace.stats import trace_stats
 
 
@@ -25,6 +26,18 @@ def _trace_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _profile_arguments(parser: argparse.ArgumentParser) -> None:
     ProfileRequest.add_arguments(parser)
+    add_python(parser)
+    add_json(parser)
+
+
+def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    SweepRequest.add_arguments(parser)
+    add_python(parser)
+    add_json(parser)
+
+
+def _lab_arguments(parser: argparse.ArgumentParser) -> None:
+    LabRequest.add_arguments(parser)
     add_python(parser)
     add_json(parser)
 
@@ -83,6 +96,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
         )
     for hint in stats["hints"]:
         print(f"  hint: {hint}")
+    for finding in stats["diagnosis"]["findings"]:
+        print(f"  diagnosis: {finding['claim']} {finding['advice']}".rstrip())
     unknown = stats.get("unknown_categories") or {}
     if unknown:
         print(
@@ -95,17 +110,76 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """The capture runs in the worker (it runs the model); the trace's statistics follow."""
-    result = ProfileRequest.from_args(args).prepared().run(args.python)
+    result = ProfileRequest.from_args(args).prepared().run(args.python, on_progress=_progress(args))
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
+    print(profile_text(result))
+    return 0
+
+
+def profile_text(result: dict[str, Any]) -> str:
+    """The headline (unprofiled passes), the overhead only where it is a figure, every flag."""
     overhead = result.get("profiler_overhead")
-    print(
-        f"{args.backend}: median latency {result['latency_ms_median']:.3f} ms, "
-        f"{result['throughput_per_s']:.1f} samples/s without the profiler"
+    lines = [
+        f"{result['backend']} {result.get('mode', 'serial')}, batch {result.get('batch', 1)}, "
+        f"{result.get('streams', 1)} stream(s): median latency {result['latency_ms_median']:.3f} "
+        f"ms, {result['throughput_per_s']:.1f} samples/s without the profiler"
         + (f"; profiler overhead {overhead:.2f}×" if overhead else "")
+    ]
+    lines += [f"  note: {note}" for note in result.get("notes", [])]
+    lines += [f"  flag: {flag}" for flag in result.get("flags", [])]
+    lines.append(f"trace: {result['trace']}")
+    return "\n".join(lines)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    if args.json:
+        return None
+    return lambda fraction, text: print(f"  {text}", flush=True)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    result = SweepRequest.from_args(args).prepared().run(args.python, on_progress=_progress(args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0 if not result["failed"] else 1
+    print(
+        f"{'mode':10s} {'streams':>7s} {'batch':>6s} {'median ms':>10s} {'samples/s':>11s}  pattern"
     )
-    print(f"trace: {result['trace']}")
+    for point in result["points"]:
+        if point["status"] == "ok":
+            print(
+                f"{point['mode']:10s} {point['streams']:>7d} {point['batch']:>6d} "
+                f"{point['latency_ms_median']:>10.3f} {point['throughput_per_s']:>11.1f}  "
+                f"{point['pattern'] or '-'}"
+            )
+        else:
+            print(
+                f"{point['mode']:10s} {point['streams']:>7d} {point['batch']:>6d}  "
+                f"{point['status']}: {point['reason']}"
+            )
+    print(
+        f"{result['ran']} ran, {result['skipped']} skipped, {result['failed']} failed; "
+        f"{result['outputs']['csv']}, {result['outputs']['png']}"
+    )
+    return 0 if not result["failed"] else 1
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    result = LabRequest.from_args(args).prepared().run(args.python)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    made = (
+        "a SYNTHETIC trace (made up, not measured: no CUDA device here)"
+        if result["synthetic"]
+        else f"measured on {result['device']}"
+    )
+    print(f"lab {result['lab']}: {made} → {result['trace']}")
+    print(f"diagnosis: {result['pattern'] or 'no pattern'}")
+    for finding in result["findings"]:
+        print(f"  {finding['claim']} {finding['advice']}".rstrip())
     return 0
 
 
@@ -121,5 +195,17 @@ COMMANDS = (
         "run a model repeatedly under a profiler and write a trace (worker)",
         _profile_arguments,
         cmd_profile,
+    ),
+    Command(
+        "sweep",
+        "profile every batch × streams × mode point: table, throughput-vs-latency plot, traces",
+        _sweep_arguments,
+        cmd_sweep,
+    ),
+    Command(
+        "lab",
+        "a lab scenario (h2d-bound, d2h-bound, compute-bound, launch-bound) and its diagnosis",
+        _lab_arguments,
+        cmd_lab,
     ),
 )

@@ -12,6 +12,22 @@ from deploylens.core.trace.model import BadTraceValue, Trace
 
 
 def load_trace(given: str | Path, progress: Any = None) -> Trace:
+    """The trace, with what DeployLens's own capture did (``TRACE.capture.json``, written by
+    ``deploylens profile``) in ``meta["capture"]`` when that file is beside it."""
+    trace = _load(given, progress)
+    capture = _capture_sidecar(Path(given))
+    if capture is not None:
+        trace.meta["capture"] = capture
+    return trace
+
+
+def _capture_sidecar(path: Path) -> dict[str, Any] | None:
+    from deploylens.core.trace.capture_sidecar import read_sidecar
+
+    return read_sidecar(path)
+
+
+def _load(given: str | Path, progress: Any = None) -> Trace:
     path = input_file(given, "trace")
     if path.stat().st_size == 0:
         raise UserError(f"{path.name} is empty (0 bytes), so it is not a trace.")

@@ -4,14 +4,21 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
+from deploylens.core.errors import UserError
 from deploylens.core.requests import Request, flag
+
+if TYPE_CHECKING:
+    from deploylens.core.trace.capture import CaptureSettings
 
 Backend = Literal["ort", "torch", "trt"]
 BACKENDS: tuple[str, ...] = ("ort", "torch", "trt")
+Mode = Literal["serial", "pipelined", "cudagraph"]
+MODES: tuple[str, ...] = ("serial", "pipelined", "cudagraph")
+Host = Literal["pinned", "pageable"]
 
 
 @dataclass
@@ -22,9 +29,25 @@ class ProfileRequest(Request):
     model: str  # ort: an ONNX file; torch: an export spec; trt: an engine file
     out: str  # the trace file (Chrome JSON)
     backend: Backend = "ort"
-    streams: int = 2  # CUDA streams (torch on a GPU)
+    mode: Mode = "serial"  # how batches are issued on a GPU (core/trace/pipeline.py)
+    batch: int = 1
+    streams: int = 1  # CUDA (compute) streams; ignored on the CPU, and said so
+    host: Host = "pinned"  # host buffers for the copies
+    warmup: int = 5
     iterations: int = 20
     device: str = ""  # torch device; "": cuda when available
+
+    def capture(self) -> CaptureSettings:
+        from deploylens.core.trace.capture import CaptureSettings
+
+        return CaptureSettings(
+            iterations=self.iterations,
+            mode=self.mode,
+            batch=self.batch,
+            streams=self.streams,
+            host=self.host,
+            warmup=self.warmup,
+        )
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -35,7 +58,17 @@ class ProfileRequest(Request):
             "trt: FILE.engine",
         )
         group.add_argument("--backend", choices=BACKENDS, default="ort")
-        group.add_argument("--streams", type=int, default=2, help="CUDA streams (torch on a GPU)")
+        group.add_argument(
+            "--mode",
+            choices=MODES,
+            default="serial",
+            help="GPU: serial (H2D → compute → D2H per batch), pipelined (copy streams, the "
+            "next batch's H2D before this batch's compute) or cudagraph (compute replayed)",
+        )
+        group.add_argument("--batch", type=int, default=1)
+        group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")
+        group.add_argument("--host", choices=("pinned", "pageable"), default="pinned")
+        group.add_argument("--warmup", type=int, default=5, help="untimed batches first")
         group.add_argument("--iterations", type=int, default=20)
         group.add_argument("--device", default="", help="torch device (default: cuda when there)")
         group.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")
@@ -46,7 +79,11 @@ class ProfileRequest(Request):
             model=args.model,
             out=str(args.out),
             backend=args.backend,
+            mode=args.mode,
+            batch=args.batch,
             streams=args.streams,
+            host=args.host,
+            warmup=args.warmup,
             iterations=args.iterations,
             device=args.device or "",
         )
@@ -54,12 +91,148 @@ class ProfileRequest(Request):
     def cli_args(self) -> list[str]:
         args = [self.model, "--out", self.out]
         flag(args, "--backend", self.backend, "ort")
-        flag(args, "--streams", self.streams, 2)
+        flag(args, "--mode", self.mode, "serial")
+        flag(args, "--batch", self.batch, 1)
+        flag(args, "--streams", self.streams, 1)
+        flag(args, "--host", self.host, "pinned")
+        flag(args, "--warmup", self.warmup, 5)
         flag(args, "--iterations", self.iterations, 20)
         flag(args, "--device", self.device, "")
         return args
 
+    def check(self) -> None:
+        """Numbers no capture can use, refused in one sentence before a worker starts."""
+        for name in ("batch", "streams", "iterations"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name} must be 1 or more, not {getattr(self, name)}.")
+        if self.warmup < 0:
+            raise UserError(f"--warmup must be 0 or more, not {self.warmup}.")
+
     def prepared(self) -> ProfileRequest:
         """File paths absolute (a torch spec is the export spec, left as given)."""
+        self.check()
         model = self.model if self.backend == "torch" else str(Path(self.model).resolve())
         return replace(self, model=model, out=str(Path(self.out).resolve()))
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"'{text}' is not a list of whole numbers like 1,8,32.") from None
+    if not values or any(v < 1 for v in values):
+        raise UserError(f"'{text}': give whole numbers of 1 or more, like 1,8,32.")
+    return values
+
+
+def _mode_list(text: str) -> list[str]:
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [v for v in values if v not in MODES]
+    if unknown or not values:
+        raise UserError(f"'{text}': modes are {', '.join(MODES)} (comma-separated).")
+    return values
+
+
+@dataclass
+class SweepRequest(Request):
+    """One capture per batch × streams × mode point, in one worker (``deploylens sweep``)."""
+
+    JOB: ClassVar[str] = "trace.sweep"
+    COMMAND: ClassVar[str] = "sweep"
+
+    model: str
+    out: str  # a folder: one trace per point, sweep.json/.csv/.png
+    backend: Backend = "torch"
+    batches: list[int] = field(default_factory=lambda: [1])
+    streams: list[int] = field(default_factory=lambda: [1])
+    modes: list[str] = field(default_factory=lambda: ["serial"])
+    host: Host = "pinned"
+    warmup: int = 5
+    iterations: int = 20
+    device: str = ""
+
+    def base(self) -> ProfileRequest:
+        return ProfileRequest(self.model, "", backend=self.backend, host=self.host,
+                              warmup=self.warmup, iterations=self.iterations,
+                              device=self.device)  # fmt: skip
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("the sweep")
+        group.add_argument("model", help="as for deploylens profile")
+        group.add_argument("--backend", choices=BACKENDS, default="torch")
+        group.add_argument("--batch", default="1", help="batch sizes, e.g. 1,8,32")
+        group.add_argument("--streams", default="1", help="stream counts, e.g. 1,2,4")
+        group.add_argument(
+            "--mode", default="serial", help="modes, e.g. serial,pipelined,cudagraph"
+        )
+        group.add_argument("--host", choices=("pinned", "pageable"), default="pinned")
+        group.add_argument("--warmup", type=int, default=5)
+        group.add_argument("--iterations", type=int, default=20)
+        group.add_argument("--device", default="")
+        group.add_argument(
+            "--out", type=Path, required=True, help="folder for the traces and tables"
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SweepRequest:
+        return cls(
+            model=args.model,
+            out=str(args.out),
+            backend=args.backend,
+            batches=_int_list(args.batch),
+            streams=_int_list(args.streams),
+            modes=_mode_list(args.mode),
+            host=args.host,
+            warmup=args.warmup,
+            iterations=args.iterations,
+            device=args.device or "",
+        )
+
+    def cli_args(self) -> list[str]:
+        args = [self.model, "--out", self.out]
+        flag(args, "--backend", self.backend, "torch")
+        flag(args, "--batch", ",".join(map(str, self.batches)), "1")
+        flag(args, "--streams", ",".join(map(str, self.streams)), "1")
+        flag(args, "--mode", ",".join(self.modes), "serial")
+        flag(args, "--host", self.host, "pinned")
+        flag(args, "--warmup", self.warmup, 5)
+        flag(args, "--iterations", self.iterations, 20)
+        flag(args, "--device", self.device, "")
+        return args
+
+    def prepared(self) -> SweepRequest:
+        self.base().check()
+        model = self.model if self.backend == "torch" else str(Path(self.model).resolve())
+        return replace(self, model=model, out=str(Path(self.out).resolve()))
+
+
+@dataclass
+class LabRequest(Request):
+    """A lab scenario's trace and diagnosis (``deploylens lab``): real on a GPU, else synthetic."""
+
+    JOB: ClassVar[str] = "trace.lab"
+    COMMAND: ClassVar[str] = "lab"
+
+    name: str
+    out: str
+    synthetic: bool = False  # even where a GPU is: the made-up trace (what CI checks)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        from deploylens.core.trace.lab import SCENARIOS
+
+        group = parser.add_argument_group("the scenario")
+        group.add_argument("name", choices=sorted(SCENARIOS))
+        group.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")
+        group.add_argument("--synthetic", action="store_true", help="made-up trace, no GPU used")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LabRequest:
+        return cls(args.name, str(args.out), bool(args.synthetic))
+
+    def cli_args(self) -> list[str]:
+        return [self.name, "--out", self.out] + (["--synthetic"] if self.synthetic else [])
+
+    def prepared(self) -> LabRequest:
+        return replace(self, out=str(Path(self.out).resolve()))

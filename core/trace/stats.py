@@ -263,8 +263,14 @@ def copy_stats(trace: Trace) -> list[dict[str, Any]]:
 
 
 def hints(
-    copies: list[dict[str, Any]], ovl: dict[str, Any], streams: list[dict[str, Any]]
+    copies: list[dict[str, Any]],
+    ovl: dict[str, Any],
+    streams: list[dict[str, Any]],
+    capture: dict[str, Any] | None = None,
 ) -> list[str]:
+    """Advice from the copy and overlap figures — never advice the capture already followed
+    (``capture`` is what DeployLens's own capture did, from ``TRACE.capture.json``)."""
+    capture = capture or {}
     found = []
     pageable = [c for c in copies if "Pageable" in c["memory"]]
     if pageable:
@@ -274,19 +280,29 @@ def hints(
             "they cannot overlap compute — allocate pinned buffers (pin_memory / cudaHostAlloc)."
         )
     hidden = ovl.get("hidden_percent")
-    if hidden is not None and hidden < 10 and len(streams) > 1:
+    if hidden is not None and hidden < 10 and capture.get("mode") == "pipelined":
+        found.append(
+            f"Only {hidden:.0f}% of copy time is hidden behind kernels although the capture "
+            "pipelined the copies on their own streams: each batch's compute is too short to "
+            "cover its copies (see the diagnosis)."
+        )
+    elif hidden is not None and hidden < 10 and len(streams) > 1:
         found.append(
             f"Only {hidden:.0f}% of copy time is hidden behind kernels: copies and compute are "
-            "serialized — issue H2D for batch i+1 on another stream while batch i computes."
+            "serialized — issue H2D for batch i+1 on another stream while batch i computes "
+            "(deploylens profile --mode pipelined)."
         )
     elif hidden is not None and hidden < 10:
         found.append(
-            "All GPU work runs on one stream, so copies cannot overlap kernels: use ≥2 streams."
+            "All GPU work runs on one stream, so copies cannot overlap kernels: put the copies "
+            "on streams of their own (deploylens profile --mode pipelined)."
         )
     return found
 
 
 def trace_stats(trace: Trace) -> dict[str, Any]:
+    from deploylens.core.trace.diagnosis import diagnosis
+
     kinds = {
         KINDS[int(k)]: int(c)
         for k, c in zip(*np.unique(trace.kind, return_counts=True), strict=True)
@@ -310,7 +326,8 @@ def trace_stats(trace: Trace) -> dict[str, Any]:
         "streams": streams,
         "overlap": ovl,
         "copies": copies,
-        "hints": hints(copies, ovl, streams),
+        "hints": hints(copies, ovl, streams, trace.meta.get("capture")),
+        "diagnosis": diagnosis(trace),
         # events in categories this version does not know: counted as "other", never as kernels
         "unknown_categories": trace.meta.get("unknown_categories", {}),
     }

@@ -15,6 +15,8 @@ METHODS: dict[str, str] = {
     "quantize.calibrate": "deploylens.core.quantize.job:calibrate_job",
     "build.engine": "deploylens.core.trt.job:build_job",
     "trace.profile": "deploylens.core.trace.job:profile_job",
+    "trace.sweep": "deploylens.core.trace.job:sweep_job",
+    "trace.lab": "deploylens.core.trace.job:lab_job",
     "export.run": "deploylens.core.export.run:export_job",
     "support.collect": "deploylens.core.support.collect:support_job",
     "support.tensorrt_probe": "deploylens.core.trt.probe:tensorrt_probe_job",

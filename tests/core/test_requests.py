@@ -22,7 +22,7 @@ from deploylens.core.pytorch.source import InputSpec, parse_spec
 from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.requests import REQUESTS, Request, request_class
 from deploylens.core.support.request import CollectRequest, SampleAtenRequest, TensorRTProbeRequest
-from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.request import ProfileRequest, SweepRequest
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.settings import BuildSettings, Calibration, Profile
 from deploylens.core.validate.request import ValidateRequest
@@ -100,8 +100,15 @@ def _build_rtx(tmp_path: Path) -> BuildRequest:
 
 def _profile() -> ProfileRequest:
     return ProfileRequest(
-        "torchvision:resnet18", "t.json", backend="torch", streams=4, iterations=7, device="cpu"
-    )
+        "torchvision:resnet18", "t.json", backend="torch", mode="pipelined", batch=32,
+        streams=4, host="pageable", warmup=2, iterations=7, device="cpu",
+    )  # fmt: skip
+
+
+def _sweep() -> SweepRequest:
+    return SweepRequest("torchvision:resnet18", "sweep", batches=[1, 8, 32], streams=[1, 2],
+                        modes=["serial", "cudagraph"], host="pageable", warmup=1,
+                        iterations=9, device="cuda")  # fmt: skip
 
 
 def _with_cli(tmp_path: Path) -> list[Request]:

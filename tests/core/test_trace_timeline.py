@@ -208,7 +208,8 @@ def test_profile_cli_runs_onnx_runtime_in_the_worker(samples: Path, tmp_path: Pa
     model = samples / "small_cnn.dynamo.onnx"
     assert main(["profile", str(model), "--iterations", "5", "--out", str(out), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["backend"] == "ort" and result["profiler_overhead"] > 0
+    assert result["backend"] == "ort" and len(result["pass_medians_ms"]) == 2
+    assert result["profiler_overhead"] is None or result["profiler_overhead"] >= 1.0
     trace = load_trace(out)
     assert trace.meta["format"] == "onnxruntime" and (trace.kind == KIND["ort_node"]).sum() >= 5
     assert "node_mean" in node_latency(trace)  # unfused nodes keep their ONNX names

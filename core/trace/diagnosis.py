@@ -1,0 +1,246 @@
+"""What bounds a GPU run, each claim computed from the trace and consistent with the capture
+that made it.
+
+Patterns (each with the numbers behind it):
+- ``launch-bound``: the GPU waits between kernels while the CPU launches them — idle share of
+  the GPU span, the share of kernels under 10 µs, the CPU's launch-call time against the kernels'
+  time. Fix: CUDA graphs, a larger batch.
+- ``h2d-bound`` / ``d2h-bound``: copies in one direction take most of the GPU's busy time.
+  Same-direction copies share one copy engine (they queue behind each other even on different
+  streams); pageable host memory makes them synchronous.
+- ``compute-bound``: kernels keep the GPU busy; with several streams, kernels of different
+  streams barely run at once — one stream already fills the GPU, so more streams (or a bigger
+  batch, at ~proportional cost) cannot add throughput.
+
+``diagnose`` reads ``trace.meta["capture"]`` (``TRACE.capture.json``) and never recommends what
+the capture already did (pipelined copies, CUDA graphs, several streams, pinned memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from deploylens.core.trace.model import KIND, Trace, member
+from deploylens.core.trace.stats import merged
+
+SMALL_KERNEL_NS = 10_000  # "kernels under 10 µs"
+LAUNCH_CALLS = ("LaunchKernel", "cudaGraphLaunch", "cuGraphLaunch", "LaunchCooperative")
+
+
+@dataclass
+class Finding:
+    pattern: str
+    score: float  # 0..1: how strongly the trace shows it (the largest names the run)
+    claim: str
+    advice: str = ""
+    evidence: dict[str, float] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return self.claim + (f" {self.advice}" if self.advice else "")
+
+
+def _union_ns(start: np.ndarray, end: np.ndarray) -> int:
+    s, e = merged(start, end)
+    return int((e - s).sum())
+
+
+def _pairwise_overlap_ns(parts: list[tuple[np.ndarray, np.ndarray]]) -> int:
+    """Time during which events of two or more of ``parts`` (each a lane's intervals) run at
+    once: Σ union of each − union of all is the doubly-counted time (a lower bound that is exact
+    for two lanes)."""
+    if len(parts) < 2:
+        return 0
+    each = sum(_union_ns(s, e) for s, e in parts)
+    everything = _union_ns(
+        np.concatenate([s for s, _ in parts]), np.concatenate([e for _, e in parts])
+    )
+    return max(each - everything, 0)
+
+
+def measures(trace: Trace) -> dict[str, Any]:
+    """The numbers the patterns are judged by (all from the trace's own events)."""
+    gpu_kinds = (KIND["kernel"], KIND["memcpy_h2d"], KIND["memcpy_d2h"], KIND["memcpy_d2d"],
+                 KIND["memset"], KIND["memcpy_p2p"], KIND["memcpy"])  # fmt: skip
+    gpu = member(trace.kind, gpu_kinds)
+    result: dict[str, Any] = {"gpu_events": int(gpu.sum())}
+    if not gpu.any():
+        return result
+    start, end = trace.start, trace.start + trace.dur
+    first, last = int(start[gpu].min()), int(end[gpu].max())
+    span = max(last - first, 1)
+    busy = _union_ns(start[gpu], end[gpu])
+    kernels = trace.kind == KIND["kernel"]
+    kernel_dur = trace.dur[kernels].astype(np.int64)
+    by_kind = {
+        name: int(trace.dur[trace.kind == KIND[name]].astype(np.int64).sum())
+        for name in ("memcpy_h2d", "memcpy_d2h", "kernel")
+    }
+    lanes = trace.lane[kernels]
+    kernel_parts = [
+        (start[kernels][lanes == lane], end[kernels][lanes == lane]) for lane in np.unique(lanes)
+    ]
+    api = trace.kind == KIND["cuda_api"]
+    launch = np.zeros(api.sum(), bool)
+    api_names = trace.name[api]
+    launch_ids = [i for i, n in enumerate(trace.names) if any(c in n for c in LAUNCH_CALLS)]
+    if launch_ids:
+        launch = member(api_names, launch_ids, len(trace.names))
+    pageable = 0
+    for kind in ("memcpy_h2d", "memcpy_d2h"):
+        on = trace.kind == KIND[kind]
+        details = trace.detail[on]
+        pageable += sum(
+            int(np.count_nonzero(details == i)) for i, n in enumerate(trace.names) if "ageable" in n
+        )
+    h2d = trace.kind == KIND["memcpy_h2d"]
+    h2d_lanes = trace.lane[h2d]
+    h2d_parts = [(start[h2d][h2d_lanes == lane], end[h2d][h2d_lanes == lane])
+                 for lane in np.unique(h2d_lanes)]  # fmt: skip
+    result.update(
+        span_ns=span,
+        busy_ns=busy,
+        idle_percent=100.0 * (span - busy) / span,
+        kernel_union_ns=_union_ns(start[kernels], end[kernels]),
+        kernel_ns=by_kind["kernel"],
+        h2d_ns=by_kind["memcpy_h2d"],
+        d2h_ns=by_kind["memcpy_d2h"],
+        kernels=int(kernels.sum()),
+        small_kernel_percent=100.0 * float((kernel_dur < SMALL_KERNEL_NS).mean())
+        if kernel_dur.size
+        else 0.0,
+        kernel_streams=len(kernel_parts),
+        kernel_concurrent_ns=_pairwise_overlap_ns(kernel_parts),
+        launch_ns=int(trace.dur[api][launch].astype(np.int64).sum()),
+        launches=int(launch.sum()),
+        pageable_copies=pageable,
+        h2d_streams=len(h2d_parts),
+        h2d_concurrent_ns=_pairwise_overlap_ns(h2d_parts),
+    )
+    return result
+
+
+def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
+    """The patterns the trace shows, strongest first (empty without GPU work)."""
+    m = m if m is not None else measures(trace)
+    if not m.get("span_ns"):
+        return []
+    capture = trace.meta.get("capture") or {}
+    mode, streams = capture.get("mode"), int(capture.get("streams") or 0)
+    findings: list[Finding] = []
+    busy = max(m["busy_ns"], 1)
+    span = m["span_ns"]
+
+    idle, small = m["idle_percent"], m["small_kernel_percent"]
+    launch_share = m["launch_ns"] / max(m["kernel_ns"], 1)
+    if m["kernels"] and idle >= 30 and small >= 50:
+        advice = (
+            "Replay the compute as a CUDA graph, or raise the batch so each kernel does more."
+            if mode != "cudagraph"
+            else "The capture already replays a CUDA graph: raise the batch so each kernel does "
+            "more work per launch."
+        )
+        findings.append(
+            Finding(
+                "launch-bound",
+                min(1.0, idle / 100 * (0.5 + small / 200)),
+                f"Launch-bound: the GPU is idle {idle:.0f}% of its span between kernels, "
+                f"{small:.0f}% of the {m['kernels']:,} kernels run under 10 µs, and the CPU "
+                f"spent {m['launch_ns'] / 1e6:.2f} ms in {m['launches']:,} launch calls against "
+                f"{m['kernel_ns'] / 1e6:.2f} ms of kernels ({launch_share:.1f}×).",
+                advice,
+                {
+                    "idle_percent": idle,
+                    "small_kernel_percent": small,
+                    "launch_over_kernel": launch_share,
+                },
+            )
+        )
+    for direction, key in (("h2d", "h2d_ns"), ("d2h", "d2h_ns")):
+        share = m[key] / busy
+        if share < 0.4:
+            continue
+        name = "H2D (host to device)" if direction == "h2d" else "D2H (device to host)"
+        notes = []
+        if m["pageable_copies"]:
+            notes.append(
+                f"{m['pageable_copies']} copies use pageable host memory (staged and "
+                "synchronous): pin the host buffers"
+            )
+        if direction == "h2d" and m["h2d_streams"] > 1:
+            together = m["h2d_concurrent_ns"] / max(m["h2d_ns"], 1)
+            notes.append(
+                f"H2D copies on {m['h2d_streams']} streams ran at once {100 * together:.0f}% of "
+                "their time: same-direction copies share one copy engine and queue behind each "
+                "other; only an H2D and a D2H overlap"
+            )
+        advice = "Send less data (a smaller input dtype, preprocessing on the GPU) or overlap "
+        advice += (
+            "the copies with compute"
+            if mode != "pipelined"
+            else "more compute per byte (the capture already pipelines copies with compute)"
+        )
+        findings.append(
+            Finding(
+                f"{direction}-bound",
+                share,
+                f"{name}-bound: {name.split(' ')[0]} copies take {100 * share:.0f}% of the "
+                f"GPU's busy time ({m[key] / 1e6:.2f} of {busy / 1e6:.2f} ms)"
+                + ("; " + "; ".join(notes) if notes else "")
+                + ".",
+                advice + ".",
+                {"copy_share": share},
+            )
+        )
+    kernel_busy = m["kernel_union_ns"] / span
+    if kernel_busy >= 0.7:
+        concurrent = m["kernel_concurrent_ns"] / max(m["kernel_union_ns"], 1)
+        claim = f"Compute-bound: kernels keep the GPU busy {100 * kernel_busy:.0f}% of its span"
+        if m["kernel_streams"] > 1:
+            claim += (
+                f", and kernels of {m['kernel_streams']} streams ran at once only "
+                f"{100 * concurrent:.0f}% of that time: one stream already fills the GPU, so "
+                "more streams cannot overlap"
+            )
+        advice = (
+            "A bigger batch costs about proportionally more here (the GPU is already full); "
+            "fewer or cheaper kernels (lower precision, fusion) are what helps."
+        )
+        if streams > 1 or m["kernel_streams"] > 1:
+            advice += " More streams will not help."
+        findings.append(
+            Finding(
+                "compute-bound",
+                kernel_busy,
+                claim + ".",
+                advice,
+                {"kernel_busy": kernel_busy, "kernel_concurrency": concurrent},
+            )
+        )
+    findings.sort(key=lambda f: -f.score)
+    return findings
+
+
+def diagnosis(trace: Trace) -> dict[str, Any]:
+    """The patterns as data (for ``trace_stats``, the CLI and the Timeline) with the measures.
+    A trace whose times are laid out, not measured (trtexec --exportProfile, IProfiler), has no
+    idle time or overlap to judge: it gets no diagnosis, and says why."""
+    if trace.meta.get("synthetic_times"):
+        return {
+            "pattern": None,
+            "findings": [],
+            "measures": {},
+            "capture": trace.meta.get("capture") or {},
+            "skipped": "the trace's times are laid end to end, not measured: idle time, "
+            "overlap and launch gaps cannot be judged from it",
+        }
+    m = measures(trace)
+    findings = diagnose(trace, m)
+    return {
+        "pattern": findings[0].pattern if findings else None,
+        "findings": [asdict(f) for f in findings],
+        "measures": {k: v for k, v in m.items() if isinstance(v, int | float)},
+        "capture": trace.meta.get("capture") or {},
+    }

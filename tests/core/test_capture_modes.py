@@ -1,0 +1,231 @@
+"""The GPU capture loop's control flow (serial, pipelined, CUDA graph) driven by RecordingCuda —
+a RECORDING FAKE of the CUDA runtime (no GPU in CI) that also simulates streams and copy
+engines — plus what CI can run for real: the diagnosis of the lab scenarios (synthetic traces),
+sweeps on the CPU, the sanity flags and the capture file that keeps hints honest.
+
+The hidden-copy figures here are interval arithmetic on the fake's simulated intervals, not the
+tool's statistics; on a GPU, test_capture_gpu.py checks the same on a real trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.trace.capture import sanity
+from deploylens.core.trace.pipeline import Pipeline, slots_for
+from tests.helpers.fake_cuda import RecordingCuda, buffers
+
+
+def hidden_fraction(cuda: RecordingCuda) -> float:
+    """Share of copy time during which some compute runs (plain interval arithmetic)."""
+    computes = cuda.intervals("compute", "replay")
+    copies = cuda.intervals("copy_h2d", "copy_d2h")
+    hidden = 0.0
+    for a, b in copies:
+        covered = [(max(a, c), min(b, d)) for c, d in computes if min(b, d) > max(a, c)]
+        hidden += sum(d - c for c, d in covered)
+    return hidden / sum(b - a for a, b in copies)
+
+
+def run(mode: str, streams: int, batches: int = 16, **durations: float) -> RecordingCuda:
+    cuda = RecordingCuda(**durations)
+    pipeline = Pipeline(cuda, lambda x: x, buffers(slots_for(mode, streams)), mode, streams)
+    events = pipeline.run(batches)
+    assert len(events.started) == len(events.done) == batches
+    return cuda
+
+
+def test_serial_copies_are_never_hidden_and_round_robin_over_streams() -> None:
+    cuda = run("serial", 1)
+    assert hidden_fraction(cuda) == 0.0  # one stream: H2D → compute → D2H, strictly in order
+    two = run("serial", 2)
+    streams = [op.stream for op in two.ops if op.kind == "compute"]
+    assert streams[:4] == ["compute 0", "compute 1", "compute 0", "compute 1"]
+    assert not [op for op in two.ops if op.kind == "wait"]  # a stream orders its own batches
+
+
+def test_pipelined_issues_the_next_h2d_before_this_compute_and_respects_buffer_reuse() -> None:
+    cuda = run("pipelined", 1, batches=8)
+    kinds = [(op.kind, op.args) for op in cuda.ops if op.kind in ("copy_h2d", "compute")]
+    order = [(k, a.get("dst") or a.get("input")) for k, a in kinds]
+    # batch 0's input, then batch 1's input is queued before batch 0 computes
+    assert order[:3] == [("copy_h2d", "dev_in0"), ("copy_h2d", "dev_in1"), ("compute", "dev_in0")]
+    computes = [i for i, op in enumerate(cuda.ops) if op.kind == "compute"]
+    for index in computes:  # each compute waits for its own H2D's event
+        assert cuda.ops[index - 1].kind == "wait"
+    # an input slot is written again only after a wait on the compute that read it last
+    slots = slots_for("pipelined", 1)
+    h2d = [i for i, op in enumerate(cuda.ops) if op.kind == "copy_h2d"]
+    for batch, index in enumerate(h2d):
+        if batch >= slots:
+            assert any(
+                op.kind == "wait" and op.stream == "h2d" for op in cuda.ops[index - 3 : index]
+            )
+    # every D2H on its own stream waits for the compute that made its output
+    d2h = [i for i, op in enumerate(cuda.ops) if op.kind == "copy_d2h"]
+    assert all(cuda.ops[i - 1].kind == "wait" and cuda.ops[i].stream == "d2h" for i in d2h)
+
+
+def test_pipelining_hides_most_copy_time_where_serial_hides_none() -> None:
+    """With compute 2× a copy, a pipelined loop hides the copies behind the other batches'
+    compute (all but the first H2D and the last D2H), and runs faster."""
+    serial, pipelined = run("serial", 1), run("pipelined", 1)
+    assert hidden_fraction(pipelined) > 0.9 > hidden_fraction(serial) == 0.0
+    span = lambda cuda: max(e for _, e in cuda.intervals("copy_d2h"))  # noqa: E731
+    assert span(pipelined) < 0.6 * span(serial)
+
+
+def test_cuda_graph_mode_captures_once_and_replays() -> None:
+    cuda = run("cudagraph", 4, batches=5)
+    assert cuda.graphs == 1
+    assert [op.kind for op in cuda.ops].count("replay") == 5
+    assert "compute" not in [op.kind for op in cuda.ops]
+    assert {op.stream for op in cuda.ops if op.kind == "replay"} == {"compute 0"}
+
+
+@pytest.mark.parametrize("mode", ["serial", "pipelined", "cudagraph"])
+def test_only_two_timing_events_a_batch(mode: str) -> None:
+    """Headline timing is one event pair around each whole batch, never per stage."""
+    cuda = run(mode, 2, batches=6)
+    assert len(cuda.timing_events) == 2 * 6
+
+
+def test_ranges_only_when_asked() -> None:
+    cuda = RecordingCuda()
+    Pipeline(cuda, lambda x: x, buffers(2), "pipelined", 1, ranges=True).run(3)
+    names = [op.args["name"] for op in cuda.ops if op.kind == "range"]
+    assert names[:3] == ["h2d 0", "h2d 1", "compute 0"]
+    plain = RecordingCuda()
+    Pipeline(plain, lambda x: x, buffers(2), "pipelined", 1).run(3)
+    assert not [op for op in plain.ops if op.kind == "range"]
+
+
+# -- sanity flags ---------------------------------------------------------------------------------
+def test_an_overhead_below_one_and_unstable_medians_are_flags_not_figures() -> None:
+    steady = [[0.010] * 5, [0.011] * 5]
+    assert sanity(steady, profiled_s=0.08, plain_s=0.05) == {
+        "profiler_overhead": pytest.approx(1.6),
+        "flags": [],
+        "pass_medians_ms": [pytest.approx(10.0), pytest.approx(11.0)],
+    }
+    faster = sanity(steady, profiled_s=0.04, plain_s=0.05)
+    assert faster["profiler_overhead"] is None and "not an overhead" in faster["flags"][0]
+    unstable = sanity([[0.001] * 5, [0.012] * 5], profiled_s=0.2, plain_s=0.06)
+    assert "not stable" in unstable["flags"][0] and "12× apart" in unstable["flags"][0]
+
+
+# -- the lab scenarios and the diagnosis ----------------------------------------------------------
+@pytest.mark.parametrize("name", ["h2d-bound", "d2h-bound", "compute-bound", "launch-bound"])
+def test_the_diagnosis_names_each_lab_scenario(name: str, tmp_path: Path) -> None:
+    """On the synthetic lab traces (made up, marked so): each pattern is named, first."""
+    from tests.core.test_cli import run_cli
+
+    out = tmp_path / f"{name}.json"
+    result = run_cli("lab", name, "--out", str(out), "--synthetic", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["synthetic"] and report["pattern"] == name
+    assert json.loads((tmp_path / f"{name}.capture.json").read_text())["lab"] == name
+    stats = run_cli("trace", str(out), "--json")
+    diagnosis = json.loads(stats.stdout)["diagnosis"]
+    assert diagnosis["pattern"] == name and diagnosis["capture"]["lab"] == name
+
+
+def test_hints_never_recommend_what_the_capture_already_did(tmp_path: Path) -> None:
+    from deploylens.core.trace.capture_sidecar import write_sidecar
+    from deploylens.core.trace.export import write_chrome
+    from deploylens.core.trace.lab import synthetic_trace
+    from deploylens.core.trace.load import load_trace
+    from deploylens.core.trace.stats import trace_stats
+
+    path = tmp_path / "t.json"
+    write_chrome(synthetic_trace("launch-bound"), path)
+    plain = trace_stats(load_trace(path))
+    assert any("--mode pipelined" in hint for hint in plain["hints"])
+    assert "CUDA graph" in plain["diagnosis"]["findings"][0]["advice"]
+    write_sidecar(path, {"mode": "cudagraph", "streams": 1, "batch": 1})
+    graphed = trace_stats(load_trace(path))
+    assert graphed["diagnosis"]["capture"]["mode"] == "cudagraph"
+    advice = graphed["diagnosis"]["findings"][0]["advice"]
+    assert "already replays a CUDA graph" in advice and "Replay the compute" not in advice
+    write_sidecar(path, {"mode": "pipelined", "streams": 2, "batch": 1})
+    pipelined = trace_stats(load_trace(path))
+    assert not any(
+        "issue H2D for batch i+1" in h or "--mode pipelined" in h for h in pipelined["hints"]
+    )
+    assert any("although the capture pipelined" in h for h in pipelined["hints"])
+
+
+def test_a_sidecar_of_another_shape_is_ignored(tmp_path: Path) -> None:
+    from deploylens.core.trace.capture_sidecar import read_sidecar, sidecar_path
+
+    trace = tmp_path / "t.json"
+    sidecar_path(trace).write_text('{"mode": 3, "streams": true, "batch": 8, "evil": "x"}')
+    assert read_sidecar(trace) == {"batch": 8}
+    sidecar_path(trace).write_text("[1, 2]")
+    assert read_sidecar(trace) is None
+    sidecar_path(trace).write_text("{not json")
+    assert read_sidecar(trace) is None
+
+
+def test_synthetic_lab_diagnosis_agrees_with_interval_arithmetic() -> None:
+    """The H2D-bound figure the diagnosis prints, recomputed from the trace's columns."""
+    from deploylens.core.trace.diagnosis import diagnosis
+    from deploylens.core.trace.lab import synthetic_trace
+    from deploylens.core.trace.model import KIND
+
+    trace = synthetic_trace("h2d-bound")
+    gpu = np.isin(trace.kind, [KIND["kernel"], KIND["memcpy_h2d"], KIND["memcpy_d2h"]])
+    h2d = float(trace.dur[trace.kind == KIND["memcpy_h2d"]].sum())
+    busy = float(trace.dur[gpu].sum())  # one stream, nothing overlaps: the sum is the union
+    (finding,) = diagnosis(trace)["findings"]
+    assert finding["evidence"]["copy_share"] == pytest.approx(h2d / busy)
+
+
+# -- the profile and sweep jobs on the CPU --------------------------------------------------------
+def test_cpu_profile_says_what_it_ignores_and_refuses_gpu_modes(
+    samples: Path, tmp_path: Path
+) -> None:
+    from tests.core.test_cli import run_cli
+
+    model = samples / "small_cnn.dynamo.onnx"
+    result = run_cli("profile", str(model), "--streams", "3", "--iterations", "4",
+                     "--out", str(tmp_path / "t.json"), "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["notes"] == ["--streams 3 is ignored on the CPU (there are no streams)"]
+    assert len(report["pass_medians_ms"]) == 2
+    refused = run_cli(
+        "profile", str(model), "--mode", "pipelined", "--out", str(tmp_path / "p.json")
+    )
+    assert refused.returncode == 1 and "needs a CUDA device" in refused.stderr
+    bad = run_cli("profile", str(model), "--batch", "0", "--out", str(tmp_path / "b.json"))
+    assert bad.returncode == 1 and "--batch must be 1 or more" in bad.stderr
+    fixed = run_cli("profile", str(model), "--batch", "4", "--out", str(tmp_path / "f.json"))
+    assert fixed.returncode == 1 and "fixed batch of 1" in fixed.stderr
+
+
+def test_a_cpu_sweep_runs_what_it_can_and_says_why_it_skips_the_rest(
+    tmp_path: Path,
+) -> None:
+    from tests.core.test_cli import run_cli
+
+    out = tmp_path / "sweep"
+    result = run_cli("sweep", "sample:small_cnn", "--batch", "1,2", "--streams", "1,2",
+                     "--mode", "serial,cudagraph", "--iterations", "3", "--warmup", "1",
+                     "--device", "cpu", "--out", str(out), "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["ran"], report["skipped"], report["failed"]) == (2, 6, 0)
+    ran = [p for p in report["points"] if p["status"] == "ok"]
+    assert {p["batch"] for p in ran} == {1, 2} and all(Path(p["trace"]).is_file() for p in ran)
+    reasons = {p["reason"] for p in report["points"] if p["status"] == "skipped"}
+    assert reasons == {"--mode cudagraph needs a CUDA device", "streams mean nothing on the CPU"}
+    csv = (out / "sweep.csv").read_text().splitlines()
+    assert csv[0].startswith("mode,streams,batch,status") and len(csv) == 9
+    from PIL import Image
+
+    assert Image.open(out / "sweep.png").size == (900, 600)
