@@ -7,6 +7,7 @@ therefore go to the worker subprocess."""
 
 from __future__ import annotations
 
+import functools
 import html
 import time
 from pathlib import Path
@@ -40,13 +41,14 @@ from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import KIND, KINDS, Trace, member
-from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
+from deploylens.gui.timeline.capture_dialogs import CaptureDialog, SweepView, check_request
 from deploylens.gui.timeline.overview import TimelineOverview
 
 TRACE_FILTER = (
@@ -117,10 +119,26 @@ class TimelinePanel(QWidget):
     def _build(self) -> None:
         bar = QHBoxLayout()
         self.open_button = self._button("Open trace…", self.choose_trace, bar)
-        self.capture_button = self._button("Profile model (ORT)", self.capture, bar)
+        self.capture_button = self._button("Profile…", self.capture, bar)
         self.capture_button.setToolTip(
-            "Run the open ONNX model repeatedly with ONNX Runtime's profiler (in the worker)"
+            "Run a model repeatedly under a profiler in the worker: ONNX Runtime (the open "
+            "model), PyTorch (serial, pipelined or CUDA-graph on a GPU) or a TensorRT engine"
         )
+        self.sweep_button = self._button("Sweep…", self.sweep, bar)
+        self.sweep_button.setToolTip("batch × streams × mode: a table and a throughput plot")
+        lab = QToolButton()
+        lab.setText("Lab")
+        lab.setToolTip(
+            "Scenarios that reproduce what bounds a GPU run (real on a GPU, synthetic without)"
+        )
+        lab.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        lab_menu = QMenu(lab)
+        from deploylens.core.trace.lab import SCENARIOS
+
+        for name, what in SCENARIOS.items():
+            lab_menu.addAction(f"{name}: {what}", functools.partial(self.run_lab, name))
+        lab.setMenu(lab_menu)
+        bar.addWidget(lab)
         self.search = QLineEdit(placeholderText="Search kernels / events by name")
         self.search.returnPressed.connect(lambda: self.step(True))
         bar.addWidget(self.search, 1)
@@ -169,11 +187,14 @@ class TimelinePanel(QWidget):
         kernels_tab.setSizes([600, 300])
         self.summary = QTextBrowser()
         self.range_view = QTextBrowser()
+        self.sweep_view = SweepView()
+        self.sweep_view.sig_open_trace.connect(self.load)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.details, "Details")
         self.tabs.addTab(kernels_tab, "Kernels")
         self.tabs.addTab(self.summary, "Streams / overlap / copies")
         self.tabs.addTab(self.range_view, "Range")
+        self.tabs.addTab(self.sweep_view, "Sweep")
 
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
@@ -252,32 +273,97 @@ class TimelinePanel(QWidget):
         """The model the Profile button runs (the one open in the graph)."""
         self.model_path = path
 
-    def capture(self) -> None:
+    def capture(self, accept: bool = True) -> CaptureDialog | None:
+        """The Profile dialog; ``accept=False`` returns it unopened (tests fill it)."""
         if self.jobs is None:
-            return
-        if not self.model_path:
-            self.status.setText("Open an ONNX model first, then profile it here.")
-            return
+            return None
+        dialog = CaptureDialog(self.model_path, sweep=False, parent=self)
+        if accept and dialog.exec() != CaptureDialog.DialogCode.Accepted:
+            return dialog
+        if accept:
+            self.submit_capture(dialog)
+        return dialog
+
+    def submit_capture(self, dialog: CaptureDialog) -> None:
+        assert self.jobs is not None
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        out = str(cache_dir() / "traces" / f"{Path(self.model_path).stem}.ort.{stamp}.json")
+        name = Path(dialog.form.model.text().strip() or "model").stem.replace(":", "-")
+        if dialog.form.sweep:
+            out = str(cache_dir() / "sweeps" / f"{name}.{stamp}")
+        else:
+            out = str(
+                cache_dir() / "traces" / f"{name}.{dialog.form.backend.currentText()}.{stamp}.json"
+            )
+        request, problem = check_request(dialog, out)
+        if request is None:
+            self.status.setText(problem)
+            return
         self.capture_button.setEnabled(False)
-        self.status.setText(f"Profiling {Path(self.model_path).name} with ONNX Runtime …")
-        request = ProfileRequest(self.model_path, out, backend="ort")
-        job = self.jobs.submit_request(request, f"Profile {Path(self.model_path).name}")
+        self.sweep_button.setEnabled(False)
+        self.status.setText(f"{dialog.windowTitle()}: {request.model} …")
+        job = self.jobs.submit_request(request.prepared(), f"{dialog.windowTitle()} {name}")
         self.job = job
-        job.sig_finished.connect(self._captured)
+        job.sig_progress.connect(lambda f, t: self.status.setText(f"{dialog.windowTitle()}: {t}"))
+        job.sig_finished.connect(self._swept if dialog.form.sweep else self._captured)
         job.sig_failed.connect(self._capture_failed)
 
-    def _captured(self, result: dict[str, Any]) -> None:
-        self.capture_button.setEnabled(True)
-        self.sig_message.emit(
-            f"Profiled: median {result['latency_ms_median']:.3f} ms without the profiler, "
-            f"profiler overhead {result['profiler_overhead']:.2f}×"
+    def sweep(self, accept: bool = True) -> CaptureDialog | None:
+        if self.jobs is None:
+            return None
+        dialog = CaptureDialog(self.model_path, sweep=True, parent=self)
+        if accept and dialog.exec() == CaptureDialog.DialogCode.Accepted:
+            self.submit_capture(dialog)
+        return dialog
+
+    def run_lab(self, name: str) -> None:
+        """A lab scenario in the worker (real kernels on a GPU, else a synthetic trace)."""
+        if self.jobs is None:
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        out = str(cache_dir() / "traces" / f"lab-{name}.{stamp}.json")
+        self.status.setText(f"Lab {name} …")
+        job = self.jobs.submit_request(LabRequest(name, out), f"Lab {name}")
+        self.job = job
+        job.sig_finished.connect(self._lab_done)
+        job.sig_failed.connect(self._capture_failed)
+
+    def _lab_done(self, result: dict[str, Any]) -> None:
+        made = (
+            "SYNTHETIC trace (no CUDA device here: made up, not measured)"
+            if result["synthetic"]
+            else f"measured on {result['device']}"
         )
+        self.sig_message.emit(f"Lab {result['lab']}: {made}; diagnosis: {result['pattern']}")
         self.load(result["trace"])
 
-    def _capture_failed(self, failure: JobFailure) -> None:
+    def _captured(self, result: dict[str, Any]) -> None:
+        self._idle()
+        overhead = result.get("profiler_overhead")
+        text = (
+            f"Profiled: median {result['latency_ms_median']:.3f} ms, "
+            f"{result['throughput_per_s']:.1f} samples/s without the profiler"
+            + (f", profiler overhead {overhead:.2f}×" if overhead else "")
+        )
+        extra = [*result.get("notes", []), *result.get("flags", [])]
+        self.sig_message.emit(text + ("; " + "; ".join(extra) if extra else ""))
+        self.load(result["trace"])
+
+    def _swept(self, result: dict[str, Any]) -> None:
+        self._idle()
+        self.sweep_view.show_result(result)
+        self.tabs.setCurrentWidget(self.sweep_view)
+        self.status.setText(
+            f"Sweep: {result['ran']} points ran, {result['skipped']} skipped, "
+            f"{result['failed']} failed — double-click a row or click a point to open its trace "
+            f"({result['outputs']['csv']})"
+        )
+
+    def _idle(self) -> None:
         self.capture_button.setEnabled(True)
+        self.sweep_button.setEnabled(True)
+
+    def _capture_failed(self, failure: JobFailure) -> None:
+        self._idle()
         self.status.setText(f"{failure.message}\n{failure.hint}".strip())
 
     # -- selection, search, linking --------------------------------------------------------------
@@ -457,8 +543,17 @@ def _table(title: str, headers: list[str], rows: list[list[Any]]) -> str:
 
 
 def summary_html(stats: dict[str, Any], top: int = 0) -> str:
-    """Hints first (the answers), then overlap, concurrency, streams, copies, gaps, kernels."""
-    parts = [f"<p style='color:#b35900'>⚑ {html.escape(h)}</p>" for h in stats.get("hints", [])]
+    """The diagnosis and hints first (the answers), then overlap, concurrency, streams, copies,
+    gaps, kernels."""
+    diagnosis = stats.get("diagnosis") or {}
+    parts = [
+        f"<p><b>{html.escape(f['pattern'])}</b> — {html.escape(f['claim'])} "
+        f"<i>{html.escape(f['advice'])}</i></p>"
+        for f in diagnosis.get("findings", [])
+    ]
+    if diagnosis.get("skipped"):
+        parts.append(f"<p><i>No diagnosis: {html.escape(diagnosis['skipped'])}.</i></p>")
+    parts += [f"<p style='color:#b35900'>⚑ {html.escape(h)}</p>" for h in stats.get("hints", [])]
     ovl = stats.get("overlap", {})
     if ovl.get("copy_ns"):
         parts.append(

@@ -135,7 +135,9 @@ def test_profile_links_timeline_and_graph_both_ways(qtbot, make_window, samples:
     wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
     graph, timeline = window.graph_panel, window.timeline_panel
     qtbot.waitUntil(lambda: graph.model is not None and not graph.busy, timeout=JOB_TIMEOUT_MS)
-    timeline.capture()  # real ONNX Runtime profiler, in the worker
+    dialog = timeline.capture(accept=False)  # the Profile dialog, filled for the open model
+    assert dialog.form.backend.currentText() == "ort"
+    timeline.submit_capture(dialog)  # real ONNX Runtime profiler, in the worker
     qtbot.waitUntil(lambda: timeline.trace is not None, timeout=JOB_TIMEOUT_MS)
     assert timeline.trace.meta["format"] == "onnxruntime"
     assert Path(timeline.path).parent != samples  # never written next to the user's model
@@ -182,3 +184,35 @@ def test_zoomed_out_rows_paint_the_same_from_the_coverage_grid_as_from_events() 
     hue = (fast >> 16 & 0xFF).astype(int) - (fast & 0xFF).astype(int)  # red − blue: the kind
     same = np.sign(hue) == np.sign((slow >> 16 & 0xFF).astype(int) - (slow & 0xFF).astype(int))
     assert same.mean() > 0.95
+
+
+def test_sweep_and_lab_from_the_timeline(qtbot, make_window, samples: Path) -> None:
+    """A CPU sweep fills the Sweep tab (skipped points with reasons; a row opens its trace),
+    and a lab scenario opens with its diagnosis on top of the statistics."""
+    window = make_window()
+    timeline = window.timeline_panel
+    dialog = timeline.sweep(accept=False)
+    form = dialog.form
+    form.model.setText("sample:small_cnn")
+    form.backend.setCurrentText("torch")
+    form.batch.setText("1,2")
+    form.streams.setText("1")
+    form.mode.setText("serial,pipelined")
+    form.iterations.setValue(3)
+    form.warmup.setValue(1)
+    timeline.submit_capture(dialog)
+    view = timeline.sweep_view
+    qtbot.waitUntil(lambda: view.table.rowCount() == 4, timeout=JOB_TIMEOUT_MS)
+    statuses = [view.table.item(r, 6).text() for r in range(4)]
+    assert statuses.count("ok") == 2
+    assert all("needs a CUDA device" in s for s in statuses if s != "ok")
+    assert len(view.scatter.points()) == 2
+    view.table.cellDoubleClicked.emit(0, 0)
+    qtbot.waitUntil(lambda: timeline.trace is not None, timeout=JOB_TIMEOUT_MS)
+    form.batch.setText("1,x")
+    timeline.submit_capture(dialog)
+    assert "not a list of whole numbers" in timeline.status.text()
+    timeline.run_lab("h2d-bound")
+    qtbot.waitUntil(lambda: "lab-h2d-bound" in timeline.path, timeout=JOB_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "h2d-bound" in timeline.summary.toPlainText(), timeout=JOB_TIMEOUT_MS)
+    assert "copies take" in timeline.summary.toPlainText()
