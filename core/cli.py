@@ -53,6 +53,7 @@ COMMAND_HOMES = {
     "lab": "deploylens.core.trace.cli_trace",
     "demo": "deploylens.core.cli_demo",
     "env": "deploylens.core.cli_demo",
+    "screenshot": "deploylens.core.cli_demo",
 }
 
 

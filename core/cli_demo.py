@@ -52,16 +52,50 @@ def cmd_env(args: argparse.Namespace) -> int:
     if not args.json:
         from deploylens.core.worker.probe import pip_install_line
 
-        for name, info in hello["packages"].items():
-            if name != "cuda_driver" and not info.get("version"):
-                print(
-                    f"  missing {name} ({info['purpose']}): "
-                    f"{pip_install_line(name, hello['python']['executable'])}"
-                )
+        missing = [
+            (name, info)
+            for name, info in hello["packages"].items()
+            if name not in ("cuda_driver", "deploylens") and not info.get("version")
+        ]
+        if hello["packages"].get("deploylens", {}).get("frozen") and missing:
+            print(f"  not in the bundle: {', '.join(name for name, _ in missing)}")
+            print(f"  {pip_install_line(missing[0][0], hello['python']['executable'])}")
+            missing = []
+        for name, info in missing:
+            print(
+                f"  missing {name} ({info['purpose']}): "
+                f"{pip_install_line(name, hello['python']['executable'])}"
+            )
+    return 0
+
+
+def _screenshot_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", type=Path, help="an ONNX model to open")
+    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+    parser.add_argument("--size", default="1400x860", help="window size, WIDTHxHEIGHT")
+
+
+def cmd_screenshot(args: argparse.Namespace) -> int:
+    """The main window with MODEL open, rendered offscreen (or on the display Qt is given)."""
+    from deploylens.core.errors import UserError
+    from deploylens.core.frontends import load_frontend
+
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise UserError(f"--size {args.size}: write WIDTHxHEIGHT, e.g. 1920x1080.") from None
+    png = load_frontend("screenshot")(args.model, args.out, (width, height))
+    print(f"wrote {png}")
     return 0
 
 
 COMMANDS = (
     Command("demo", "run everything on the bundled samples", _demo_arguments, cmd_demo),
     Command("env", "what the worker interpreter has", _env_arguments, cmd_env),
+    Command(
+        "screenshot",
+        "the main window with a model open, as a PNG (offscreen)",
+        _screenshot_arguments,
+        cmd_screenshot,
+    ),
 )

@@ -42,6 +42,10 @@ def environment_lines(hello: dict[str, Any]) -> list[str]:
     python = hello["python"]
     lines = [f"- Python {python['version']} ({python['executable']})"]
     for name, info in hello["packages"].items():
+        if name == "deploylens":
+            kind = "packaged bundle" if info.get("frozen") else "Python package"
+            lines.append(f"- DeployLens {info.get('version')} ({kind})")
+            continue
         if name == "cuda_driver":
             lines.append(
                 f"- CUDA driver: {info.get('driver_version')} {info.get('devices')}"

@@ -45,6 +45,7 @@ class MainWindow(QMainWindow):
         self.document = ModelDocument(self.jobs, self)
         self.notification_bar = NotificationBar()
         self.notifier = Notifier(self.notification_bar, self)
+        self.notification_bar.sig_choose_interpreter.connect(self.show_preferences)
         self.summary_panel = ModelSummaryPanel()
         self.jobs_panel = JobsPanel(self.jobs)
         self.graph_panel = GraphPanel(self.jobs)

@@ -18,26 +18,35 @@ from deploylens.gui.dialogs.error_details import ErrorDetailsDialog
 
 
 class NotificationBar(QWidget):
-    """A dismissable banner at the top of the window for messages the user can act on."""
+    """A dismissable banner at the top of the window for messages the user can act on, with an
+    action button when there is one thing to do (choose another worker interpreter …)."""
 
     sig_visible = Signal(bool)
+    sig_choose_interpreter = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.label = QLabel()
         self.label.setWordWrap(True)
+        self.action = QToolButton()
+        self.action.setText("Use the Python of my training environment…")
+        self.action.setToolTip("Preferences → Worker interpreter: one that has the module")
+        self.action.clicked.connect(self.sig_choose_interpreter)
+        self.action.hide()
         close = QToolButton()
         close.setText("✕")
         close.clicked.connect(self.dismiss)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.label, 1)
+        layout.addWidget(self.action)
         layout.addWidget(close)
         self.setStyleSheet("NotificationBar { background: #fdecea; } QLabel { color: #5f2120; }")
 
-    def show_message(self, text: str) -> None:
+    def show_message(self, text: str, offer_interpreter: bool = False) -> None:
         """Show ``text``; the window shows or hides the bar's container on ``sig_visible``."""
         self.label.setText(text)
+        self.action.setVisible(offer_interpreter)
         self.sig_visible.emit(True)
 
     def dismiss(self) -> None:
@@ -55,8 +64,8 @@ class Notifier(QObject):
         self.parent_widget = parent_widget
         self.dialogs: list[ErrorDetailsDialog] = []
 
-    def user_message(self, message: str, hint: str = "") -> None:
-        self.bar.show_message(message + (f"\n{hint}" if hint else ""))
+    def user_message(self, message: str, hint: str = "", offer_interpreter: bool = False) -> None:
+        self.bar.show_message(message + (f"\n{hint}" if hint else ""), offer_interpreter)
         self.sig_notified.emit("user", message)
 
     def failure(self, failure: JobFailure, what: str = "") -> None:
@@ -65,7 +74,12 @@ class Notifier(QObject):
             self.sig_notified.emit("cancelled", prefix + "cancelled")
             return
         if failure.is_user_facing:
-            self.user_message(prefix + failure.message, failure.hint)
+            # a missing module (torch, TensorRT: never in the packaged bundle) is one choice away
+            self.user_message(
+                prefix + failure.message,
+                failure.hint,
+                offer_interpreter=failure.kind == "missing_dependency",
+            )
             return
         details = "\n\n".join(
             part

@@ -18,7 +18,12 @@ WORKER_PACKAGES = ("deploylens.core", "deploylens.plugins", "deploylens.resource
 
 
 def package_folders() -> dict[str, str]:
-    """Where this app's ``deploylens.*`` packages live (works for wheels and editable installs)."""
+    """Where this app's ``deploylens.*`` packages live as source files (wheels, editable
+    installs, and the copy a packaged bundle carries for foreign interpreters)."""
+    from deploylens.core.frozen import bundled_sources, is_frozen
+
+    if is_frozen():
+        return bundled_sources()
     folders: dict[str, str] = {}
     for name in WORKER_PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -41,7 +46,13 @@ def remove_workdir(path: str | None) -> None:
 
 
 def worker_argv(python: str | None = None) -> list[str]:
-    """The command line that starts a worker in ``python`` (default: the app's interpreter)."""
+    """The command line that starts a worker in ``python`` (default: the app's interpreter).
+    A packaged bundle is its own worker (its executable with ``--deploylens-worker``): it has no
+    interpreter to hand a script to."""
+    from deploylens.core.frozen import WORKER_FLAG, is_frozen
+
+    if is_frozen() and (python is None or python == sys.executable):
+        return [sys.executable, WORKER_FLAG]
     return [python or sys.executable, boot_script()]
 
 

@@ -46,10 +46,17 @@ KNOWN_PACKAGES: dict[str, Any] = {
 
 
 def pip_install_line(module: str, python: str | None = None) -> str:
-    """The exact command that installs ``module`` into ``python`` (default: this interpreter)."""
+    """The exact command that installs ``module`` into ``python`` (default: this interpreter).
+    A packaged bundle cannot take pip installs: it says where the module can come from."""
     top = module.split(".")[0]
     known = KNOWN_PACKAGES.get(top)
     requirement = known[1] if known else top.replace("_", "-")
+    if getattr(sys, "frozen", False) and (python is None or python == sys.executable):
+        return (
+            f"the DeployLens bundle does not include {requirement}: choose the Python of your "
+            "training environment (one that has it) in Preferences → Worker interpreter, or "
+            f"`deploylens env --python PATH` to check one"
+        )
     return f"{python or sys.executable} -m pip install {requirement}"
 
 
@@ -114,6 +121,15 @@ def cuda_driver() -> dict[str, Any]:
     }
 
 
+def deploylens_info() -> dict[str, Any]:
+    """This DeployLens: its version and whether it runs from a packaged bundle."""
+    try:
+        version = importlib.metadata.version("deploylens")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    return {"version": version, "frozen": bool(getattr(sys, "frozen", False))}
+
+
 def probe_packages(deep: bool = True) -> dict[str, Any]:
     """Versions of the packages DeployLens uses (``None`` when missing), the CUDA driver and,
     when ``deep``, ONNX Runtime's providers — which means importing onnxruntime (~0.09 s), so the
@@ -128,4 +144,5 @@ def probe_packages(deep: bool = True) -> dict[str, Any]:
     if deep:
         packages["onnxruntime"]["providers"] = onnxruntime_providers()
     packages["cuda_driver"] = cuda_driver()
+    packages["deploylens"] = deploylens_info()
     return packages

@@ -30,6 +30,10 @@ class EnvironmentTable(QTableWidget):
         python = report["python"]
         self.add_row("Python", python["version"], python.get("executable", ""), "")
         for name, info in report["packages"].items():
+            if name == "deploylens":
+                kind = "packaged bundle" if info.get("frozen") else "Python package"
+                self.add_row("DeployLens", info.get("version") or "?", kind, "")
+                continue
             if name == "cuda_driver":
                 if info.get("available"):
                     version = f"driver {info['driver_version']}: {', '.join(info['devices'])}"

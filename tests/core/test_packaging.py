@@ -62,3 +62,51 @@ def test_tests_bench_packaging_are_not_installed(wheel_names: set[str]) -> None:
 
 def test_entry_points_declare_cli_and_frontends(wheel_names: set[str]) -> None:
     assert any(name.endswith("entry_points.txt") for name in wheel_names)
+
+
+def test_a_packaged_bundle_is_its_own_worker_and_gives_no_pip_lines(monkeypatch) -> None:
+    """In a PyInstaller bundle (sys.frozen) the worker is the bundle's executable with a flag,
+    a foreign interpreter boots from the bundle's source copy, and a missing module is a
+    Preferences choice, not a pip command into a bundle."""
+    import os
+
+    from deploylens.core.frozen import SOURCE_FOLDER, WORKER_FLAG
+    from deploylens.core.worker.launch import boot_script, package_folders, worker_argv
+    from deploylens.core.worker.probe import pip_install_line
+
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "_MEIPASS", "/opt/deploylens/_internal", raising=False)
+    assert worker_argv() == [sys.executable, WORKER_FLAG]
+    assert worker_argv("/envs/train/bin/python") == [
+        "/envs/train/bin/python",
+        os.path.join("/opt/deploylens/_internal", SOURCE_FOLDER, "core", "worker", "boot.py"),
+    ]
+    assert boot_script().startswith("/opt/deploylens/_internal/deploylens-src/")
+    assert set(package_folders()) == {
+        "deploylens.core",
+        "deploylens.plugins",
+        "deploylens.resources",
+    }
+    hint = pip_install_line("torch")
+    assert "bundle does not include torch" in hint and "pip install" not in hint
+    assert pip_install_line("torch", "/envs/train/bin/python").endswith(
+        "-m pip install torch==2.14.1"
+    )
+
+
+def test_the_packaging_files_agree(tmp_path) -> None:
+    """The spec, launcher, desktop entry and MIME types name the same things (the build and its
+    smoke test run in CI: make smoke)."""
+    packaging = REPO / "packaging"
+    desktop = (packaging / "deploylens.desktop").read_text()
+    mime = (packaging / "deploylens-mime.xml").read_text()
+    for mime_type in ("application/x-onnx", "application/x-deploylens-project",
+                      "application/x-pytorch-trace+json"):  # fmt: skip
+        assert mime_type in desktop and f'type="{mime_type}"' in mime
+    assert "Exec=deploylens %f" in desktop and "Icon=deploylens" in desktop
+    assert "<svg" in (packaging / "deploylens.svg").read_text()
+    spec = (packaging / "deploylens.spec").read_text()
+    assert '"torch"' in spec and '"tensorrt"' in spec  # never bundled
+    from deploylens.core.frozen import WORKER_FLAG
+
+    assert "WORKER_FLAG" in (packaging / "launcher.py").read_text() and WORKER_FLAG.startswith("--")

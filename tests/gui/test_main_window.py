@@ -208,3 +208,24 @@ def test_notification_banner_can_be_dismissed(make_window) -> None:
     assert "Pick another one." in window.notification_bar.label.text()
     window.notification_bar.dismiss()
     assert not window.notification_toolbar.isVisible()
+
+
+def test_a_missing_module_offers_the_training_environments_python(qtbot, make_window) -> None:
+    """A job that needs torch or TensorRT (never in the packaged bundle) says so and offers the
+    one way out: another worker interpreter, in Preferences."""
+    from deploylens.core.worker.client import JobFailure
+    from deploylens.gui.dialogs.preferences import PreferencesDialog
+
+    window = make_window()
+    bar = window.notification_bar
+    window.notifier.failure(
+        JobFailure("missing_dependency", "this job needs the Python module 'torch'", "…"), "Export"
+    )
+    assert bar.action.isVisibleTo(bar) and "Export: this job needs" in bar.label.text()
+    bar.action.click()
+    assert any(
+        isinstance(w, PreferencesDialog) and w.isVisible()
+        for w in window.findChildren(PreferencesDialog)
+    )
+    window.notifier.user_message("a plain user error")
+    assert not bar.action.isVisibleTo(bar)  # no offer where it does not help
