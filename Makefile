@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+SUDO_IF_NEEDED := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 OUT    ?= out/demo
 
 # Qt needs these system libraries (offscreen and real X11 windows); xvfb for the window test;
@@ -10,7 +11,7 @@ SYSTEM_PACKAGES := libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libgl
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
 	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core graphviz
 
-.PHONY: system install demo test lint bench clean
+.PHONY: system install demo test lint bench clean package smoke
 
 system:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -55,6 +56,15 @@ bench: install
 	$(BIN)/python bench/timeline.py --json bench/results/timeline.json
 	$(BIN)/python bench/trt_build.py --json bench/results/trt_build.json
 	$(BIN)/python bench/trt_crosscheck.py --json bench/results/trt_crosscheck.json
+	$(BIN)/python bench/package.py --json bench/results/package.json
+
+# Workstation installers (packaging/README.md): the one-folder bundle's tarball and a .deb in dist/.
+package: install
+	$(BIN)/python packaging/build.py --out dist
+
+# The .deb on a bare Debian 12 root (debootstrap + chroot: needs root), headless checks inside.
+smoke: package
+	$(SUDO_IF_NEEDED) packaging/smoke.sh dist/deploylens_$$($(BIN)/python -c "import tomllib; print(tomllib.load(open('pyproject.toml','rb'))['project']['version'])")_amd64.deb $(BIN)/python
 
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) out build dist *.egg-info
