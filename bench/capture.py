@@ -1,5 +1,5 @@
-"""Capture-harness benchmark (issue #8): resnet18 (random weights) through the PyTorch CUDA path
-with 1, 2 and 4 streams — pinned buffers, H2D → execute → D2H per stream in NVTX and
+"""Capture-harness benchmark (issues #8, #16): resnet18 (random weights) through the PyTorch CUDA
+path in serial, pipelined and CUDA-graph modes — pinned buffers, H2D → execute → D2H in NVTX and
 record_function ranges. Prints headline latency/throughput from the unprofiled run, the
 profiler's overhead, and the imported trace's copy/compute overlap and stream concurrency.
 CPU-only machines run the ONNX Runtime and PyTorch CPU paths instead.
@@ -24,7 +24,7 @@ def main() -> int:
     import torch
     import torchvision
 
-    from deploylens.core.trace.capture import capture_torch
+    from deploylens.core.trace.capture import CaptureSettings, capture_torch
     from deploylens.core.trace.load import load_trace
     from deploylens.core.trace.stats import trace_stats
 
@@ -35,15 +35,17 @@ def main() -> int:
     batch = 32 if cuda else 2
     iterations = (16 if args.quick else 64) if cuda else 4
     rows = []
-    for streams in (1, 2, 4) if cuda else (1,):
+    modes = ("serial", "pipelined", "cudagraph") if cuda else ("serial",)
+    for mode in modes:
+        streams = 1
         module = torchvision.models.resnet18()
-        trace_path = out / f"resnet18-{'cuda' if cuda else 'cpu'}-{streams}s.json"
+        trace_path = out / f"resnet18-{'cuda' if cuda else 'cpu'}-{mode}.json"
+        settings = CaptureSettings(iterations=iterations, mode=mode, batch=batch, streams=streams)
         summary = capture_torch(
             module,
-            torch.rand(batch, 3, 224, 224),
+            torch.rand(1, 3, 224, 224),
             str(trace_path),
-            iterations,
-            streams,
+            settings,
             "cuda" if cuda else "cpu",
         )
         stats = trace_stats(load_trace(trace_path))
@@ -51,6 +53,7 @@ def main() -> int:
         total = sum(ovl["concurrency_ns"].values()) or 1
         rows.append(
             {
+                "mode": mode,
                 **summary,
                 "events": stats["events"],
                 "hidden_percent": ovl["hidden_percent"],
@@ -62,20 +65,24 @@ def main() -> int:
         )
     print(f"{rows[0].get('device', 'CPU')}, resnet18 batch {batch}, {iterations} iterations")
     print(
-        f"{'streams':>7}{'img/s':>9}{'ms/batch':>10}{'overhead':>9}{'events':>8}"
+        f"{'mode':>10}{'img/s':>9}{'ms/batch':>10}{'overhead':>9}{'events':>8}"
         f"{'hidden %':>9}  concurrency"
     )
     for r in rows:
         hidden = f"{r['hidden_percent']:.1f}" if r["hidden_percent"] is not None else "-"
         conc = " ".join(f"{k}:{v:.0%}" for k, v in sorted(r["concurrency"].items()))
+        overhead = r.get("profiler_overhead")
+        over = f"{overhead:>8.2f}×" if overhead is not None else f"{'-':>9}"
         print(
-            f"{r.get('streams', 1):>7}{r['throughput_per_s']:>9.0f}{r['latency_ms_median']:>10.2f}"
-            f"{r['profiler_overhead']:>8.2f}×{r['events']:>8}{hidden:>9}  {conc}"
+            f"{r['mode']:>10}{r['throughput_per_s']:>9.0f}{r['latency_ms_median']:>10.2f}"
+            f"{over}{r['events']:>8}{hidden:>9}  {conc}"
         )
+        for flag in r.get("flags", []):
+            print(f"{'':>10}flag: {flag}")
     for r in rows:
         for c in r["copies"]:
             print(
-                f"  {r.get('streams', 1)} streams: {c['kind']} {c['memory']}: {c['count']} copies, "
+                f"  {r['mode']}: {c['kind']} {c['memory']}: {c['count']} copies, "
                 f"median {c['median_gbps'] or 0:.1f} GB/s"
             )
     if args.json:

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
-from deploylens.core.trace.capture import capture_ort
+from deploylens.core.trace.capture import CaptureSettings, capture_ort
 from deploylens.core.trace.chrome import load_chrome
 from deploylens.core.trace.links import node_latency
 from deploylens.core.trace.ort_names import alias_of, ort_aliases, remap_latency
@@ -36,7 +36,7 @@ def test_every_optimized_node_name_maps_to_model_nodes(
     graph = onnx.load(model).graph
     names = {n.name for n in graph.node}
     convs = [n.name for n in graph.node if n.op_type == "Conv"]
-    capture_ort(str(model), str(tmp_path / "all.json"), iterations=2)  # default level: all
+    capture_ort(str(model), str(tmp_path / "all.json"), CaptureSettings(iterations=2))  # level: all
     trace = load_chrome(tmp_path / "all.json")
     aliases = ort_aliases(trace, graph)
     assert any(event.endswith("_nchwc") for event in aliases)  # NCHWc kernels were made
