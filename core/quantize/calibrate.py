@@ -72,7 +72,11 @@ class FolderReader:
         self._dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
         self.batch_size = batch_size(self._inputs[0][1], request.batch_size)
         files = len(list_samples(request.data))
-        available = max(1, -(-files // self.batch_size))
+        # Whole batches only (when there is at least one): ONNX Runtime's histogram calibrators
+        # (entropy, percentile) stack the batches and fail on a shorter last one — 200 images
+        # at batch 32 raised "inhomogeneous shape". The samples left out are counted as such.
+        available = max(1, files // self.batch_size)
+        self.left_out = files - available * self.batch_size if files >= self.batch_size else 0
         self.total = min(available, request.batches) if request.batches else available
         spec = parse_preprocess(request.preprocess) if request.preprocess else None
         self._iter: Iterator[dict[str, np.ndarray]] = batches(
@@ -110,92 +114,125 @@ def _numpy_dtype(ort_type: str) -> Any:
     return ORT_DTYPES.get(ort_type, np.float32)
 
 
-def calibrate(
-    request: CalibrateRequest, progress: Progress | None = None, scratch: str | None = None
-) -> CalibrationResult:
-    """Calibrate ``request.model`` and write its Q/DQ model; ranges come back for TensorRT.
-    Temporary models go under ``scratch`` (the worker's folder, removed however the worker
-    ends) and the Q/DQ model is built beside its final name and renamed only when complete."""
-    import onnxruntime as ort
-    from onnxruntime.quantization import (
-        CalibrationMethod,
-        QuantFormat,
-        QuantType,
-        quantize_static,
-    )
-    from onnxruntime.quantization.calibrate import (
-        create_calibrator,
-        load_tensors_data,
-        save_tensors_data,
-    )
+METHOD_ENUM = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile"}
+QDQ_OPTIONS = {
+    "ActivationSymmetric": True,  # TensorRT's INT8 is symmetric: zero points must be 0
+    "WeightSymmetric": True,
+    "QuantizeBias": False,  # TensorRT fuses float biases; int32 bias Q/DQ is not its format
+}
 
+
+def check_method(request: CalibrateRequest) -> None:
     if request.method not in METHODS:
         raise UserError(f"Unknown calibration method '{request.method}'; use {', '.join(METHODS)}.")
     if request.method == "percentile" and not 50.0 <= request.percentile <= 100.0:
         raise UserError("The percentile is between 50 and 100 (e.g. 99.99).")
-    progress = progress or (lambda f, m: None)
-    output = request.output or default_output(request.model, request.method)
+
+
+@dataclass
+class Calibrated:
+    """What one calibration pass leaves in its working folder: the prepared (shape-inferred,
+    BN-folded) fp32 model the Q/DQ model is made from, and the ranges as ORT's cache."""
+
+    prepared: str
+    ranges_path: Path
+    batches: int
+    samples: int
+
+
+def collect_ranges(
+    request: CalibrateRequest, workdir: Path, progress: Progress, prepared: str = ""
+) -> Calibrated:
+    """Prepare the model (unless ``prepared`` is given) and collect activation ranges over the
+    calibration data; the ranges go to ``workdir/ranges.json``."""
+    import onnxruntime as ort
+    from onnxruntime.quantization import CalibrationMethod
+    from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
+    check_method(request)
     sess = ort.InferenceSession(request.model, providers=["CPUExecutionProvider"])
     reader = FolderReader(request, sess.get_inputs(), lambda f, m: progress(0.9 * f, m))
     del sess
-    method = {
-        "minmax": CalibrationMethod.MinMax,
-        "entropy": CalibrationMethod.Entropy,
-        "percentile": CalibrationMethod.Percentile,
-    }[request.method]
-    extra = {
-        "ActivationSymmetric": True,  # TensorRT's INT8 is symmetric: zero points must be 0
-        "WeightSymmetric": True,
-        "QuantizeBias": False,  # TensorRT fuses float biases; int32 bias Q/DQ is not its format
-    }
-    start = time.perf_counter()
-    with (
-        tempfile.TemporaryDirectory(prefix="deploylens-calib-", dir=scratch) as workdir,
-        _root_warnings_muted(),
-        staged_outputs(output) as stage,
-    ):
-        ranges_path = Path(workdir) / "ranges.json"
-        model = _preprocessed(request.model, Path(workdir) / "prepared.onnx", progress)
-        # Ranges first, with histogram settings quantize_static cannot pass (CALIBRATOR_OPTIONS).
+    ranges_path = workdir / "ranges.json"
+    workdir.mkdir(parents=True, exist_ok=True)
+    model = prepared or _preprocessed(request.model, workdir / "prepared.onnx", progress)
+    with _root_warnings_muted():
+        # histogram settings quantize_static cannot pass (CALIBRATOR_OPTIONS)
         calibrator = create_calibrator(
             Path(model),
-            augmented_model_path=str(Path(workdir) / "augmented.onnx"),
-            calibrate_method=method,
+            augmented_model_path=str(workdir / "augmented.onnx"),
+            calibrate_method=getattr(CalibrationMethod, METHOD_ENUM[request.method]),
             extra_options=CALIBRATOR_OPTIONS[request.method] | {"percentile": request.percentile},
         )
         calibrator.collect_data(reader)
         if reader.produced == 0:
             raise UserError(f"{request.data} gave no calibration batches.")
         save_tensors_data(calibrator.compute_data(), ranges_path)
-        del calibrator
-        progress(0.92, "writing the Q/DQ model")
-        partial = stage / Path(output).name
+    del calibrator
+    return Calibrated(model, ranges_path, reader.produced, reader.samples)
+
+
+def write_qdq(
+    calibrated: Calibrated,
+    output: str | Path,
+    request: CalibrateRequest,
+    exclude: list[str] | None = None,
+) -> None:
+    """The Q/DQ model from the prepared model and the collected ranges (no recalibration)."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    with _root_warnings_muted():
         quantize_static(
-            model,
-            str(partial),
-            None,  # the ranges come from the cache written above
+            calibrated.prepared,
+            str(output),
+            None,  # the ranges come from the cache written by collect_ranges
             quant_format=QuantFormat.QDQ,
             per_channel=request.per_channel,
             activation_type=QuantType.QInt8,
             weight_type=QuantType.QInt8,
-            nodes_to_exclude=request.exclude or None,
-            calibrate_method=method,
-            extra_options=extra,
-            calibration_cache_path=ranges_path,
+            nodes_to_exclude=exclude or None,
+            calibrate_method=getattr(CalibrationMethod, METHOD_ENUM[request.method]),
+            extra_options=QDQ_OPTIONS,
+            calibration_cache_path=calibrated.ranges_path,
         )
-        commit_staged(stage, partial, output)  # never a half-written model under the final name
-        data = load_tensors_data(ranges_path)
-    seconds = time.perf_counter() - start
-    ranges = {
+
+
+def load_ranges(path: Path) -> dict[str, tuple[float, float]]:
+    from onnxruntime.quantization.calibrate import load_tensors_data
+
+    data = load_tensors_data(path)
+    return {
         name: (float(np.min(td.range_value[0])), float(np.max(td.range_value[1])))
         for name, td in data.data.items()
     }
+
+
+def calibrate(
+    request: CalibrateRequest, progress: Progress | None = None, scratch: str | None = None
+) -> CalibrationResult:
+    """Calibrate ``request.model`` and write its Q/DQ model; ranges come back for TensorRT.
+    Temporary models go under ``scratch`` (the worker's folder, removed however the worker
+    ends) and the Q/DQ model is built beside its final name and renamed only when complete."""
+    check_method(request)
+    progress = progress or (lambda f, m: None)
+    output = request.output or default_output(request.model, request.method)
+    start = time.perf_counter()
+    with (
+        tempfile.TemporaryDirectory(prefix="deploylens-calib-", dir=scratch) as workdir,
+        staged_outputs(output) as stage,
+    ):
+        calibrated = collect_ranges(request, Path(workdir), progress)
+        progress(0.92, "writing the Q/DQ model")
+        partial = stage / Path(output).name
+        write_qdq(calibrated, partial, request, request.exclude)
+        commit_staged(stage, partial, output)  # never a half-written model under the final name
+        ranges = load_ranges(calibrated.ranges_path)
     return CalibrationResult(
         output=output,
         method=request.method,
-        batches=reader.produced,
-        samples=reader.samples,
-        seconds=seconds,
+        batches=calibrated.batches,
+        samples=calibrated.samples,
+        seconds=time.perf_counter() - start,
         ranges=ranges,
         quantized_nodes=_count_qdq(output),
     )
