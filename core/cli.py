@@ -47,6 +47,8 @@ COMMAND_HOMES = {
     "engine": "deploylens.core.engine.cli_engine",
     "build": "deploylens.core.trt.cli_build",
     "calibrate": "deploylens.core.quantize.cli_quantize",
+    "sensitivity": "deploylens.core.quantize.cli_quantize",
+    "calibration-study": "deploylens.core.quantize.cli_quantize",
     "trace": "deploylens.core.trace.cli_trace",
     "profile": "deploylens.core.trace.cli_trace",
     "sweep": "deploylens.core.trace.cli_trace",

@@ -32,6 +32,8 @@ REQUESTS: dict[str, str] = {
     "export.run": "deploylens.core.export.request:ExportRequest",
     "validate.outputs": "deploylens.core.validate.request:ValidateRequest",
     "quantize.calibrate": "deploylens.core.quantize.request:CalibrateRequest",
+    "quantize.sensitivity": "deploylens.core.quantize.request:SensitivityRequest",
+    "quantize.study": "deploylens.core.quantize.request:StudyRequest",
     "build.engine": "deploylens.core.trt.request:BuildRequest",
     "trace.profile": "deploylens.core.trace.request:ProfileRequest",
     "trace.sweep": "deploylens.core.trace.request:SweepRequest",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from deploylens.core.command import Command
-from deploylens.core.quantize.request import CalibrateRequest
+from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest, StudyRequest
 
 
 def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,11 +44,148 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sensitivity_arguments(parser: argparse.ArgumentParser) -> None:
+    SensitivityRequest.add_arguments(parser)
+    parser.add_argument("--python", help="worker interpreter")
+    parser.add_argument("--json", action="store_true")
+
+
+def cmd_sensitivity(args: argparse.Namespace) -> int:
+    request = SensitivityRequest.from_args(args).prepared()
+    report = request.run(
+        args.python,
+        on_progress=None if args.json else (lambda f, m: print(f"  {m}", flush=True)),
+    )
+    if request.build:
+        report["build"] = build_plan(report, args.python)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    print(sensitivity_text(report))
+    return 0
+
+
+def build_plan(report: dict[str, Any], python: str | None) -> dict[str, Any]:
+    """The plan's model built by TensorRT-RTX ahead of time (the build job, found by its name:
+    the quantize room does not import the TensorRT room)."""
+    from pathlib import Path
+
+    from deploylens.core.requests import request_class
+
+    model = report["files"]["model"]
+    engine = str(Path(model).with_suffix(".engine"))
+    build = request_class("build.engine").from_params(
+        {
+            "model": model,
+            "engine": engine,
+            "version": "rtx",
+            "settings": {"compute_capabilities": ["sm89"]},
+        }
+    )
+    try:
+        return build.run(python)
+    except Exception as exc:  # a missing TensorRT-RTX or a rejected model: said, the plan stays
+        return {"built": False, "message": str(getattr(exc, "message", exc))}
+
+
+def sensitivity_text(report: dict[str, Any]) -> str:
+    metric = report["metric"]
+
+    def value(score: dict[str, Any]) -> str:
+        number = {"relL2": score["rel_l2"], "cosine": score["cosine"], "top1": score["top1"]}[
+            metric
+        ]
+        return "n/a" if number is None else f"{number:.4g}"
+
+    lines = [
+        f"{report['precision'].upper()} sensitivity of {report['model']} ({report['method']} "
+        f"calibration, {report['samples']} evaluation samples, {metric}; "
+        f"{report['seconds']:.1f} s, {report['per_node_s']:.2f} s per node)",
+        f"  FP32 {value(report['fp32'])}; everything {report['precision'].upper()} "
+        f"{value(report['full'])}",
+        f"  {'rank':>4s}  {'node':40s} {'op':8s} {'only it':>10s} {'all but it':>11s}",
+    ]
+    for row in report["nodes"][:25]:
+        lines.append(
+            f"  {row['rank']:>4d}  {row['node'][:40]:40s} {row['op'][:8]:8s} "
+            f"{value(row['only']):>10s} {value(row['all_but']):>11s}"
+        )
+    plan = report["plan"]
+    met = "meets" if plan["met"] else "is the best found but does NOT meet"
+    lines.append(
+        f"  plan: {len(plan['kept'])} node(s) kept in FP32 → {metric} {value(plan['score'])}, "
+        f"{met} the budget {report['budget']:g}"
+    )
+    if plan["kept"]:
+        lines.append("    " + ", ".join(plan["kept"]))
+    for fact in report.get("range_facts", []):
+        lines.append(f"  range: {fact['tensor']} ({fact['node']}) {fact['why']}: {fact['advice']}")
+    lines += [f"  {name}: {path}" for name, path in report["files"].items()]
+    build = report.get("build")
+    if build:
+        lines.append(
+            f"  TensorRT-RTX: built {build['engine']} ({build['engine_bytes'] / 1e6:.1f} MB)"
+            if build.get("built")
+            else f"  TensorRT-RTX: not built — {build.get('message')}"
+        )
+    return "\n".join(lines)
+
+
+def _study_arguments(parser: argparse.ArgumentParser) -> None:
+    StudyRequest.add_arguments(parser)
+    parser.add_argument("--python", help="worker interpreter")
+    parser.add_argument("--json", action="store_true")
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    result = (
+        StudyRequest.from_args(args)
+        .prepared()
+        .run(
+            args.python,
+            on_progress=None if args.json else (lambda f, m: print(f"  {m}", flush=True)),
+        )
+    )
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    fp32 = result["fp32"]
+    print(f"calibration study of {result['model']} on {result['samples']} evaluation samples")
+    print(f"  {'calibration':24s} {'rel L2':>10s} {'cosine':>10s} {'top-1':>8s} {'s':>6s}")
+    top = f"{fp32['top1']:.4f}" if fp32["top1"] is not None else "-"
+    print(f"  {'FP32':24s} {fp32['rel_l2']:>10.4g} {fp32['cosine']:>10.6f} {top:>8s}")
+    for row in result["rows"]:
+        if row["status"] != "ok":
+            print(f"  {row['label']:24s} skipped: {row['reason']}")
+            continue
+        score = row["score"]
+        top = f"{score['top1']:.4f}" if score["top1"] is not None else "-"
+        print(f"  {row['label']:24s} {score['rel_l2']:>10.4g} {score['cosine']:>10.6f} "
+              f"{top:>8s} {row['seconds']:>6.2f}")  # fmt: skip
+    print("  ranges that differ most between calibrations (largest |value| per calibration):")
+    for item in result["differing_ranges"][:6]:
+        peaks = ", ".join(f"{k} {v:.3g}" for k, v in item["peaks"].items())
+        print(f"    {item['tensor']} (±{100 * item['relative_spread']:.0f}%): {peaks}")
+    return 0
+
+
 COMMANDS = (
     Command(
         "calibrate",
         "INT8 calibration on the CPU (ONNX Runtime, QDQ); accuracy vs fp32; TensorRT cache",
         _calibrate_arguments,
         cmd_calibrate,
+    ),
+    Command(
+        "sensitivity",
+        "which layers must stay out of INT8/FP16: per-layer sensitivity, a plan for every target",
+        _sensitivity_arguments,
+        cmd_sensitivity,
+    ),
+    Command(
+        "calibration-study",
+        "every calibration method and batch size on the same data: errors and differing ranges",
+        _study_arguments,
+        cmd_study,
     ),
 )

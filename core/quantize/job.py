@@ -88,3 +88,31 @@ def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     return calibrate_and_measure(
         CalibrateRequest.from_params(params), ctx.progress, ctx.log, ctx.workdir
     )
+
+
+def sensitivity_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """The sensitivity analysis in the worker (progress per node; cancel lands there) and its
+    outputs: report.json, the plan's model, TensorRT ≤ 10 settings and calibration cache."""
+    from pathlib import Path
+
+    from deploylens.core.quantize.plan import write_plan
+    from deploylens.core.quantize.request import SensitivityRequest
+    from deploylens.core.quantize.sensitivity import run_sensitivity
+
+    request = SensitivityRequest.from_params(params)
+    report = run_sensitivity(request, ctx.progress, Path(ctx.workdir))
+    return write_plan(report, Path(request.out_dir))
+
+
+def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from deploylens.core.quantize.request import StudyRequest
+    from deploylens.core.quantize.study import run_study
+
+    request = StudyRequest.from_params(params)
+    result = run_study(request.sensitivity(), ctx.progress, Path(ctx.workdir))
+    result["rows"] = [asdict(row) for row in result["rows"]]
+    result["fp32"] = asdict(result["fp32"])
+    return result

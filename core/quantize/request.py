@@ -130,3 +130,180 @@ class CalibrateRequest(Request):
             output=absolute(self.output),
             trt_cache=absolute(self.trt_cache),
         )
+
+
+Precision = Literal["int8", "fp16"]
+Metric = Literal["relL2", "cosine", "top1"]
+
+
+@dataclass
+class SensitivityRequest(Request):
+    """Per-layer precision sensitivity (``deploylens sensitivity``, the Sensitivity view)."""
+
+    JOB: ClassVar[str] = "quantize.sensitivity"
+    COMMAND: ClassVar[str] = "sensitivity"
+
+    model: str
+    data: str  # calibration data: a folder of images or .npy/.npz arrays
+    out: str = ""  # a folder for the plan and report; default: ./MODEL.sensitivity
+    precision: Precision = "int8"
+    method: Method = "entropy"
+    percentile: float = 99.99
+    metric: Metric = "relL2"
+    budget: float | None = None  # relL2 ≤ it; cosine or top1 ≥ it (defaults per metric)
+    preprocess: str = ""
+    batch_size: int | None = None
+    batches: int | None = None
+    evaluate: int = 64  # evaluation samples
+    eval_data: str = ""  # held-out data; default: the calibration data
+    labels: str = ""  # .npy of class indices for eval samples: top1 becomes accuracy
+    build: bool = False  # also build the plan with TensorRT-RTX ahead of time (where installed)
+    threads: int = 0
+    reuse_prefix: bool = True  # run only what a variant changes (core/quantize/prefix.py)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("sensitivity")
+        group.add_argument("model", type=Path)
+        group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
+        group.add_argument("--precision", choices=("int8", "fp16"), default="int8")
+        group.add_argument("--method", choices=METHODS, default="entropy")
+        group.add_argument("--percentile", type=float, default=99.99)
+        group.add_argument("--metric", choices=("relL2", "cosine", "top1"), default="relL2")
+        group.add_argument(
+            "--budget", type=float, help="relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)"
+        )
+        group.add_argument("--preprocess", default="")
+        group.add_argument("--batch-size", type=int)
+        group.add_argument("--batches", type=int)
+        evaluation = parser.add_argument_group("evaluation and outputs")
+        evaluation.add_argument("--evaluate", type=int, default=64, help="evaluation samples")
+        evaluation.add_argument("--eval-data", type=Path, help="held-out images/arrays")
+        evaluation.add_argument(
+            "--labels", type=Path, help=".npy of class indices (top1 = accuracy)"
+        )
+        evaluation.add_argument(
+            "--out", type=Path, help="folder for the plan (./MODEL.sensitivity)"
+        )
+        evaluation.add_argument(
+            "--build", action="store_true", help="build the plan with TensorRT-RTX (no GPU needed)"
+        )
+        evaluation.add_argument("--threads", type=int, default=0)
+        evaluation.add_argument(
+            "--whole-model",
+            action="store_true",
+            help="evaluate every variant whole (default: only what it changes, from FP32's and "
+            "the Q/DQ model's kept tensors)",
+        )
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SensitivityRequest:
+        return cls(
+            model=str(args.model), data=str(args.data), out=str(args.out) if args.out else "",
+            precision=args.precision, method=args.method, percentile=args.percentile,
+            metric=args.metric, budget=args.budget, preprocess=args.preprocess,
+            batch_size=args.batch_size, batches=args.batches, evaluate=args.evaluate,
+            eval_data=str(args.eval_data) if args.eval_data else "",
+            labels=str(args.labels) if args.labels else "", build=bool(args.build),
+            threads=args.threads, reuse_prefix=not args.whole_model,
+        )  # fmt: skip
+
+    def cli_args(self) -> list[str]:
+        args = [self.model, "--data", self.data]
+        flag(args, "--precision", self.precision, "int8")
+        flag(args, "--method", self.method, "entropy")
+        flag(args, "--percentile", self.percentile, 99.99)
+        flag(args, "--metric", self.metric, "relL2")
+        flag(args, "--budget", self.budget, None)
+        flag(args, "--preprocess", self.preprocess, "")
+        flag(args, "--batch-size", self.batch_size, None)
+        flag(args, "--batches", self.batches, None)
+        flag(args, "--evaluate", self.evaluate, 64)
+        flag(args, "--eval-data", self.eval_data, "")
+        flag(args, "--labels", self.labels, "")
+        flag(args, "--out", self.out, "")
+        if self.build:
+            args.append("--build")
+        flag(args, "--threads", self.threads, 0)
+        if not self.reuse_prefix:
+            args.append("--whole-model")
+        return args
+
+    @property
+    def out_dir(self) -> str:
+        return self.out or f"{Path(self.model).stem}.sensitivity"
+
+    def prepared(self) -> SensitivityRequest:
+        from deploylens.core.files import input_file, input_folder
+
+        return replace(
+            self,
+            model=str(input_file(self.model, "ONNX model").resolve()),
+            data=str(input_folder(self.data, "calibration data").resolve()),
+            eval_data=str(input_folder(self.eval_data, "evaluation data").resolve())
+            if self.eval_data
+            else "",
+            labels=str(input_file(self.labels, "labels").resolve()) if self.labels else "",
+            out=str(Path(self.out_dir).resolve()),
+        )
+
+
+@dataclass
+class StudyRequest(Request):
+    """Calibration study (``deploylens calibration-study``): the same data calibrated with every
+    method and calibration batch size, one table of errors and the ranges that differ most."""
+
+    JOB: ClassVar[str] = "quantize.study"
+    COMMAND: ClassVar[str] = "calibration-study"
+
+    model: str
+    data: str
+    preprocess: str = ""
+    batches: int | None = None
+    evaluate: int = 64
+    eval_data: str = ""
+    labels: str = ""
+    threads: int = 0
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("the study")
+        group.add_argument("model", type=Path)
+        group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
+        group.add_argument("--preprocess", default="")
+        group.add_argument("--batches", type=int)
+        group.add_argument("--evaluate", type=int, default=64)
+        group.add_argument("--eval-data", type=Path)
+        group.add_argument("--labels", type=Path, help=".npy of class indices (top1 = accuracy)")
+        group.add_argument("--threads", type=int, default=0)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> StudyRequest:
+        return cls(
+            model=str(args.model), data=str(args.data), preprocess=args.preprocess,
+            batches=args.batches, evaluate=args.evaluate,
+            eval_data=str(args.eval_data) if args.eval_data else "",
+            labels=str(args.labels) if args.labels else "", threads=args.threads,
+        )  # fmt: skip
+
+    def cli_args(self) -> list[str]:
+        args = [self.model, "--data", self.data]
+        flag(args, "--preprocess", self.preprocess, "")
+        flag(args, "--batches", self.batches, None)
+        flag(args, "--evaluate", self.evaluate, 64)
+        flag(args, "--eval-data", self.eval_data, "")
+        flag(args, "--labels", self.labels, "")
+        flag(args, "--threads", self.threads, 0)
+        return args
+
+    def sensitivity(self) -> SensitivityRequest:
+        """The evaluation settings as the sensitivity analysis spells them."""
+        return SensitivityRequest(self.model, self.data, preprocess=self.preprocess,
+                                  batches=self.batches, evaluate=self.evaluate,
+                                  eval_data=self.eval_data, labels=self.labels,
+                                  threads=self.threads)  # fmt: skip
+
+    def prepared(self) -> StudyRequest:
+        checked = self.sensitivity().prepared()
+        return replace(self, model=checked.model, data=checked.data, eval_data=checked.eval_data,
+                       labels=checked.labels)  # fmt: skip

@@ -63,7 +63,21 @@ def build_engine(
 
     def prepare(inputs: dict[str, list[Any]]) -> Any:
         """The model as TensorRT read it: profiles checked against its inputs, the calibrator
-        fed from them (reading the ONNX file again cost a third of a resnet50 build)."""
+        fed from them (reading the ONNX file again cost a third of a resnet50 build). Dynamic
+        inputs with no profile are built for 1 in every dynamic dimension, as trtexec does, and
+        the log says so (a profile is how to choose)."""
+        dynamic = {n: d for n, d in inputs.items() if any(not isinstance(x, int) for x in d)}
+        if dynamic and not settings.profiles:
+            from deploylens.core.trt.settings import Profile
+
+            fixed = {n: [x if isinstance(x, int) else 1 for x in d] for n, d in dynamic.items()}
+            settings.profiles = [Profile({n: (s, s, s) for n, s in fixed.items()})]
+            adapter.log.append(
+                ("warning", "no optimization profile for the dynamic input(s) "
+                 + ", ".join(f"{n} {d}" for n, d in dynamic.items())
+                 + ": built for " + ", ".join(f"{n} {s}" for n, s in fixed.items())
+                 + " (give [[profiles]] to choose the shapes)")
+            )  # fmt: skip
         assert_buildable(settings, installed, inputs)
         if settings.calibration is None or adapter.family in ("11", RTX):
             return None

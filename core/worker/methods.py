@@ -13,6 +13,8 @@ METHODS: dict[str, str] = {
     "model.inspect": "deploylens.core.model.jobs:inspect_job",
     "validate.outputs": "deploylens.core.validate.run:validate_job",
     "quantize.calibrate": "deploylens.core.quantize.job:calibrate_job",
+    "quantize.sensitivity": "deploylens.core.quantize.job:sensitivity_job",
+    "quantize.study": "deploylens.core.quantize.job:study_job",
     "build.engine": "deploylens.core.trt.job:build_job",
     "trace.profile": "deploylens.core.trace.job:profile_job",
     "trace.sweep": "deploylens.core.trace.job:sweep_job",

@@ -1,0 +1,317 @@
+"""Which layers must stay out of INT8 (or FP16): one calibration, then per quantizable node the
+model's error with only that node in lower precision and with everything but that node in it;
+the nodes ranked; a greedy curve of the error against how many of the most sensitive nodes stay
+in FP32; the plan that meets a budget — as a Q/DQ (or FP16) model, TensorRT ≤ 10 layer settings
+and a calibration cache — and, for FP16, which activations cannot be held in FP16 at all.
+
+Every variant reuses the one calibration's scales (``core/quantize/mixed.py``): nothing is
+recalibrated per layer, which is what makes a per-node sweep affordable (bench/sensitivity.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from deploylens.core.errors import UserError
+from deploylens.core.quantize.prefix import PrefixCache
+from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
+
+FP16_MAX = 65504.0
+FP16_MIN_NORMAL = 6.103515625e-05
+METRICS = ("relL2", "cosine", "top1")
+DEFAULT_BUDGET = {"relL2": 0.02, "cosine": 0.999, "top1": 0.99}
+CURVE_LIMIT = 40  # greedy points at most (each is one model variant and one evaluation)
+
+
+@dataclass
+class Score:
+    """One variant against FP32 on the evaluation samples."""
+
+    rel_l2: float
+    cosine: float
+    top1: float | None  # agreement with FP32's argmax, or accuracy when labels are given
+
+    def value(self, metric: str) -> float:
+        return {"relL2": self.rel_l2, "cosine": self.cosine, "top1": self.top1}[metric] or 0.0
+
+    def error(self, metric: str) -> float:
+        """Lower is better whatever the metric (1 − cosine, 1 − top-1)."""
+        return self.rel_l2 if metric == "relL2" else 1.0 - self.value(metric)
+
+
+@dataclass
+class NodeSensitivity:
+    node: str
+    op: str
+    only: Score  # only this node in lower precision
+    all_but: Score  # everything but this node in lower precision
+    rank: int = 0
+
+
+@dataclass
+class Report:
+    model: str
+    precision: str
+    method: str
+    metric: str
+    budget: float
+    samples: int
+    fp32: Score
+    full: Score  # every quantizable node in lower precision
+    nodes: list[NodeSensitivity]
+    curve: list[dict[str, Any]]  # {"kept": k, "nodes": [...], "score": Score}
+    plan: dict[str, Any]
+    range_facts: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    per_node_s: float = 0.0  # both variants of a node
+    only_s: float = 0.0  # the one-node-at-a-time variant of a node, on its own
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Evaluator:
+    """FP32's outputs once, then any variant's score on the same samples."""
+
+    def __init__(self, model: str, feeds: list[dict[str, np.ndarray]], labels: np.ndarray | None,
+                 threads: int = 0) -> None:  # fmt: skip
+        import onnxruntime as ort
+
+        self.feeds = feeds
+        self.options = ort.SessionOptions()
+        self.options.intra_op_num_threads = threads
+        self.options.log_severity_level = 3
+        self.reference = self._outputs(model)
+        self.samples = int(self.reference.shape[0])
+        if labels is not None and labels.shape[0] < self.samples:
+            raise UserError(
+                f"--labels has {labels.shape[0]} labels for {self.samples} evaluation samples."
+            )
+        self.labels = labels[: self.samples] if labels is not None else None
+
+    def _outputs(self, model: str | bytes) -> np.ndarray:
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(model, self.options, providers=["CPUExecutionProvider"])
+        return np.concatenate(
+            [np.asarray(session.run(None, feed)[0], np.float64) for feed in self.feeds]
+        )
+
+    def score(self, model: onnx.ModelProto | str) -> Score:
+        outputs = self._outputs(
+            model.SerializeToString() if isinstance(model, onnx.ModelProto) else model
+        )
+        return self._compare(outputs)
+
+    def _compare(self, outputs: np.ndarray) -> Score:
+        ref, got = self.reference.reshape(-1), outputs.reshape(-1)
+        norm = float(np.linalg.norm(ref)) or 1.0
+        rel_l2 = float(np.linalg.norm(got - ref)) / norm
+        cosine = float(np.dot(got, ref) / ((np.linalg.norm(got) or 1.0) * norm))
+        top1 = None
+        if outputs.ndim == 2 and outputs.shape[1] > 1:
+            truth = self.labels if self.labels is not None else self.reference.argmax(axis=1)
+            top1 = float((outputs.argmax(axis=1) == truth).mean())
+        return Score(rel_l2, cosine, top1)
+
+    def fp32(self) -> Score:
+        return self._compare(self.reference)
+
+    def score_changed(
+        self, model: onnx.ModelProto, changed: list[str], cache: PrefixCache | None
+    ) -> Score:
+        """``model``'s score, running only what ``changed`` affects when ``cache`` holds the
+        base's tensors at that frontier (core/quantize/prefix.py); else the whole model."""
+        sub = cache.submodel(model, changed) if cache is not None else None
+        if cache is None or sub is None:
+            return self.score(model)
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(
+            sub.SerializeToString(), self.options, providers=["CPUExecutionProvider"]
+        )
+        return self._compare(
+            np.concatenate(
+                [np.asarray(session.run(None, f)[0], np.float64) for f in cache.feeds(sub)]
+            )
+        )
+
+
+def eval_feeds(request: SensitivityRequest) -> list[dict[str, np.ndarray]]:
+    import onnxruntime as ort
+
+    from deploylens.core.data.feeds import feed_batches
+    from deploylens.core.quantize.job import take_samples
+
+    session = ort.InferenceSession(request.model, providers=["CPUExecutionProvider"])
+    source = request.eval_data or request.data
+    feeds = take_samples(feed_batches(session, source, preprocess=request.preprocess),
+                         request.evaluate)  # fmt: skip
+    if not feeds:
+        raise UserError(f"{source} gave no evaluation samples.")
+    return feeds
+
+
+def default_budget(request: SensitivityRequest, fp32: Score) -> float:
+    """The user's budget, else per metric; top-1 accuracy against labels: within one point of
+    FP32's own (an absolute 0.99 would be unreachable for a 94% model)."""
+    if request.budget is not None:
+        return request.budget
+    if request.metric == "top1" and request.labels and fp32.top1 is not None:
+        return round(fp32.top1 - 0.01, 6)
+    return DEFAULT_BUDGET[request.metric]
+
+
+def meets(score: Score, metric: str, budget: float) -> bool:
+    value = score.value(metric)
+    return value <= budget if metric == "relL2" else value >= budget
+
+
+def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -> Report:
+    from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
+    from deploylens.core.quantize.mixed import (
+        QUANTIZABLE,
+        fp16_variant,
+        keep_float,
+        quantize_only,
+        quantized_nodes,
+    )
+
+    if request.metric not in METRICS:
+        raise UserError(f"Unknown metric '{request.metric}'; use {', '.join(METRICS)}.")
+    started = time.perf_counter()
+    labels = _labels(request.labels) if request.labels else None
+    progress(0.01, "evaluation samples and FP32 outputs")
+    evaluator = Evaluator(request.model, eval_feeds(request), labels, request.threads)
+    budget = default_budget(request, evaluator.fp32())
+    method = request.method if request.precision == "int8" else "minmax"  # FP16: plain ranges
+    calibration = CalibrateRequest(
+        request.model, request.data, method=method,
+        percentile=request.percentile, preprocess=request.preprocess,
+        batch_size=request.batch_size, batches=request.batches,
+    )  # fmt: skip
+    calibrated = collect_ranges(calibration, workdir, lambda f, m: progress(0.02 + 0.18 * f, m))
+    prepared = onnx.load(calibrated.prepared)
+    facts: list[dict[str, Any]] = []
+    below: PrefixCache | None = None  # FP32's tensors, for the one-node variants
+    above: PrefixCache | None = None  # the full Q/DQ model's, for the all-but-one variants
+    if request.precision == "int8":
+        progress(0.21, "the full Q/DQ model")
+        write_qdq(calibrated, workdir / "full.qdq.onnx", calibration)
+        qdq = onnx.load(workdir / "full.qdq.onnx")
+        nodes = quantized_nodes(qdq)
+
+        def lowered(chosen: list[str]) -> onnx.ModelProto:
+            return quantize_only(qdq, prepared, chosen)
+
+        def kept(chosen: list[str]) -> onnx.ModelProto:
+            return keep_float(qdq, prepared, chosen)
+
+        full = qdq
+        if request.reuse_prefix and nodes:
+            progress(0.215, "kept tensors of FP32 and of the full Q/DQ model")
+            below, above = PrefixCache(prepared, quantized=False), PrefixCache(qdq, quantized=True)
+            for node in nodes:
+                below.plan(lowered([node]), [node])
+                above.plan(kept([node]), [node])
+            below.fill(evaluator.feeds, evaluator.options)
+            above.fill(evaluator.feeds, evaluator.options)
+    else:
+        nodes = [n.name for n in prepared.graph.node if n.op_type in QUANTIZABLE and n.name]
+        every = [n.name for n in prepared.graph.node if n.name]
+        facts = fp16_range_facts(load_ranges(calibrated.ranges_path), prepared)
+
+        def lowered(chosen: list[str]) -> onnx.ModelProto:
+            return fp16_variant(prepared, [n for n in every if n not in chosen])
+
+        def kept(chosen: list[str]) -> onnx.ModelProto:
+            return fp16_variant(prepared, chosen)
+
+        full = fp16_variant(prepared, [])
+    if not nodes:
+        raise UserError(
+            f"{Path(request.model).name} has no {request.precision.upper()} candidates among "
+            f"{', '.join(QUANTIZABLE)} nodes."
+        )
+    ops = {n.name: n.op_type for n in prepared.graph.node}
+    fp32, full_score = evaluator.fp32(), evaluator.score(full)
+    rows = []
+    per_node_started, only_s = time.perf_counter(), 0.0
+    for number, node in enumerate(nodes):
+        progress(0.22 + 0.5 * number / len(nodes), f"node {number + 1}/{len(nodes)}: {node}")
+        started = time.perf_counter()
+        only = evaluator.score_changed(lowered([node]), [node], below)
+        only_s += time.perf_counter() - started
+        rest = evaluator.score_changed(kept([node]), [node], above)
+        rows.append(NodeSensitivity(node, ops.get(node, ""), only, rest))
+    per_node_s = (time.perf_counter() - per_node_started) / len(nodes)
+    # most sensitive first; ties (top-1 moves in steps of one sample) broken by rel L2
+    rows.sort(key=lambda r: (-r.only.error(request.metric), -r.only.rel_l2))
+    for rank, row in enumerate(rows, 1):
+        row.rank = rank
+    curve: list[dict[str, Any]] = []
+    chosen: int | None = None
+    ranked = [r.node for r in rows]
+    for k in range(min(len(ranked), CURVE_LIMIT - 1) + 1):
+        progress(0.72 + 0.25 * k / min(len(ranked) + 1, CURVE_LIMIT), f"plan: {k} node(s) kept")
+        score = full_score if k == 0 else evaluator.score(kept(ranked[:k]))  # whole: the plan
+        curve.append({"kept": k, "nodes": ranked[:k], "score": score})
+        if chosen is None and meets(score, request.metric, budget):
+            chosen = k
+        if chosen is not None and k >= chosen + 2:  # the budget is met: two more for the curve
+            break
+    if chosen is None:  # not met: the best point the curve found, said as such
+        chosen = min(range(len(curve)), key=lambda i: curve[i]["score"].error(request.metric))
+        met = False
+    else:
+        met = True
+    plan_nodes = ranked[:chosen]
+    plan: dict[str, Any] = {"kept": plan_nodes, "met": met, "score": curve[chosen]["score"]}
+    progress(0.98, "the plan's model")
+    plan_model = kept(plan_nodes) if plan_nodes else full
+    return Report(
+        model=request.model, precision=request.precision, method=calibration.method,
+        metric=request.metric, budget=budget, samples=evaluator.samples, fp32=fp32,
+        full=full_score, nodes=rows, curve=curve,
+        plan={**plan, "model": plan_model, "ranges": load_ranges(calibrated.ranges_path)},
+        range_facts=facts, seconds=time.perf_counter() - started, per_node_s=per_node_s,
+        only_s=only_s / len(nodes),
+    )  # fmt: skip
+
+
+def fp16_range_facts(
+    ranges: dict[str, tuple[float, float]], model: onnx.ModelProto
+) -> list[dict[str, Any]]:
+    """Activations FP16 cannot hold, from the calibration's min/max: beyond ±65504 (overflow to
+    inf) or all below FP16's smallest normal (denormal or zero) → keep their producer in FP32."""
+    producer = {o: n.name for n in model.graph.node for o in n.output}
+    facts = []
+    for tensor, (low, high) in sorted(ranges.items()):
+        peak = max(abs(low), abs(high))
+        if peak > FP16_MAX:
+            why = f"reaches {peak:.4g}, beyond FP16's ±65504 (it would overflow to inf)"
+        elif 0 < peak < FP16_MIN_NORMAL:
+            why = f"never exceeds {peak:.3g}, below FP16's smallest normal 6.1e-5"
+        else:
+            continue
+        facts.append({"tensor": tensor, "node": producer.get(tensor, ""), "peak": peak,
+                      "why": why, "advice": "keep in FP32"})  # fmt: skip
+    return facts
+
+
+def _labels(path: str) -> np.ndarray:
+    from deploylens.core.data.arrays import load_arrays
+
+    arrays = load_arrays(path)
+    if len(arrays) != 1:
+        raise UserError(f"{Path(path).name}: --labels takes one array of class indices.")
+    labels = next(iter(arrays.values()))
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise UserError(f"{Path(path).name}: --labels must be a 1-D array of class indices.")
+    return labels.astype(np.int64)

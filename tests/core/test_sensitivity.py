@@ -1,0 +1,245 @@
+"""Per-layer precision sensitivity, end to end on real parts: a CNN trained here on scikit-learn's
+digits (real top-1 on a held-out split), ONNX Runtime's calibration and Q/DQ, onnxconverter's
+FP16 conversion, and TensorRT-RTX building the plan (where installed: CI). Every figure the
+tool reports is recomputed here from the files it wrote, with ONNX Runtime directly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from deploylens.core.quantize.mixed import keep_float, quantize_only, quantized_nodes
+from tests.core.test_cli import run_cli
+from tests.helpers.digits import accuracy, train_and_export
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("sklearn")
+    return train_and_export(tmp_path_factory.mktemp("digits"))
+
+
+def dq_fed(model: onnx.ModelProto, node: str) -> bool:
+    """Whether ``node`` reads any input straight from a DequantizeLinear (it computes in INT8)."""
+    dq = {o for n in model.graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+    (found,) = [n for n in model.graph.node if n.name == node]
+    return any(i in dq for i in found.input)
+
+
+def test_int8_sensitivity_and_a_plan_on_the_digits_cnn(
+    digits: dict[str, Path], tmp_path: Path
+) -> None:
+    labels = np.load(digits["labels"])
+    fp32_accuracy = accuracy(digits["model"], digits["eval"], labels)
+    assert fp32_accuracy > 0.85  # a real classifier, not random weights
+    out = tmp_path / "plan"
+    result = run_cli(
+        "sensitivity", str(digits["model"]), "--data", str(digits["calib"]),
+        "--eval-data", str(digits["eval"]), "--labels", str(digits["labels"]),
+        "--metric", "top1", "--budget", str(fp32_accuracy), "--evaluate", "297",
+        "--out", str(out), "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    assert report["fp32"]["top1"] == pytest.approx(fp32_accuracy)
+    assert [row["rank"] for row in report["nodes"]] == list(range(1, len(report["nodes"]) + 1))
+    assert {row["op"] for row in report["nodes"]} == {"Conv", "Gemm"}
+    plan_model = Path(report["files"]["model"])
+    plan_accuracy = accuracy(plan_model, digits["eval"], labels)
+    assert report["plan"]["score"]["top1"] == pytest.approx(plan_accuracy)  # recomputed here
+    kept = report["plan"]["kept"]
+    model = onnx.load(plan_model)
+    for node in quantized_nodes(onnx.load(digits["model"])) or [r["node"] for r in report["nodes"]]:
+        assert dq_fed(model, node) == (node not in kept), node
+    assert report["plan"]["met"] == (plan_accuracy >= fp32_accuracy)
+    # the greedy curve starts at "everything INT8" and keeps the most sensitive first
+    assert report["curve"][0]["kept"] == 0 and report["curve"][0]["score"] == report["full"]
+    ranked = [row["node"] for row in report["nodes"]]
+    assert all(point["nodes"] == ranked[: point["kept"]] for point in report["curve"])
+    # TensorRT ≤ 10 settings the build command reads, with the calibration cache
+    from deploylens.core.trt.settings import check, load_settings
+
+    settings = load_settings(report["files"]["settings"])
+    assert settings.precisions == ["int8"] and settings.precision_constraints == "obey"
+    assert (settings.layer_precisions or {}) == {node: "fp32" for node in kept}
+    assert check(settings, "10.16", {"image": ["batch", 1, 8, 8]}) == []
+    cache = Path(report["files"]["calibration_cache"]).read_text()
+    assert cache.startswith("TRT-101600-EntropyCalibration2")
+    assert (out / "curve.png").is_file()
+
+
+def test_the_plan_builds_strongly_typed_with_tensorrt_rtx(
+    digits: dict[str, Path], tmp_path: Path, rtx: object
+) -> None:
+    result = run_cli(
+        "sensitivity", str(digits["model"]), "--data", str(digits["calib"]), "--evaluate", "64",
+        "--out", str(tmp_path / "p"), "--build", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    build = json.loads(result.stdout)["build"]
+    assert build["built"] and build["engine_bytes"] > 0 and build["product"] == "TensorRT-RTX"
+
+
+def test_running_only_what_a_variant_changes_gives_the_whole_models_scores(
+    digits: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prefix reuse (core/quantize/prefix.py) is a speed-up, never a different answer: every
+    per-node score equals the whole variant's, and the smaller models really were the ones run."""
+    from deploylens.core.quantize import prefix
+    from deploylens.core.quantize.request import SensitivityRequest
+    from deploylens.core.quantize.sensitivity import run_sensitivity
+
+    sizes: list[int] = []
+    original = prefix.PrefixCache.submodel
+
+    def counted(self: prefix.PrefixCache, variant: onnx.ModelProto, changed: list[str]) -> object:
+        sub = original(self, variant, changed)
+        sizes.append(len(sub.graph.node) if sub is not None else 0)
+        return sub
+
+    monkeypatch.setattr(prefix.PrefixCache, "submodel", counted)
+    reports = {}
+    for reuse in (True, False):
+        request = SensitivityRequest(
+            str(digits["model"]), str(digits["calib"]), eval_data=str(digits["eval"]),
+            labels=str(digits["labels"]), evaluate=297, reuse_prefix=reuse,
+        )  # fmt: skip
+        reports[reuse] = run_sensitivity(request, lambda f, m: None, tmp_path / str(reuse))
+    whole = {row.node: row for row in reports[False].nodes}
+    assert len(reports[True].nodes) == len(whole) == 5
+    for row in reports[True].nodes:
+        for ours, theirs in (
+            (row.only, whole[row.node].only),
+            (row.all_but, whole[row.node].all_but),
+        ):
+            assert ours.rel_l2 == pytest.approx(theirs.rel_l2, rel=1e-9), row.node
+            assert ours.top1 == theirs.top1, row.node
+    assert [r.node for r in reports[True].nodes] == [r.node for r in reports[False].nodes]
+    assert len(sizes) == 10 and all(sizes)  # both variants of every node ran as a part
+    full = len(onnx.load(digits["model"]).graph.node)
+    assert min(sizes) < full  # a late node's part is smaller than the model
+
+
+def test_variants_lower_or_keep_exactly_the_chosen_nodes(samples: Path, tmp_path: Path) -> None:
+    """keep_float / quantize_only on a real Q/DQ model: the chosen nodes (and only they) change
+    precision, and ONNX Runtime runs every variant."""
+    import onnxruntime as ort
+
+    from deploylens.core.quantize.calibrate import collect_ranges, write_qdq
+    from deploylens.core.quantize.request import CalibrateRequest
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        np.save(data / f"{i}.npy", rng.random((3, 32, 32), dtype=np.float32))
+    request = CalibrateRequest(str(samples / "small_cnn.dynamo.onnx"), str(data), method="minmax")
+    calibrated = collect_ranges(request, tmp_path / "work", lambda f, m: None)
+    write_qdq(calibrated, tmp_path / "q.onnx", request)
+    qdq, prepared = onnx.load(tmp_path / "q.onnx"), onnx.load(calibrated.prepared)
+    nodes = quantized_nodes(qdq)
+    assert len(nodes) == 4 and all(dq_fed(qdq, n) for n in nodes)
+    first = nodes[0]
+    feeds = {"image": rng.random((1, 3, 32, 32), dtype=np.float32)}
+    for model, lowered in ((keep_float(qdq, prepared, [first]), set(nodes) - {first}),
+                           (quantize_only(qdq, prepared, [first]), {first})):  # fmt: skip
+        onnx.checker.check_model(model)
+        assert {n for n in nodes if dq_fed(model, n)} == lowered
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        assert session.run(None, feeds)[0].shape == (1, 10)
+
+
+def test_one_calibration_for_the_whole_sweep(samples: Path, tmp_path: Path, monkeypatch) -> None:
+    """Ranges are collected once; every per-node variant reuses them (never recalibrated)."""
+    import onnxruntime.quantization.calibrate as ort_calibrate
+
+    from deploylens.core.quantize.request import SensitivityRequest
+    from deploylens.core.quantize.sensitivity import run_sensitivity
+
+    calls: list[int] = []
+    original = ort_calibrate.create_calibrator
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ort_calibrate, "create_calibrator", counted)
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(4):
+        np.save(data / f"{i}.npy", np.random.default_rng(i).random((3, 32, 32), dtype=np.float32))
+    request = SensitivityRequest(str(samples / "small_cnn.dynamo.onnx"), str(data),
+                                 method="minmax", evaluate=4)  # fmt: skip
+    report = run_sensitivity(request, lambda f, m: None, tmp_path / "work")
+    assert len(calls) == 1 and len(report.nodes) == 4
+
+
+def test_fp16_names_the_activations_fp16_cannot_hold(tmp_path: Path) -> None:
+    """A model whose activation reaches 1e6 (beyond FP16's 65504): the range facts say which
+    node to keep in FP32, and the FP16 sensitivity runs."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.full((4, 4), 1e5, np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["big"], name="/huge/MatMul"),
+         helper.make_node("Relu", ["big"], ["y"], name="/relu")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight],
+    )  # fmt: skip
+    model = tmp_path / "huge.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=10), model)  # fmt: skip
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        np.save(data / f"{i}.npy", np.ones((4,), np.float32) * (i + 1))
+    result = run_cli("sensitivity", str(model), "--data", str(data), "--precision", "fp16",
+                     "--evaluate", "3", "--out", str(tmp_path / "o"), "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(result.stdout)
+    facts = {fact["node"]: fact for fact in report["range_facts"]}
+    assert "beyond FP16's ±65504" in facts["/huge/MatMul"]["why"]
+    assert facts["/huge/MatMul"]["advice"] == "keep in FP32"
+    assert report["plan"]["kept"] == ["/huge/MatMul"]  # the overflow is what the plan fixes
+    assert report["full"]["rel_l2"] > 0.5 > report["plan"]["score"]["rel_l2"]
+
+
+def test_calibration_study_compares_methods_and_batch_sizes(digits: dict[str, Path]) -> None:
+    result = run_cli("calibration-study", str(digits["model"]), "--data", str(digits["calib"]),
+                     "--eval-data", str(digits["eval"]), "--labels", str(digits["labels"]),
+                     "--evaluate", "297", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    study = json.loads(result.stdout)
+    labels = [row["label"] for row in study["rows"]]
+    assert labels == ["entropy", "minmax", "percentile 99.9", "percentile 99.99",
+                      "percentile 99.999", "entropy, batch 1", "entropy, batch 8",
+                      "entropy, batch 32"]  # fmt: skip
+    assert all(row["status"] == "ok" and 0 < row["score"]["top1"] <= 1 for row in study["rows"])
+    assert study["differing_ranges"][0]["relative_spread"] > 0
+    assert set(study["differing_ranges"][0]["peaks"]) == set(labels)
+
+
+def test_an_uneven_last_calibration_batch_is_left_out(samples: Path, tmp_path: Path) -> None:
+    """40 samples at batch 32 crashed ONNX Runtime's histogram calibrators (entropy) with an
+    'inhomogeneous shape': only whole batches are fed."""
+    from deploylens.core.quantize.calibrate import FolderReader
+    from deploylens.core.quantize.request import CalibrateRequest
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(40):
+        np.save(data / f"{i:02d}.npy", np.random.default_rng(i).random((1, 8, 8), dtype=np.float32))
+
+    class Meta:
+        name, shape, type = "image", ["batch", 1, 8, 8], "tensor(float)"
+
+    reader = FolderReader(CalibrateRequest("m.onnx", str(data), batch_size=32), [Meta()],
+                          lambda f, m: None)  # fmt: skip
+    assert reader.total == 1 and reader.left_out == 8
+    assert [len(b["image"]) for b in reader] == [32]
