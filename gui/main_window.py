@@ -23,6 +23,7 @@ from deploylens.gui.notifications import NotificationBar, Notifier
 from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
+from deploylens.gui.sensitivity.panel import SensitivityPanel
 from deploylens.gui.support.panel import OpSupportPanel
 from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.trt.panel import BuildPanel
@@ -72,6 +73,12 @@ class MainWindow(QMainWindow):
         self.build_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.build_panel.sig_overlay.connect(self._engine_overlay)
         self.build_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
+        self.sensitivity_panel = SensitivityPanel(self.jobs)
+        self.sensitivity_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
+        self.sensitivity_panel.sig_overlay.connect(
+            lambda name, values, legend: self.graph_panel.overlay(name, values, legend, "max")
+        )
+        self.sensitivity_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.timeline_panel = TimelinePanel(self.jobs)
         self.timeline_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.link = GraphLink(
@@ -118,6 +125,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(first, self._dock("Export", self.export_panel, right))
         self.tabifyDockWidget(first, self._dock("Validate", self.validate_panel, right))
         self.tabifyDockWidget(first, self._dock("Build", self.build_panel, right))
+        self.tabifyDockWidget(first, self._dock("Sensitivity", self.sensitivity_panel, right))
         self.tabifyDockWidget(first, self._dock("Timeline", self.timeline_panel, right))
         first.raise_()
         self._dock("Jobs / Log", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
@@ -237,6 +245,7 @@ class MainWindow(QMainWindow):
         self.validate_panel.set_model(summary.path, self.document.project.tables.get("validate"))
         inputs = {v.name: list(v.shape or []) for v in summary.inputs}
         self.timeline_panel.set_model(summary.path)
+        self.sensitivity_panel.set_model(summary.path)
         self.build_panel.set_model(summary.path, inputs, self.document.project.tables.get("build"))
         self._fill_recent()
         self.notification_bar.dismiss()

@@ -24,6 +24,7 @@ EXPECTED_DOCKS = {
     "Export",
     "Validate",
     "Build",
+    "Sensitivity",
     "Timeline",
     "Model summary",
     "Jobs / Log",

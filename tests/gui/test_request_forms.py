@@ -8,7 +8,7 @@ from pathlib import Path
 
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.pytorch.source import parse_spec
-from deploylens.core.quantize.request import CalibrateRequest
+from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
 from deploylens.core.validate.request import ValidateRequest
 from tests.core.test_requests import _export, _validate
 
@@ -57,3 +57,22 @@ def test_build_panel_calibration_is_the_calibrate_request(
     )  # fmt: skip
     assert panel.calibrate_request() == expected
     assert panel.copy_calibration.text_of("cli") == expected.cli_line()
+
+
+def test_sensitivity_form_round_trip_and_defaults(
+    make_window, samples: Path, tmp_path: Path
+) -> None:
+    window = make_window()
+    panel = window.sensitivity_panel
+    model = str(samples / "small_cnn.dynamo.onnx")
+    panel.set_model(model)
+    panel.data.setText(str(tmp_path))
+    fresh = panel.request()
+    assert fresh == SensitivityRequest(model, str(tmp_path), out=fresh.out)  # the CLI's defaults
+    request = SensitivityRequest(
+        model, str(tmp_path), out=fresh.out, precision="fp16", method="percentile",
+        metric="top1", budget=0.93, preprocess="imagenet", evaluate=297,
+        eval_data=str(tmp_path / "held-out"), labels=str(tmp_path / "labels.npy"),
+    )  # fmt: skip
+    panel.set_request(request)
+    assert panel.request() == request

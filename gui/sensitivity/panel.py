@@ -1,0 +1,292 @@
+"""Sensitivity view: which layers must stay out of INT8 / FP16. Fills a ``SensitivityRequest``
+(the worker runs it with progress and cancel), then shows the ranked layers, paints their
+sensitivity on the graph, plots the error against the number of layers kept in FP32 with the
+budget, and builds the chosen plan with TensorRT-RTX ahead of time where it is installed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from deploylens.core.errors import UserError
+from deploylens.core.quantize.request import SensitivityRequest
+from deploylens.core.settings import cache_dir
+from deploylens.core.trt.request import BuildRequest
+from deploylens.core.trt.settings import BuildSettings
+from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.table_items import NumberItem
+from deploylens.gui.job_manager import JobManager
+
+OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
+BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
+IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
+COLUMNS = ("rank", "node", "op", "only this node lowered", "all but this node lowered")
+
+
+def _metric(score: dict[str, Any], metric: str) -> float | None:
+    return {"relL2": score["rel_l2"], "cosine": score["cosine"], "top1": score["top1"]}[metric]
+
+
+class SensitivityPanel(QWidget):
+    sig_node_selected = Signal(str)
+    sig_overlay = Signal(str, dict, str)  # name, {node: value}, legend
+    sig_message = Signal(str)
+
+    def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.jobs = jobs
+        self.model_path = ""
+        self.job: Any = None
+        self.report: dict[str, Any] | None = None
+        self.data = QLineEdit()
+        self.data.setPlaceholderText("calibration images or .npy/.npz arrays (a folder)")
+        self.eval_data = QLineEdit()
+        self.eval_data.setPlaceholderText("held-out data (default: the calibration data)")
+        self.labels = QLineEdit()
+        self.labels.setPlaceholderText(".npy of class indices (then top-1 is accuracy)")
+        self.preprocess = QLineEdit()
+        self.preprocess.setPlaceholderText("imagenet, or resize=…,scale=…")
+        self.precision = QComboBox()
+        self.precision.addItems(["int8", "fp16"])
+        self.method = QComboBox()
+        self.method.addItems(["entropy", "minmax", "percentile"])
+        self.metric_box = QComboBox()
+        self.metric_box.addItems(["relL2", "cosine", "top1"])
+        self.budget = QLineEdit()
+        self.budget.setPlaceholderText(
+            "default: relL2 0.02, cosine 0.999, top-1 0.99 (with labels: FP32's − 1 point)"
+        )
+        self.evaluate = QSpinBox()
+        self.evaluate.setRange(1, 100_000)
+        self.evaluate.setValue(64)
+        self.run_button = QPushButton("Analyse")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.build_button = QPushButton("Build plan (TensorRT-RTX, ahead of time)")
+        self.build_button.setEnabled(False)
+        self.build_button.clicked.connect(self.build_plan)
+        self.banner = QLabel("Open a model, give calibration data, then Analyse.")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet(IDLE_STYLE)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.cellClicked.connect(self._on_row)
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setLabel("bottom", "layers kept in FP32 (most sensitive first)")
+        self.plot.showGrid(x=True, y=True, alpha=0.3)
+        self.curve = self.plot.plot([], [], pen=pg.mkPen("#1f77b4", width=2), symbol="o",
+                                    symbolSize=6)  # fmt: skip
+        dashed = pg.mkPen("#d62728", style=Qt.PenStyle.DashLine)
+        self.budget_line = pg.InfiniteLine(angle=0, pen=dashed)
+        self.plot.addItem(self.budget_line)
+        self.chosen = pg.ScatterPlotItem(size=14, pen=pg.mkPen("#2ca02c", width=2), brush=None)
+        self.plot.addItem(self.chosen)
+        self._build()
+
+    def _build(self) -> None:
+        form = QFormLayout()
+        for label, widget, browse in (
+            ("Calibration data", self.data, "folder"),
+            ("Evaluation data", self.eval_data, "folder"),
+            ("Labels", self.labels, "file"),
+        ):
+            row = QHBoxLayout()
+            row.addWidget(widget, 1)
+            button = QPushButton("…")
+            button.clicked.connect(lambda _=False, w=widget, k=browse: self._browse(w, k))
+            row.addWidget(button)
+            form.addRow(label, row)
+        form.addRow("Preprocess", self.preprocess)
+        choices = QHBoxLayout()
+        pairs: tuple[tuple[str, QWidget], ...] = (
+            ("precision", self.precision), ("method", self.method),
+            ("metric", self.metric_box), ("samples", self.evaluate),
+        )  # fmt: skip
+        for label, choice in pairs:
+            choices.addWidget(QLabel(label))
+            choices.addWidget(choice)
+        choices.addStretch()
+        form.addRow("", choices)
+        form.addRow("Budget", self.budget)
+        buttons = QHBoxLayout()
+        for button in (self.run_button, self.cancel_button, self.build_button):
+            buttons.addWidget(button)
+        buttons.addStretch()
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(self.plot)
+        split.setSizes([600, 400])
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.banner)
+        layout.addWidget(split, 1)
+
+    def _browse(self, widget: QLineEdit, kind: str) -> None:
+        path = (
+            QFileDialog.getExistingDirectory(self, "Data folder")
+            if kind == "folder"
+            else QFileDialog.getOpenFileName(self, "Labels", "", "NumPy (*.npy)")[0]
+        )
+        if path:
+            widget.setText(path)
+
+    def set_model(self, path: str) -> None:
+        self.model_path = path
+
+    # -- the job ---------------------------------------------------------------------------------
+    def request(self) -> SensitivityRequest:
+        if not self.model_path:
+            raise UserError("Open an ONNX model first.")
+        if not self.data.text().strip():
+            raise UserError("Give a calibration data folder.")
+        budget = self.budget.text().strip()
+        try:
+            value = float(budget) if budget else None
+        except ValueError:
+            raise UserError(f"'{budget}' is not a number (the budget).") from None
+        out = cache_dir() / "sensitivity" / Path(self.model_path).stem
+        return SensitivityRequest(
+            self.model_path, self.data.text().strip(), out=str(out),
+            precision=self.precision.currentText(),
+            method=self.method.currentText(),
+            metric=self.metric_box.currentText(),
+            budget=value, preprocess=self.preprocess.text().strip(),
+            evaluate=self.evaluate.value(), eval_data=self.eval_data.text().strip(),
+            labels=self.labels.text().strip(),
+        )  # fmt: skip
+
+    def set_request(self, request: SensitivityRequest) -> None:
+        """Fill the form from a request (a project's step, a copied command)."""
+        self.model_path = request.model
+        self.data.setText(request.data)
+        self.precision.setCurrentText(request.precision)
+        self.method.setCurrentText(request.method)
+        self.metric_box.setCurrentText(request.metric)
+        self.budget.setText("" if request.budget is None else repr(request.budget))
+        self.preprocess.setText(request.preprocess)
+        self.evaluate.setValue(request.evaluate)
+        self.eval_data.setText(request.eval_data)
+        self.labels.setText(request.labels)
+
+    def run(self) -> None:
+        try:
+            request = self.request().prepared()
+        except UserError as exc:
+            self._banner(exc.message, BAD_STYLE)
+            return
+        self._busy(True)
+        self._banner("Calibrating once, then every node lowered alone and kept alone …", IDLE_STYLE)
+        job = self.jobs.submit_request(request, f"Sensitivity {Path(self.model_path).name}")
+        self.job = job
+        job.sig_progress.connect(
+            lambda f, t: self._banner(
+                "Sensitivity …" + (f" {f:.0%}" if isinstance(f, float) else "") + f" {t}",
+                IDLE_STYLE,
+            )
+        )
+        job.sig_finished.connect(self.show_report)
+        job.sig_failed.connect(self._failed)
+
+    def cancel(self) -> None:
+        if self.job is not None and self.job.active:
+            self.job.cancel()
+
+    def _busy(self, busy: bool) -> None:
+        self.run_button.setEnabled(not busy)
+        self.cancel_button.setEnabled(busy)
+
+    def _failed(self, failure: JobFailure) -> None:
+        self._busy(False)
+        self.job = None
+        self._banner(f"{failure.message}\n{failure.hint}".strip(), BAD_STYLE)
+
+    def _banner(self, text: str, style: str) -> None:
+        self.banner.setText(text)
+        self.banner.setStyleSheet(style)
+
+    # -- results ---------------------------------------------------------------------------------
+    def show_report(self, report: dict[str, Any]) -> None:
+        self._busy(False)
+        self.job = None
+        self.report = report
+        metric = report["metric"]
+        rows = report["nodes"]
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(rows))
+        for index, row in enumerate(rows):
+            cells = [NumberItem(row["rank"], 0), QTableWidgetItem(row["node"]),
+                     QTableWidgetItem(row["op"]), NumberItem(_metric(row["only"], metric), 6),
+                     NumberItem(_metric(row["all_but"], metric), 6)]  # fmt: skip
+            for column, cell in enumerate(cells):
+                self.table.setItem(index, column, cell)
+        self.table.setSortingEnabled(True)
+        self.table.sortItems(0, Qt.SortOrder.AscendingOrder)
+        self.table.resizeColumnsToContents()
+        kept = [p["kept"] for p in report["curve"]]
+        values = [_metric(p["score"], metric) or 0.0 for p in report["curve"]]
+        self.curve.setData(kept, values)
+        self.plot.setLabel("left", metric)
+        self.budget_line.setValue(report["budget"])
+        plan = report["plan"]
+        self.chosen.setData([len(plan["kept"])], [_metric(plan["score"], metric) or 0.0])
+        self.sig_overlay.emit(
+            f"{report['precision'].upper()} sensitivity ({metric})",
+            {row["node"]: _metric(row["only"], metric) for row in rows},
+            f"{metric} with only that node in {report['precision'].upper()}",
+        )
+        met = "meets" if plan["met"] else "is the best found but does NOT meet"
+        self._banner(
+            f"{len(rows)} nodes analysed in {report['seconds']:.1f} s. Plan: {len(plan['kept'])} "
+            f"kept in FP32 → {metric} {_metric(plan['score'], metric):.4g}, which {met} the "
+            f"budget {report['budget']:g}. Files: {report['files']['model']}, "
+            f"{report['files']['settings']}",
+            OK_STYLE if plan["met"] else BAD_STYLE,
+        )
+        self.build_button.setEnabled(True)
+
+    def _on_row(self, row: int, _column: int) -> None:
+        item = self.table.item(row, 1)
+        if item is not None:
+            self.sig_node_selected.emit(item.text())
+
+    def build_plan(self) -> None:
+        """The plan's model built ahead of time by TensorRT-RTX (real where it is installed)."""
+        if self.report is None:
+            return
+        model = self.report["files"]["model"]
+        request = BuildRequest(model, engine=str(Path(model).with_suffix(".engine")), version="rtx",
+                               settings=BuildSettings(compute_capabilities=["sm89"]))  # fmt: skip
+        job = self.jobs.submit_request(request, "Build the precision plan")
+        job.sig_finished.connect(
+            lambda result: self._banner(
+                f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with "
+                f"{result.get('product', 'TensorRT')} {result['tensorrt']} for sm89."
+                if result.get("built", True)
+                else result["message"],
+                OK_STYLE if result.get("built", True) else BAD_STYLE,
+            )
+        )
+        job.sig_failed.connect(self._failed)
