@@ -41,6 +41,7 @@ class Scene:
     width: float
     height: float
     group_box: dict[int, int] = field(default_factory=dict)
+    edge_tensor: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
 
 
 @dataclass
@@ -206,12 +207,11 @@ class GraphScene:
         refs: list[int] = []
         rects: list[tuple[float, float, float, float]] = []
         depths: list[int] = []
-        e_src: list[int] = []
-        e_dst: list[int] = []
-        polylines: list[np.ndarray] = []
+        parents: list[int] = []  # the frame box each box sits in, -1 at the top
+        routes: dict[tuple[int, int], np.ndarray] = {}  # laid-out edges between level items
         group_box: dict[int, int] = {}
 
-        def place(level: _Level, ox: float, oy: float, depth: int) -> None:
+        def place(level: _Level, ox: float, oy: float, depth: int, parent: int) -> None:
             layout = level.layout
             first_box = len(kinds)
             for i in range(len(level.items_node)):
@@ -228,19 +228,29 @@ class GraphScene:
                     group_box[group] = len(kinds) - 1
                 rects.append(rect)
                 depths.append(depth)
+                parents.append(parent)
             for k, (a, b) in enumerate(zip(*level.edge_items, strict=True)):
-                e_src.append(first_box + int(a))
-                e_dst.append(first_box + int(b))
-                polylines.append(layout.edge_polyline(k) + np.array([ox, oy]))
+                routes[(first_box + int(a), first_box + int(b))] = layout.edge_polyline(
+                    k
+                ) + np.array([ox, oy])
             for i, child in level.children.items():
                 x0, y0 = rects[first_box + i][0], rects[first_box + i][1]
                 inner_width = level.width[i] - 2 * GROUP_PAD
                 dx = (inner_width - child.layout.width) / 2
-                place(child, x0 + GROUP_PAD + dx, y0 + GROUP_HEADER + GROUP_PAD, depth + 1)
+                place(
+                    child, x0 + GROUP_PAD + dx, y0 + GROUP_HEADER + GROUP_PAD, depth + 1,
+                    first_box + i,
+                )  # fmt: skip
 
         root = self.level(ROOT)
-        place(root, 0.0, 0.0, 0)
+        place(root, 0.0, 0.0, 0, -1)
         rect_array = np.array(rects, dtype=float).reshape(-1, 4)
+        kind_array = np.array(kinds, dtype=np.int8)
+        ref_array = np.array(refs, dtype=np.int32)
+        node_box = self._node_boxes(kind_array, ref_array, group_box)
+        e_src, e_dst, e_tensor, polylines = self._visible_edges(
+            node_box, rect_array, np.array(parents, dtype=np.int64), routes
+        )
         counts = np.array([len(p) for p in polylines], dtype=np.int64)
         offsets = np.zeros(len(polylines) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -249,8 +259,6 @@ class GraphScene:
             [(p[:, 0].min(), p[:, 1].min(), p[:, 0].max(), p[:, 1].max()) for p in polylines],
             dtype=float,
         ).reshape(-1, 4)
-        kind_array = np.array(kinds, dtype=np.int8)
-        ref_array = np.array(refs, dtype=np.int32)
         return Scene(
             box_kind=kind_array,
             box_ref=ref_array,
@@ -259,12 +267,71 @@ class GraphScene:
             edge_offsets=offsets,
             edge_points=points,
             edge_rect=edge_rect,
-            edge_src_box=np.array(e_src, dtype=np.int32),
-            edge_dst_box=np.array(e_dst, dtype=np.int32),
-            node_box=self._node_boxes(kind_array, ref_array, group_box),
+            edge_src_box=e_src,
+            edge_dst_box=e_dst,
+            node_box=node_box,
             width=float(root.layout.width),
             height=float(root.layout.height),
             group_box=group_box,
+            edge_tensor=e_tensor,
+        )
+
+    def _visible_edges(
+        self,
+        node_box: np.ndarray,
+        rects: np.ndarray,
+        parents: np.ndarray,
+        routes: dict[tuple[int, int], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+        """One polyline per pair of visible boxes the model connects. An edge whose ends sit in
+        different expanded groups leaves its frame at the bottom, follows the route laid out
+        where the two meet, and enters the other frame at the top down to its box — so MaxPool →
+        Add inside ``layer1.0`` is drawn to the Add, not stopped at the frame."""
+        ir = self.ir
+        src, dst = node_box[ir.edge_src], node_box[ir.edge_dst]
+        keep = (src >= 0) & (dst >= 0) & (src != dst)
+        pairs, first = np.unique(
+            np.stack([src[keep], dst[keep]], axis=1).reshape(-1, 2), axis=0, return_index=True
+        )
+        tensors = ir.edge_tensor[keep][first] if len(first) else np.zeros(0, dtype=np.int32)
+
+        def chain(box: int) -> list[int]:
+            out = [box]
+            while parents[out[-1]] >= 0:
+                out.append(int(parents[out[-1]]))
+            return out
+
+        def bottom(box: int) -> tuple[float, float]:
+            x0, _, x1, y1 = rects[box]
+            return (x0 + x1) / 2, y1
+
+        def top(box: int) -> tuple[float, float]:
+            x0, y0, x1, _ = rects[box]
+            return (x0 + x1) / 2, y0
+
+        polylines: list[np.ndarray] = []
+        for a, b in pairs.tolist():
+            route = routes.get((a, b))
+            if route is not None:  # the two sit side by side in one level
+                polylines.append(route)
+                continue
+            up, down = chain(a), chain(b)
+            common = set(down)
+            k = next((i for i, box in enumerate(up) if box in common), len(up))
+            meet = up[k] if k < len(up) else -1
+            m = down.index(meet) if meet >= 0 else len(down)
+            exits, entries = up[:k], down[:m]  # a … the item below the meeting level
+            points = [bottom(box) for box in exits]
+            via = routes.get((exits[-1], entries[-1]))
+            if via is not None:
+                points.extend(map(tuple, via.tolist()))
+            points.extend(top(box) for box in reversed(entries))
+            polylines.append(np.array(points, dtype=float))
+        return (
+            pairs[:, 0].astype(np.int32),
+            pairs[:, 1].astype(np.int32),
+            tensors.astype(np.int32),
+            polylines,
         )
 
     def _node_boxes(

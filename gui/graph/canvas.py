@@ -28,6 +28,7 @@ from deploylens.core.graph.scene import (
     BOX_FRAME,
     BOX_GROUP,
     BOX_NODE,
+    GROUP_HEADER,
     NODE_HEIGHT,
     GraphScene,
     Scene,
@@ -36,9 +37,14 @@ from deploylens.core.model.summary_text import shape_text
 from deploylens.gui.graph import palette, raster
 
 MIN_SCALE, MAX_SCALE = 0.002, 8.0
-LABEL_MIN_PX = 26.0  # boxes narrower than this on screen get no text
+LABEL_MIN_PX = 12.0  # boxes narrower than this on screen get no text
+LABEL_SLACK_PX = 10.0  # a label may overhang its box by this much rather than vanish
+MIN_FONT_PT, MAX_FONT_PT = 7.0, 9.0  # labels never shrink below readable
 DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
 STRAIGHT_EDGES_BELOW = 0.35  # scale under which edges are drawn as straight segments
+SHAPES_FROM_SCALE = 0.55  # tensor shapes on edges from this zoom in (Netron shows them)
+SHAPES_MAX_EDGES = 1500  # … while this few edges are in view
+STRIP_HEIGHT = 6.0  # a collapsed group's op-type composition strip (scene units)
 
 
 class GraphCanvas(QWidget):
@@ -56,6 +62,7 @@ class GraphCanvas(QWidget):
         self.scene: Scene | None = None
         self.overlay: Overlay | None = None
         self.fills = np.zeros((0, 3), dtype=np.uint8)
+        self.strips: dict[int, list[tuple[float, tuple[int, int, int]]]] = {}
         self.scale = 1.0
         self.center = QPointF(0, 0)
         self.selected: tuple[int, int] | None = None
@@ -82,6 +89,7 @@ class GraphCanvas(QWidget):
             return
         self.scene = self.model.scene()
         self.fills = palette.box_fills(self.model, self.scene, self.overlay)
+        self.strips = palette.composition(self.model, self.scene, self.overlay)
         self.update()
         self.sig_view_changed.emit()
 
@@ -89,6 +97,7 @@ class GraphCanvas(QWidget):
         self.overlay = overlay
         if self.model is not None and self.scene is not None:
             self.fills = palette.box_fills(self.model, self.scene, overlay)
+            self.strips = palette.composition(self.model, self.scene, overlay)
         self.update()
 
     def set_highlight(self, nodes: np.ndarray | None) -> None:
@@ -226,22 +235,84 @@ class GraphCanvas(QWidget):
             }
             return
         near = scale >= 0.6
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, near)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, scale >= 0.25)
         painter.setTransform(transform)
         frames = np.flatnonzero(visible & (scene.box_kind == BOX_FRAME))
         frames = frames[np.argsort(scene.box_depth[frames], kind="stable")]
-        border = QPen(QColor(palette.FRAME_BORDER), 0)
-        painter.setPen(border)
-        painter.setBrush(QBrush(QColor(*palette.FRAME_FILL)))
-        if frames.size:
-            painter.drawRects([QRectF(*self._xywh(b)) for b in frames.tolist()])
+        self._paint_frames(painter, frames, scale)
         edges = self._paint_edges(painter, view, scale)
-        solid = np.flatnonzero(visible & (scene.box_kind != BOX_FRAME))
-        self._paint_boxes(painter, solid, scale)
+        nodes = np.flatnonzero(visible & (scene.box_kind == BOX_NODE))
+        groups = np.flatnonzero(visible & (scene.box_kind == BOX_GROUP))
+        self._paint_boxes(painter, nodes, scale)
+        self._paint_groups(painter, groups, scale)
         self._paint_marks(painter, scale)
         painter.resetTransform()
         labelled = self._paint_labels(painter, np.flatnonzero(visible), transform, scale)
-        self.last_paint_stats = {"boxes": int(visible.sum()), "edges": edges, "labels": labelled}
+        shapes = (
+            self._paint_edge_shapes(painter, view, transform, scale)
+            if near or scale >= SHAPES_FROM_SCALE
+            else 0
+        )
+        self.last_paint_stats = {
+            "boxes": int(visible.sum()), "edges": edges, "labels": labelled, "shapes": shapes,
+        }  # fmt: skip
+
+    def _paint_frames(self, painter: QPainter, frames: np.ndarray, scale: float) -> None:
+        """Expanded groups: a frame with a header band and a − badge (not a big op box)."""
+        if not frames.size:
+            return
+        painter.setPen(QPen(QColor(palette.FRAME_BORDER), 0 if scale < 0.5 else 1.2 / scale))
+        painter.setBrush(QBrush(QColor(*palette.FRAME_FILL)))
+        radius = 6.0
+        header = QColor(*palette.FRAME_HEADER)
+        for box in frames.tolist():
+            x, y, w, h = self._xywh(box)
+            painter.setPen(QPen(QColor(palette.FRAME_BORDER), 0 if scale < 0.5 else 1.2 / scale))
+            painter.setBrush(QBrush(QColor(*palette.FRAME_FILL)))
+            painter.drawRoundedRect(QRectF(x, y, w, h), radius, radius)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(header)
+            painter.drawRect(QRectF(x + 1, y + 1, w - 2, GROUP_HEADER - 2))
+            if scale >= 0.3:
+                self._badge(painter, x + 5, y + 5, "−")
+
+    def _badge(self, painter: QPainter, x: float, y: float, sign: str) -> None:
+        """The expand (+) / collapse (−) mark of a group, in scene units."""
+        size = 12.0
+        painter.setPen(QPen(QColor(palette.GROUP_BORDER), 1.0))
+        painter.setBrush(QColor("white"))
+        painter.drawRect(QRectF(x, y, size, size))
+        painter.drawLine(QLineF(x + 3, y + size / 2, x + size - 3, y + size / 2))
+        if sign == "+":
+            painter.drawLine(QLineF(x + size / 2, y + 3, x + size / 2, y + size - 3))
+
+    def _paint_groups(self, painter: QPainter, groups: np.ndarray, scale: float) -> None:
+        """Collapsed groups: a card stack (a shadow card behind), a + badge, and under a
+        categorical overlay the strip of what they hold."""
+        if not groups.size:
+            return
+        shadow = QColor(palette.GROUP_SHADOW)
+        border = QPen(QColor(palette.GROUP_BORDER), 0 if scale < 0.5 else 1.4 / scale)
+        for box in groups.tolist():
+            x, y, w, h = self._xywh(box)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(shadow)
+            painter.drawRoundedRect(QRectF(x + 4, y + 4, w, h), 5, 5)
+            r, g, b = self.fills[box].tolist()
+            painter.setPen(border)
+            painter.setBrush(QColor(r, g, b))
+            painter.drawRoundedRect(QRectF(x, y, w, h), 5, 5)
+            parts = self.strips.get(box)
+            if parts:
+                painter.setPen(Qt.PenStyle.NoPen)
+                left = x + 2
+                for fraction, rgb in parts:
+                    width = (w - 4) * fraction
+                    painter.setBrush(QColor(*rgb))
+                    painter.drawRect(QRectF(left, y + h - STRIP_HEIGHT - 2, width, STRIP_HEIGHT))
+                    left += width
+            if scale >= 0.3:
+                self._badge(painter, x + 5, y + (h - 12) / 2 - (3 if parts else 0), "+")
 
     def _xywh(self, box: int) -> tuple[float, float, float, float]:
         x0, y0, x1, y1 = self.scene.box_rect[box]
@@ -285,6 +356,7 @@ class GraphCanvas(QWidget):
         return int(shown.size)
 
     def _paint_boxes(self, painter: QPainter, boxes: np.ndarray, scale: float) -> None:
+        """Op and pseudo nodes, batched by fill colour."""
         if not boxes.size:
             return
         fills = self.fills[boxes]
@@ -313,8 +385,13 @@ class GraphCanvas(QWidget):
         if self.selected is not None:
             box = self.box_of(*self.selected)
             if box >= 0:
-                painter.setPen(QPen(QColor(palette.SELECTED), max(2.5, 3.0 / scale)))
-                painter.drawRect(QRectF(*self._xywh(box)))
+                width = max(2.5, 3.0 / scale)
+                rect = QRectF(*self._xywh(box))
+                grow = width
+                painter.setPen(QPen(QColor(palette.SELECTED_HALO), width * 2.2))
+                painter.drawRect(rect.adjusted(-grow, -grow, grow, grow))
+                painter.setPen(QPen(QColor(palette.SELECTED), width))
+                painter.drawRect(rect.adjusted(-grow, -grow, grow, grow))
 
     def _paint_labels(
         self, painter: QPainter, boxes: np.ndarray, transform: QTransform, scale: float
@@ -323,15 +400,17 @@ class GraphCanvas(QWidget):
         assert scene is not None and model is not None
         rects = scene.box_rect[boxes]
         screen_w = (rects[:, 2] - rects[:, 0]) * scale
-        boxes = boxes[screen_w >= LABEL_MIN_PX]
+        screen_h = (rects[:, 3] - rects[:, 1]) * scale
+        boxes = boxes[(screen_w >= LABEL_MIN_PX) & (screen_h >= 7)]
         if not boxes.size or boxes.size > 4000:
             return 0
         ir = model.ir
         font = QFont(self.font_small)
-        font.setPointSizeF(float(np.clip(12.0 * scale, 5.5, 9.0)))  # text shrinks with the boxes
+        font.setPointSizeF(float(np.clip(12.0 * scale, MIN_FONT_PT, MAX_FONT_PT)))
         painter.setFont(font)
         metrics = QFontMetrics(font)
         painter.setPen(QColor(palette.TEXT))
+        drawn = 0
         for box in boxes.tolist():
             x0, y0, x1, y1 = scene.box_rect[box].tolist()
             top_left = transform.map(QPointF(x0, y0))
@@ -342,24 +421,98 @@ class GraphCanvas(QWidget):
                 lines = self._node_lines(ref, rect.height())
                 flags = Qt.AlignmentFlag.AlignCenter
             else:
+                badge = 16 * scale  # the +/− badge sits at the left
+                rect.adjust(badge, 0, 0, 0)
                 name = ir.groups.name[ref] or ir.title
                 count = int(model.group_size[ref])
-                lines = [f"{name}  ({count:,})"]
-                vertical = (
-                    Qt.AlignmentFlag.AlignTop
-                    if kind == BOX_FRAME
-                    else Qt.AlignmentFlag.AlignVCenter
-                )
-                flags = Qt.AlignmentFlag.AlignHCenter | vertical
-            r, g, b = self.fills[box].tolist() if kind != BOX_FRAME else (255, 255, 255)
+                if kind == BOX_FRAME:
+                    if GROUP_HEADER * scale < 0.9 * metrics.height():
+                        continue  # the header band is thinner than a line: no label
+                    rect.setHeight(GROUP_HEADER * scale)
+                    whole = f"{name}  ·  {count:,} nodes"
+                    fits = metrics.horizontalAdvance(whole) <= rect.width()
+                    lines = [whole if fits else name]  # the count goes before the name elides
+                else:
+                    rect.adjust(0, 0, 0, -STRIP_HEIGHT * scale if box in self.strips else 0)
+                    two = rect.height() >= 2.2 * metrics.height()
+                    lines = [name, f"{count:,} nodes"] if two else [name]
+                flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter
+            if kind == BOX_NODE:
+                r, g, b = self.fills[box].tolist()
+            elif kind == BOX_FRAME:
+                r, g, b = palette.FRAME_HEADER
+            else:
+                r, g, b = self.fills[box].tolist()
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 120
             painter.setPen(QColor("white" if dark else palette.TEXT))
-            text = "\n".join(
-                metrics.elidedText(line, Qt.TextElideMode.ElideMiddle, int(rect.width()))
-                for line in lines
+            text = self._fit_lines(lines, metrics, rect.width())
+            if not text:
+                continue
+            room = rect.adjusted(-LABEL_SLACK_PX / 2, 0, LABEL_SLACK_PX / 2, 0)
+            painter.drawText(room, int(flags), text)
+            drawn += 1
+        return drawn
+
+    @staticmethod
+    def _fit_lines(lines: list[str], metrics: QFontMetrics, width: float) -> str:
+        """Each line whole if it fits (with a little overhang), else elided in the middle while
+        that keeps three characters; lines that cannot are dropped (the first one: no label)."""
+        kept = []
+        for index, line in enumerate(lines):
+            if metrics.horizontalAdvance(line) <= width + LABEL_SLACK_PX:
+                kept.append(line)
+                continue
+            elided = metrics.elidedText(line, Qt.TextElideMode.ElideMiddle, int(width + 4))
+            if len(elided.replace("…", "")) >= 3:
+                kept.append(elided)
+            elif index == 0:
+                return ""
+        return "\n".join(kept)
+
+    def _paint_edge_shapes(
+        self, painter: QPainter, view: QRectF, transform: QTransform, scale: float
+    ) -> int:
+        """Tensor shapes beside the edges, near their heads (from the model's value info and the
+        worker's shape inference)."""
+        scene, model = self.scene, self.model
+        assert scene is not None and model is not None
+        if not len(scene.edge_tensor) or scale < SHAPES_FROM_SCALE:
+            return 0
+        e = scene.edge_rect
+        shown = np.flatnonzero(
+            (e[:, 2] >= view.left()) & (e[:, 0] <= view.right())
+            & (e[:, 3] >= view.top()) & (e[:, 1] <= view.bottom())
+        )  # fmt: skip
+        if not shown.size or shown.size > SHAPES_MAX_EDGES:
+            return 0
+        font = QFont(self.font_small)
+        font.setPointSizeF(MIN_FONT_PT)
+        painter.setFont(font)
+        painter.setPen(QColor(palette.EDGE_TEXT))
+        ir = model.ir
+        offsets, points = scene.edge_offsets, scene.edge_points
+        drawn = 0
+        seen: set[tuple[int, int]] = set()
+        for edge in shown.tolist():
+            key = (int(scene.edge_src_box[edge]), int(scene.edge_tensor[edge]))
+            if key in seen:  # one tensor to many consumers: said once, at its source
+                continue
+            seen.add(key)
+            typed = ir.value_types.get(ir.strings[int(scene.edge_tensor[edge])])
+            if not typed or typed[1] is None:
+                continue
+            run = points[offsets[edge] : offsets[edge + 1]]
+            (x1, y1), (x2, y2) = run[0], run[1] if len(run) > 1 else run[0]
+            step = min(18.0 / max(scale, 1e-6), float(np.hypot(x2 - x1, y2 - y1)) * 0.5)
+            length = float(np.hypot(x2 - x1, y2 - y1)) or 1.0
+            at = transform.map(
+                QPointF(x1 + (x2 - x1) * step / length, y1 + (y2 - y1) * step / length)
             )
-            painter.drawText(rect, int(flags), text)
-        return int(boxes.size)
+            painter.drawText(
+                at + QPointF(5, 4), shape_text(typed[1]).strip("[]").replace(", ", "×")
+            )
+            drawn += 1
+        return drawn
 
     def _node_lines(self, node: int, height_px: float) -> list[str]:
         ir = self.model.ir

@@ -1,4 +1,4 @@
-"""The overlay legend, floating at the canvas's top-left corner."""
+"""The overlay legend, in the side column beside the canvas (never over the nodes)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,4 @@ class Legend(QLabel):
             for label, rgb in self.entries
         )
         self.setText(f"<b>{overlay.legend or overlay.name}</b><table>{rows}</table>")
-        self.adjustSize()
         self.show()
-        self.raise_()

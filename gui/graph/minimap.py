@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import (
+    QColor,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QResizeEvent,
+)
 from PySide6.QtWidgets import QWidget
 
 from deploylens.core.graph.scene import BOX_FRAME
@@ -15,7 +23,8 @@ class Minimap(QWidget):
     def __init__(self, canvas: GraphCanvas, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.canvas = canvas
-        self.setFixedSize(200, 150)
+        self.setFixedHeight(150)
+        self.setMinimumWidth(160)
         self._image: QImage | None = None
         self._image_scene = None
         canvas.sig_view_changed.connect(self.update)
@@ -51,6 +60,10 @@ class Minimap(QWidget):
             )
         painter.end()
         return image
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        self._image = None  # re-render at the new size
+        super().resizeEvent(event)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)

@@ -10,11 +10,18 @@ from deploylens.core.graph.scene import BOX_GROUP, BOX_NODE, GraphScene, Scene
 
 BACKGROUND = "#fbfbfc"
 FRAME_FILL = (244, 247, 251)
-FRAME_BORDER = "#9fb3c8"
-GROUP_FILL = (214, 228, 245)
+FRAME_HEADER = (221, 231, 243)
+FRAME_BORDER = "#7d97b5"
+GROUP_FILL = (232, 238, 246)
+GROUP_BORDER = "#4f6d8f"
+GROUP_SHADOW = "#c3cfdd"
 PSEUDO_FILL = (225, 225, 225)
 EDGE = "#7b8794"
-SELECTED = "#ff7f0e"
+EDGE_TEXT = "#52606d"
+# Selection: magenta with a white halo — far from every op category colour and from viridis
+# (tests/gui/test_graph_canvas.py measures the distance), so it shows on Conv's orange too.
+SELECTED = "#e000e0"
+SELECTED_HALO = "#ffffff"
 HIGHLIGHT = "#d62728"
 TEXT = "#1f2933"
 
@@ -35,7 +42,7 @@ def box_fills(model: GraphScene, scene: Scene, overlay: Overlay | None) -> np.nd
         return fills
     fills[nodes] = overlay.node_colors()[scene.box_ref[nodes]]
     fills[pseudo] = PSEUDO_FILL
-    if groups.any():
+    if groups.any() and not overlay.categorical:  # categories: a composition strip instead
         values = group_values(model, scene, overlay)[groups]
         scale = None
         if overlay.aggregate == "sum" and np.isfinite(values).any():
@@ -48,3 +55,36 @@ def group_values(model: GraphScene, scene: Scene, overlay: Overlay) -> np.ndarra
     """The overlay's aggregate for every box, over the nodes each box stands for (core's one
     aggregation, ``Overlay.aggregate_by``)."""
     return overlay.aggregate_by(scene.node_box, len(scene.box_kind))
+
+
+def composition(
+    model: GraphScene, scene: Scene, overlay: Overlay | None, limit: int = 4
+) -> dict[int, list[tuple[float, tuple[int, int, int]]]]:
+    """For each collapsed group box under a categorical overlay: its most common categories as
+    (fraction, colour), drawn as a strip — a group is not painted as if it were one Conv."""
+    if overlay is None or not overlay.categorical:
+        return {}
+    groups = np.flatnonzero(scene.box_kind == BOX_GROUP)
+    if not groups.size:
+        return {}
+    owner = scene.node_box
+    inside = np.isin(owner, groups) & (overlay.values >= 0)
+    if not inside.any():
+        return {}
+    boxes = owner[inside].astype(np.int64)
+    cats = overlay.values[inside].astype(np.int64)
+    width = int(cats.max()) + 1
+    table = np.bincount(boxes * width + cats, minlength=(int(boxes.max()) + 1) * width)
+    table = table.reshape(-1, width)
+    colours = overlay.colors_for(np.arange(width, dtype=float))
+    result: dict[int, list[tuple[float, tuple[int, int, int]]]] = {}
+    for box in np.unique(boxes).tolist():
+        row = table[box]
+        total = row.sum()
+        top = np.argsort(-row, kind="stable")[:limit]
+        parts = [(float(row[c] / total), tuple(int(v) for v in colours[c])) for c in top if row[c]]
+        rest = 1.0 - sum(f for f, _ in parts)
+        if rest > 1e-9:
+            parts.append((rest, (180, 180, 180)))
+        result[box] = parts  # type: ignore[assignment]
+    return result

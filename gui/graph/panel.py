@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 from deploylens.gui.graph.properties import PropertiesView
 from deploylens.gui.job_manager import JobManager
 
+SIDE_WIDTH = 320  # minimap, legend, search results and properties
 BACKGROUND_EXPAND_NODES = 3000  # expansions bigger than this lay out off the UI thread
 NO_OVERLAY = "(no overlay)"
 
@@ -84,8 +85,9 @@ class GraphPanel(QWidget):
         self.tasks: list[BackgroundTask] = []
         self.busy = False
         self.canvas = GraphCanvas()
-        self.minimap = Minimap(self.canvas, self.canvas)
-        self.legend = Legend(self.canvas)
+        self.minimap = Minimap(self.canvas)
+        self.legend = Legend()
+        self.legend.setWordWrap(True)
         self.properties = PropertiesView()
         self.results = QListWidget()
         self.search_box = QLineEdit()
@@ -126,15 +128,24 @@ class GraphPanel(QWidget):
         bar.addWidget(self._button("Fit", self.canvas.fit))
         bar.addWidget(self._button("PNG…", lambda: self._choose_export("png")))
         bar.addWidget(self._button("SVG…", lambda: self._choose_export("svg")))
-        side = QSplitter(Qt.Orientation.Vertical)
-        side.addWidget(self.results)
-        side.addWidget(self.properties)
-        side.setSizes([160, 400])
+        lists = QSplitter(Qt.Orientation.Vertical)
+        lists.addWidget(self.results)
+        lists.addWidget(self.properties)
+        lists.setSizes([120, 480])
+        side = QWidget()
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.minimap)  # beside the canvas, never over the nodes
+        column.addWidget(self.legend)
+        column.addWidget(lists, 1)
+        self.results.setVisible(False)  # shown with the first search
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.canvas)
         split.addWidget(side)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 0)
+        split.setSizes([1000, SIDE_WIDTH])
+        self.split = split
         content = QWidget()
         inner = QVBoxLayout(content)
         inner.setContentsMargins(0, 0, 0, 0)
@@ -147,17 +158,6 @@ class GraphPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.pages)
-
-    def resizeEvent(self, event: Any) -> None:
-        super().resizeEvent(event)
-        self._place_overlays()
-
-    def _place_overlays(self) -> None:
-        self.minimap.move(
-            self.canvas.width() - self.minimap.width() - 8,
-            self.canvas.height() - self.minimap.height() - 8,
-        )
-        self.legend.move(8, 8)
 
     # -- loading ----------
     def expect(self, path: str) -> None:
@@ -188,7 +188,6 @@ class GraphPanel(QWidget):
         self.stack = [(model.ir.title, model)]
         self._show_level(model)
         self.pages.setCurrentIndex(1)
-        self._place_overlays()
         self.canvas.fit()
         self.loaded_path = path
         for pending in self.pending_overlays:
@@ -373,6 +372,7 @@ class GraphPanel(QWidget):
         if self.model is None:
             return
         hits = search(self.model.ir, self.search_box.text())
+        self.results.setVisible(bool(hits))
         for hit in hits:
             item = QListWidgetItem(
                 f"{hit.text}  ·  {hit.field}  ·  {self.model.ir.op_type(hit.node)}"

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import (
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from deploylens.core.graph.details import Section, group_sections, node_sections
 from deploylens.core.graph.ir import GraphIR
 from deploylens.core.graph.scene import GraphScene
+from deploylens.gui.common.columns import fit_columns
 
 
 class PropertiesView(QWidget):
@@ -18,6 +26,7 @@ class PropertiesView(QWidget):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Property", "Value", "Detail"])
         self.tree.setAlternatingRowColors(True)
+        self.tree.setWordWrap(True)
         self.stats_button = QPushButton("Compute initializer statistics")
         self.stats_button.setEnabled(False)
         self.stats_button.clicked.connect(self._request_stats)
@@ -46,8 +55,7 @@ class PropertiesView(QWidget):
                     self.initializers.append(name)
                     self._rows[name] = row
             top.setExpanded(True)
-        for column in range(3):
-            self.tree.resizeColumnToContents(column)
+        self._fit_columns()
         self.stats_button.setEnabled(bool(self.initializers))
 
     def show_node(self, ir: GraphIR, node: int) -> None:
@@ -72,7 +80,21 @@ class PropertiesView(QWidget):
             )
             bad = int(values.get("nan", 0) + values.get("inf", 0))
             row.setText(2, text + (f", {bad} NaN/Inf" if bad else ""))
-        self.tree.resizeColumnToContents(2)
+        self._fit_columns()
+
+    def _fit_columns(self) -> None:
+        """Every column on screen, the Value column taking the room (gui/common/columns.py)."""
+        has_detail = any(
+            self.tree.topLevelItem(i).child(c).text(2)
+            for i in range(self.tree.topLevelItemCount())
+            for c in range(self.tree.topLevelItem(i).childCount())
+        )
+        self.tree.setColumnHidden(2, not has_detail)
+        fit_columns(self.tree, stretch=1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_columns()
 
     def text(self) -> str:
         lines = []
