@@ -2,9 +2,12 @@
 visible in a time window, which event is under the mouse, an event's details (correlated API
 call, NVTX parents, bandwidth), name search and the events of a time range.
 
-Nested events (CPU ops, NVTX ranges) get a depth within their lane and each (lane, depth) is a
-*row*. Within a row events are sorted by start and their ends (or, where nesting makes them
-fall back, the running maximum of the ends) rise, so the first event that can reach into a
+Lanes are put in display order first — GPU devices and their streams before the host's
+processes and threads, as Nsight Systems and Perfetto show them — and a stream that both runs
+kernels and copies gets a kernels row and a memory row (Nsight's per-stream rows). Nested events
+(CPU ops, NVTX ranges) get a depth within their lane and each (lane, depth) is a *row*.
+Within a row events are sorted by start and their ends (or, where nesting makes them fall
+back, the running maximum of the ends) rise, so the first event that can reach into a
 window is one binary search away — no scan, at any zoom."""
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.trace.memory import release_free_memory
-from deploylens.core.trace.model import GPU_KINDS, KIND, Trace, member
+from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, Lane, Trace, member
 
 MAX_DEPTH = 12
 # Rows with at least this many events get a coverage grid (below it, painting events is cheap).
@@ -66,19 +69,34 @@ class TimelineIndex:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
+        order_lanes(trace)
         n, lanes = len(trace), len(trace.lanes)
         end = trace.start + trace.dur
         bounds = np.searchsorted(trace.lane, np.arange(lanes + 1, dtype=trace.lane.dtype))
         depth = np.zeros(n, np.int32)
+        memory_row = np.full(lanes, -1, np.int32)  # the first memory row of a split stream
+        memory = member(trace.kind, (*COPY_KINDS, KIND["memset"])) if n else np.zeros(0, bool)
         for lane in range(lanes):
             a, b = int(bounds[lane]), int(bounds[lane + 1])
-            if b - a > 1:
-                ends = np.sort(end[a:b])
-                open_before = np.arange(b - a) - np.searchsorted(ends, trace.start[a:b], "right")
-                depth[a:b] = np.clip(open_before, 0, MAX_DEPTH - 1)
+            if b - a <= 1:
+                continue
+            mem = memory[a:b]
+            split = bool(mem.any() and (trace.kind[a:b] == KIND["kernel"]).any())
+            parts = [np.flatnonzero(~mem), np.flatnonzero(mem)] if split else [np.arange(b - a)]
+            offset = 0
+            for number, part in enumerate(parts):
+                starts = trace.start[a:b][part]
+                ends = np.sort(end[a:b][part])
+                open_before = np.arange(part.size) - np.searchsorted(ends, starts, "right")
+                levels = np.clip(open_before, 0, MAX_DEPTH - 1)
+                depth[a + part] = offset + levels
+                if number == 1:
+                    memory_row[lane] = offset
+                offset += int(levels.max()) + 1 if part.size else 0
         self.lane_depth = np.ones(lanes, np.int32)
         if n:
             np.maximum.at(self.lane_depth, trace.lane, depth + 1)
+        self.memory_row = memory_row
         self.lane_first_row = np.concatenate([[0], np.cumsum(self.lane_depth)]).astype(np.int32)
         self.rows = int(self.lane_first_row[-1])
         self.row_lane = np.repeat(np.arange(lanes), self.lane_depth).astype(np.int32)
@@ -110,6 +128,7 @@ class TimelineIndex:
                 if np.any(ends[1:] < ends[:-1]):
                     self._end_max[row] = np.maximum.accumulate(ends)
         self.span = trace.span()
+        self._gpu_lane = _lane_has_gpu(trace)
         self._name_hits: dict[str, np.ndarray] = {}
         self.coverage: dict[int, Coverage] = {}
         for dense in np.flatnonzero(np.diff(self.row_bounds) >= COVERAGE_MIN_EVENTS).tolist():
@@ -250,8 +269,66 @@ class TimelineIndex:
         return int(hits[at % hits.size])
 
     def row_title(self, row: int) -> str:
-        lane = self.trace.lanes[int(self.row_lane[row])]
-        return lane.title if self.row_depth[row] == 0 else ""
+        """The lane's title on its first row; a split stream's memory row says so."""
+        lane_id = int(self.row_lane[row])
+        lane = self.trace.lanes[lane_id]
+        depth = int(self.row_depth[row])
+        split = self.memory_row[lane_id] >= 0
+        if depth == 0:
+            return f"{lane.title} · kernels" if split else lane.title
+        if split and depth == self.memory_row[lane_id]:
+            return f"{lane.title} · memory"
+        return ""
+
+    def is_gpu_lane(self, lane_id: int) -> bool:
+        return self.trace.lanes[lane_id].device >= 0 or bool(self._gpu_lane[lane_id])
+
+
+def _lane_has_gpu(trace: Trace) -> np.ndarray:
+    has = np.zeros(len(trace.lanes), bool)
+    if len(trace):
+        has[np.unique(trace.lane[member(trace.kind, GPU_KINDS)])] = True
+    return has
+
+
+def lane_sort_key(lane: Lane, gpu: bool) -> tuple:
+    """GPU devices and streams first (by device, then stream), then the host's processes and
+    threads; an annotation lane right after the thread it annotates."""
+    import re
+
+    def natural(text: str) -> list:
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
+
+    name = lane.name
+    annotated = name.split(" ", 1)[1] if name.startswith(("annotations ", "NVTX ")) else name
+    return (
+        0 if gpu else 1,
+        lane.device if lane.device >= 0 else 1 << 30,
+        natural(lane.group),
+        lane.stream if lane.stream >= 0 else 1 << 30,
+        natural(annotated),
+        annotated != name,
+    )
+
+
+def order_lanes(trace: Trace) -> None:
+    """Renumber the trace's lanes in display order (GPU first) and keep it sorted by (lane,
+    start): lane ids are labels, so statistics and exports are unaffected."""
+    if not trace.lanes:
+        return
+    gpu = _lane_has_gpu(trace)
+    wanted = sorted(
+        range(len(trace.lanes)),
+        key=lambda i: lane_sort_key(trace.lanes[i], bool(gpu[i] or trace.lanes[i].device >= 0)),
+    )
+    if wanted == list(range(len(trace.lanes))):
+        return
+    new_id = np.empty(len(wanted), np.int64)
+    new_id[wanted] = np.arange(len(wanted))
+    trace.lanes = [trace.lanes[i] for i in wanted]
+    if len(trace):
+        trace.lane = new_id[trace.lane].astype(trace.lane.dtype)
+        trace.reorder(np.lexsort((trace.start, trace.lane)))
 
 
 def _related(candidate: Any, lane: Any) -> bool:

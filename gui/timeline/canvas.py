@@ -2,6 +2,9 @@
 image per frame (``raster.paint``), labels on wide events, the selected event with a flow arrow
 to its correlated API call / GPU work, and a selected time range.
 
+Lanes: GPU streams first (the index's order), a click on a lane's header collapses or expands
+it, right-click pins it to the top (Nsight Systems' and Perfetto's track controls).
+
 Mouse: wheel zooms at the cursor, Shift+wheel scrolls lanes, drag pans, Shift+drag selects a
 time range, click selects an event, hover shows a tooltip. Keys: W/S zoom in/out, A/D pan,
 F fits the whole trace (Perfetto's and Nsight Systems' bindings)."""
@@ -29,9 +32,9 @@ from PySide6.QtWidgets import QToolTip, QWidget
 
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.model import KIND
-from deploylens.gui.timeline.raster import paint
+from deploylens.gui.timeline.raster import Label, paint
 
-HEADER_W = 200
+HEADER_W = 240
 AXIS_H = 22
 ROW_H = 16
 LANE_GAP = 4
@@ -57,10 +60,26 @@ def format_ns(ns: float) -> str:
     return f"{ns:.0f} ns"
 
 
+UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+
+
+def tick_labels(ticks: list[float], step: float) -> list[str]:
+    """Labels for ticks ``step`` ns apart that are always distinct: one unit for all (that of
+    the largest tick) and as many decimals as the step needs — 131.20005 ms, not 131.2 ms ten
+    times over when zoomed in."""
+    if not ticks:
+        return []
+    largest = max(abs(t) for t in ticks)
+    factor, unit = next(((f, u) for f, u in UNITS if largest >= f), UNITS[-1])
+    decimals = max(0, math.ceil(-math.log10(step / factor) - 1e-9)) if step < factor else 0
+    return [f"{t / factor:.{decimals}f} {unit}" for t in ticks]
+
+
 class TimelineCanvas(QWidget):
     sig_selected = Signal(int)  # event index, -1 for none
     sig_view_changed = Signal(object, object)  # t0, t1: absolute ns, beyond 32 bits
     sig_range_selected = Signal(object, object)
+    sig_scrolled = Signal(int, int)  # scroll position, its maximum (for the lane scrollbar)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -72,7 +91,13 @@ class TimelineCanvas(QWidget):
         self.scroll_y = 0
         self.selected = -1
         self.range: tuple[int, int] | None = None
-        self.row_y = np.zeros(0, np.int32)
+        self.row_y = np.zeros(0, np.int32)  # y of each row (−1: hidden in a collapsed lane)
+        self.shown_rows = np.zeros(0, np.int32)  # rows in display order
+        self.shown_y = np.zeros(0, np.int32)
+        self.collapsed: set[int] = set()  # lane ids
+        self.pinned: list[int] = []  # lane ids, pinned to the top in this order
+        self.last_ticks: list[str] = []
+        self.last_image_ratio = 1
         self._press: QPointF | None = None
         self._press_view: tuple[int, int, int] = (0, 1, 0)
         self._selecting = False
@@ -82,14 +107,65 @@ class TimelineCanvas(QWidget):
     def set_index(self, index: TimelineIndex | None) -> None:
         self.index = index
         self.selected, self.range, self.scroll_y = -1, None, 0
-        if index is not None:
-            gaps = np.zeros(index.rows, np.int32)
-            gaps[index.lane_first_row[1:-1]] = LANE_GAP
-            self.row_y = (np.arange(index.rows) * ROW_H + np.cumsum(gaps)).astype(np.int32)
+        self.collapsed, self.pinned = set(), []
+        self.layout_rows()
         self.fit()
 
+    def lane_order(self) -> list[int]:
+        assert self.index is not None
+        lanes = len(self.index.lane_depth)
+        return self.pinned + [lane for lane in range(lanes) if lane not in self.pinned]
+
+    def layout_rows(self) -> None:
+        """Rows on screen in display order: pinned lanes first, a collapsed lane's first row
+        only, a gap between lanes."""
+        index = self.index
+        if index is None:
+            self.row_y = self.shown_rows = self.shown_y = np.zeros(0, np.int32)
+            return
+        rows: list[np.ndarray] = []
+        ys: list[np.ndarray] = []
+        y = 0
+        for lane in self.lane_order():
+            first = int(index.lane_first_row[lane])
+            count = 1 if lane in self.collapsed else int(index.lane_depth[lane])
+            rows.append(np.arange(first, first + count, dtype=np.int32))
+            ys.append(y + np.arange(count, dtype=np.int32) * ROW_H)
+            y += count * ROW_H + LANE_GAP
+        self.shown_rows = np.concatenate(rows) if rows else np.zeros(0, np.int32)
+        self.shown_y = np.concatenate(ys) if ys else np.zeros(0, np.int32)
+        self.row_y = np.full(index.rows, -1, np.int32)
+        self.row_y[self.shown_rows] = self.shown_y
+        self.scroll_by(0)
+        self.update()
+
+    def toggle_lane(self, lane: int) -> None:
+        """Collapse a lane to its first row, or expand it again."""
+        (self.collapsed.discard if lane in self.collapsed else self.collapsed.add)(lane)
+        self.layout_rows()
+
+    def toggle_pin(self, lane: int) -> None:
+        if lane in self.pinned:
+            self.pinned.remove(lane)
+        else:
+            self.pinned.append(lane)
+        self.layout_rows()
+
+    def lane_at(self, y: float) -> int:
+        """The lane whose header is at widget height ``y``, or -1."""
+        row = self.row_at(y)
+        return int(self.index.row_lane[row]) if row >= 0 and self.index is not None else -1
+
+    def _row_top(self, row: int) -> int:
+        """The y of ``row``, or of its lane's first row when the lane is collapsed."""
+        assert self.index is not None
+        y = int(self.row_y[row])
+        if y < 0:
+            y = int(self.row_y[self.index.lane_first_row[self.index.row_lane[row]]])
+        return y
+
     def content_height(self) -> int:
-        return int(self.row_y[-1]) + ROW_H + AXIS_H if self.row_y.size else AXIS_H
+        return int(self.shown_y[-1]) + ROW_H + AXIS_H if self.shown_y.size else AXIS_H
 
     # -- view ----------------------------------------------------------------------------------
     def plot_width(self) -> int:
@@ -128,13 +204,13 @@ class TimelineCanvas(QWidget):
         return HEADER_W + (t - self.t0) * self.plot_width() / (self.t1 - self.t0)
 
     def row_at(self, y: float) -> int:
-        if self.index is None or not self.row_y.size:
+        if self.index is None or not self.shown_y.size:
             return -1
         content_y = y - AXIS_H + self.scroll_y
-        row = int(np.searchsorted(self.row_y, content_y, "right")) - 1
-        if row < 0 or content_y > self.row_y[row] + ROW_H:
+        at = int(np.searchsorted(self.shown_y, content_y, "right")) - 1
+        if at < 0 or content_y > self.shown_y[at] + ROW_H:
             return -1
-        return row
+        return int(self.shown_rows[at])
 
     def event_at(self, x: float, y: float) -> int:
         row = self.row_at(y)
@@ -153,22 +229,25 @@ class TimelineCanvas(QWidget):
                 span = max(dur * 8, 2000)
             middle = start + dur // 2
             self.set_view(middle - span // 2, middle + span // 2)
-            row_top = int(self.row_y[self.index.row_of(event)])
+            row_top = self._row_top(self.index.row_of(event))
             visible = self.height() - AXIS_H
             if not self.scroll_y <= row_top <= self.scroll_y + visible - ROW_H:
-                self.scroll_y = max(row_top - visible // 2, 0)
+                self.scroll_to(max(row_top - visible // 2, 0))
         self.sig_selected.emit(event)
         self.update()
 
     # -- painting ------------------------------------------------------------------------------
     def visible_rows(self) -> list[tuple[int, int]]:
-        if self.index is None or not self.row_y.size:
+        if self.index is None or not self.shown_y.size:
             return []
         top = self.scroll_y
         bottom = top + self.height() - AXIS_H
-        first = max(int(np.searchsorted(self.row_y, top - ROW_H, "right")) - 1, 0)
-        last = int(np.searchsorted(self.row_y, bottom, "right"))
-        return [(r, int(self.row_y[r]) - top) for r in range(first, min(last, self.index.rows))]
+        first = max(int(np.searchsorted(self.shown_y, top - ROW_H, "right")) - 1, 0)
+        last = int(np.searchsorted(self.shown_y, bottom, "right"))
+        return [
+            (int(self.shown_rows[i]), int(self.shown_y[i]) - top)
+            for i in range(first, min(last, self.shown_rows.size))
+        ]
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
@@ -180,11 +259,22 @@ class TimelineCanvas(QWidget):
             return
         rows = self.visible_rows()
         self.last_paint_rows = len(rows)
+        # On a HiDPI screen the raster is made at device pixels, so events stay sharp at 2×.
+        ratio = max(round(self.devicePixelRatioF()), 1)
         width, height = self.plot_width(), max(self.height() - AXIS_H, 1)
-        image, labels = paint(self.index, self.t0, self.t1, width, rows, height, ROW_H)
+        image, physical_labels = paint(
+            self.index, self.t0, self.t1, width * ratio,
+            [(row, y * ratio) for row, y in rows], height * ratio, ROW_H * ratio, 60.0 * ratio,
+        )  # fmt: skip
         qimage = QImage(
-            image.data, width, height, width * 4, QImage.Format.Format_RGB32
+            image.data, width * ratio, height * ratio, width * ratio * 4, QImage.Format.Format_RGB32
         )  # 0xFFRRGGBB
+        qimage.setDevicePixelRatio(ratio)
+        self.last_image_ratio = ratio
+        labels = [
+            Label(label.x0 / ratio, label.x1 / ratio, label.y // ratio, label.event)
+            for label in physical_labels
+        ]
         painter.drawImage(HEADER_W, AXIS_H, qimage)
         self._paint_labels(painter, labels)
         self._paint_range(painter)
@@ -213,7 +303,7 @@ class TimelineCanvas(QWidget):
         trace = self.index.trace
         x0 = self.x_of(int(trace.start[event]))
         x1 = max(self.x_of(int(trace.start[event] + trace.dur[event])), x0 + 2)
-        y = AXIS_H + int(self.row_y[self.index.row_of(event)]) - self.scroll_y
+        y = AXIS_H + self._row_top(self.index.row_of(event)) - self.scroll_y
         return QRectF(x0, y, x1 - x0, ROW_H)
 
     def _paint_selection(self, painter: QPainter) -> None:
@@ -266,34 +356,70 @@ class TimelineCanvas(QWidget):
     def _paint_headers(self, painter: QPainter, rows: list[tuple[int, int]]) -> None:
         assert self.index is not None
         painter.fillRect(0, AXIS_H, HEADER_W, self.height(), QColor(238, 240, 244))
-        painter.setPen(QColor(40, 40, 40))
         metrics = QFontMetrics(painter.font())
+        index = self.index
         for row, y in rows:
-            title = self.index.row_title(row)
+            title = index.row_title(row)
             if not title:
                 continue
-            painter.setPen(QColor(200, 203, 210))
-            painter.drawLine(0, AXIS_H + y - 2, self.width(), AXIS_H + y - 2)
-            painter.setPen(QColor(40, 40, 40))
-            text = metrics.elidedText(title, Qt.TextElideMode.ElideLeft, HEADER_W - 8)
-            painter.drawText(
-                QRectF(4, AXIS_H + y, HEADER_W - 8, ROW_H), Qt.AlignmentFlag.AlignVCenter, text
+            lane = int(index.row_lane[row])
+            first = row == int(index.lane_first_row[lane])
+            if first:
+                painter.setPen(QColor(200, 203, 210))
+                painter.drawLine(0, AXIS_H + y - 2, self.width(), AXIS_H + y - 2)
+                gpu = index.is_gpu_lane(lane)
+                if gpu:  # GPU lanes marked, as Nsight Systems groups them
+                    painter.fillRect(0, AXIS_H + y, 3, ROW_H, QColor(118, 185, 0))
+            many = int(index.lane_depth[lane]) > 1
+            mark = ("▸ " if lane in self.collapsed else "▾ ") if first and many else "  "
+            pin = "📌 " if first and lane in self.pinned else ""
+            painter.setPen(QColor(40, 40, 40) if first else QColor(90, 96, 110))
+            text = metrics.elidedText(
+                pin + title,
+                Qt.TextElideMode.ElideMiddle,
+                HEADER_W - 8 - metrics.horizontalAdvance(mark),
             )
+            painter.drawText(
+                QRectF(6, AXIS_H + y, HEADER_W - 8, ROW_H), Qt.AlignmentFlag.AlignVCenter,
+                mark + text,
+            )  # fmt: skip
 
     def _paint_axis(self, painter: QPainter) -> None:
+        """Ticks from the trace's start; labels always distinct (``tick_labels``) and never
+        closer than their own width."""
         assert self.index is not None
         painter.fillRect(0, 0, self.width(), AXIS_H, QColor(228, 231, 236))
         origin = self.index.span[0]
-        step = nice_step(self.t1 - self.t0, self.plot_width())
-        first = math.ceil((self.t0 - origin) / step) * step
+        metrics = QFontMetrics(painter.font())
+        min_px = 90.0
+        for _ in range(4):  # widen the spacing until the labels fit between the ticks
+            step = nice_step(self.t1 - self.t0, self.plot_width(), min_px)
+            first = math.ceil((self.t0 - origin) / step) * step
+            ticks: list[float] = []
+            tick = first
+            while origin + tick <= self.t1 and len(ticks) < 200:
+                ticks.append(tick)
+                tick += step
+            labels = tick_labels(ticks, step)
+            widest = max((metrics.horizontalAdvance(t) for t in labels), default=0)
+            if widest + 14 <= step * self.plot_width() / max(self.t1 - self.t0, 1):
+                break
+            min_px = widest + 16.0
         painter.setPen(QColor(60, 60, 60))
-        tick = first
-        while origin + tick <= self.t1:
+        painter.setClipRect(HEADER_W, 0, self.plot_width(), AXIS_H)
+        for tick, label in zip(ticks, labels, strict=True):
             x = self.x_of(origin + tick)
             painter.drawLine(QPointF(x, AXIS_H - 6), QPointF(x, AXIS_H))
-            painter.drawText(QPointF(x + 3, AXIS_H - 8), format_ns(tick))
-            tick += step
-        painter.drawText(QRectF(4, 0, HEADER_W - 8, AXIS_H), Qt.AlignmentFlag.AlignVCenter, "lanes")
+            painter.drawText(QPointF(x + 3, AXIS_H - 8), label)
+        painter.setClipping(False)
+        self.last_ticks = [
+            label for tick, label in zip(ticks, labels, strict=True)
+            if self.x_of(origin + tick) >= HEADER_W
+        ]  # fmt: skip
+        painter.drawText(
+            QRectF(4, 0, HEADER_W - 8, AXIS_H), Qt.AlignmentFlag.AlignVCenter,
+            "lanes (click: fold, right-click: pin)",
+        )  # fmt: skip
 
     # -- input ---------------------------------------------------------------------------------
     def wheelEvent(self, event: QWheelEvent) -> None:
@@ -307,9 +433,26 @@ class TimelineCanvas(QWidget):
     def scroll_by(self, dy: int) -> None:
         limit = max(self.content_height() - self.height(), 0)
         self.scroll_y = int(min(max(self.scroll_y + dy, 0), limit))
+        self.sig_scrolled.emit(self.scroll_y, limit)
         self.update()
 
+    def scroll_to(self, y: int) -> None:
+        self.scroll_by(y - self.scroll_y)
+
+    def resizeEvent(self, event: object) -> None:
+        super().resizeEvent(event)  # type: ignore[arg-type]
+        self.scroll_by(0)
+
     def mousePressEvent(self, event: QMouseEvent) -> None:
+        pos = event.position()
+        if pos.x() < HEADER_W and pos.y() > AXIS_H and self.index is not None:
+            lane = self.lane_at(pos.y())
+            if lane >= 0 and event.button() == Qt.MouseButton.RightButton:
+                self.toggle_pin(lane)
+            elif lane >= 0 and int(self.index.lane_depth[lane]) > 1:
+                self.toggle_lane(lane)
+            self._press = None
+            return
         self._press = event.position()
         self._press_view = (self.t0, self.t1, self.scroll_y)
         self._selecting = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
@@ -325,7 +468,7 @@ class TimelineCanvas(QWidget):
             elif abs(dx) + abs(dy) > 2:
                 t0, t1, scroll = self._press_view
                 shift = int(-dx * (t1 - t0) / self.plot_width())
-                self.scroll_y = max(int(scroll - dy), 0)
+                self.scroll_to(int(scroll - dy))
                 self.set_view(t0 + shift, t1 + shift)
             return
         found = self.event_at(pos.x(), pos.y())

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMenu,
     QPushButton,
+    QScrollBar,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -45,6 +46,7 @@ from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
+from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
@@ -167,7 +169,16 @@ class TimelinePanel(QWidget):
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.setSpacing(2)
         top_layout.addWidget(self.overview)
-        top_layout.addWidget(self.canvas, 1)
+        lanes = QHBoxLayout()
+        lanes.setContentsMargins(0, 0, 0, 0)
+        lanes.setSpacing(0)
+        lanes.addWidget(self.canvas, 1)
+        self.lane_scroll = QScrollBar(Qt.Orientation.Vertical)
+        self.lane_scroll.setRange(0, 0)
+        self.lane_scroll.valueChanged.connect(self.canvas.scroll_to)
+        self.canvas.sig_scrolled.connect(self._on_scrolled)
+        lanes.addWidget(self.lane_scroll)
+        top_layout.addLayout(lanes, 1)
 
         self.details = QTextBrowser()
         self.details.setOpenLinks(False)
@@ -176,6 +187,9 @@ class TimelinePanel(QWidget):
         self.kernels.setHorizontalHeaderLabels([title for _, title in KERNEL_COLUMNS])
         self.kernels.setSortingEnabled(True)
         self.kernels.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.kernels.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # C++ kernel names are long
+        self.kernels.setWordWrap(False)
+        compact_rows(self.kernels)
         self.kernels.itemSelectionChanged.connect(self._on_kernel_row)
         self.histogram = pg.PlotWidget(background="w")
         self.histogram.setLabel("bottom", "duration", units="s")
@@ -204,6 +218,14 @@ class TimelinePanel(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.status)
         layout.addWidget(split, 1)
+
+    def _on_scrolled(self, position: int, limit: int) -> None:
+        self.lane_scroll.blockSignals(True)
+        self.lane_scroll.setRange(0, limit)
+        self.lane_scroll.setPageStep(max(self.canvas.height() - 40, 20))
+        self.lane_scroll.setValue(position)
+        self.lane_scroll.setVisible(limit > 0)
+        self.lane_scroll.blockSignals(False)
 
     def _button(self, text: str, slot: Any, layout: QHBoxLayout) -> QPushButton:
         button = QPushButton(text)
@@ -431,6 +453,8 @@ class TimelinePanel(QWidget):
                 edges, counts, stepMode="center", fillLevel=0, brush=(66, 133, 244, 120)
             )
             self.histogram.setTitle(f"{name[:60]} — {durations.size:,} launches")
+            self.histogram.enableAutoRange()
+            self.histogram.autoRange()  # a new kernel's durations are another scale
         return counts if durations.size else np.zeros(0)
 
     def _fill_kernels(self, rows: list[dict[str, Any]]) -> None:
@@ -443,7 +467,11 @@ class TimelinePanel(QWidget):
                 item = NumberItem(float(value), 0 if key == "count" else 2)
                 self.kernels.setItem(r, c, item)
         self.kernels.setSortingEnabled(True)
-        self.kernels.resizeColumnsToContents()
+        total = next(c for c, (key, _) in enumerate(KERNEL_COLUMNS) if key == "total_us")
+        self.kernels.sortItems(total, Qt.SortOrder.DescendingOrder)  # where the time goes
+        fit_columns(self.kernels, stretch=0)  # the numbers on screen, the name elided
+        if rows:  # the heaviest kernel's histogram, not a blank plot
+            self.kernels.selectRow(0)
 
     # -- range -----------------------------------------------------------------------------------
     def select_range(self, t0: int, t1: int) -> dict[str, Any]:

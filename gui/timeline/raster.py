@@ -8,6 +8,7 @@ they fall in — colour of the kind with the most time there, opacity by how bus
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,17 @@ KIND_COLORS = {
     "ort_node": (239, 108, 0),
     "other": (158, 158, 158),
 }
-PALETTE = np.array([KIND_COLORS[k] for k in KINDS], np.float32)
+# Kernels wide enough to see are coloured by name (as in Nsight Systems and Perfetto), from hues
+# that stay clear of the copy colours (H2D green, D2H purple); aggregated columns keep the kind.
+KERNEL_COLORS = (
+    (66, 133, 244), (0, 121, 191), (3, 155, 229), (0, 172, 193), (38, 166, 154),
+    (255, 167, 38), (245, 124, 0), (230, 81, 0), (229, 57, 53), (194, 24, 91),
+    (121, 85, 72), (84, 110, 122), (63, 81, 181), (92, 107, 192), (255, 202, 40),
+    (141, 110, 99),
+)  # fmt: skip
+PALETTE = np.array([KIND_COLORS[k] for k in KINDS] + [list(c) for c in KERNEL_COLORS], np.float32)
+NAME_CODE = len(KINDS)  # kernel-name colours start here
+EDGE = len(PALETTE)  # a darkened variant is this far on
 BACKGROUND = (250, 250, 250)
 WIDE_PX = 1.5
 
@@ -55,6 +66,18 @@ def _lookup() -> np.ndarray:
 
 PIXELS = _lookup()
 BACKGROUND_PIXEL = int(PIXELS[0, 0])
+
+
+def kernel_codes(index: TimelineIndex) -> np.ndarray:
+    """Per name id: the palette code of a kernel with that name (a stable hash of the name, so
+    one kernel has one colour in every trace and every run)."""
+    cached = getattr(index, "_kernel_codes", None)
+    names = index.trace.names
+    if cached is None or cached.size != len(names):
+        hashes = np.array([zlib.crc32(n.encode("utf-8", "replace")) for n in names], np.int64)
+        cached = NAME_CODE + hashes % len(KERNEL_COLORS)
+        index._kernel_codes = cached
+    return cached
 
 
 def _density(busy_by_kind: np.ndarray, kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +112,8 @@ def paint(
     pixel_ns = (t1 - t0) / width
     trace = index.trace
     nk = len(KINDS)
+    by_name = kernel_codes(index)
+    kernel = KINDS.index("kernel")
     for row, y in rows:
         top, bottom = max(y + 1, 0), min(y + row_height - 1, height)
         if bottom <= top:
@@ -133,10 +158,13 @@ def paint(
                 columns = np.repeat(a - np.cumsum(lengths) + lengths, lengths) + np.arange(
                     int(lengths.sum())
                 )
-                code[columns] = np.repeat(kinds[wide], lengths)
+                wide_codes = np.where(
+                    kinds[wide] == kernel, by_name[trace.name[events]], kinds[wide]
+                )
+                code[columns] = np.repeat(wide_codes, lengths)
                 level[columns] = 255
                 edge = b[lengths >= 4] - 1
-                code[edge] += nk  # a darkened last column keeps neighbours apart
+                code[edge] += EDGE  # a darkened last column keeps neighbours apart
                 labels += [
                     Label(float(max(w0[i], 0)), float(min(w1[i], width)), y, int(events[i]))
                     for i in np.flatnonzero((w1 - w0) >= label_px)[:500]

@@ -18,7 +18,7 @@ from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
 from deploylens.core.trace.load import load_trace
-from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
 
@@ -163,11 +163,18 @@ def test_index_windows_picks_search_and_details() -> None:
     builder.add(600, 100, stream, KIND["memcpy_d2h"], "Memcpy DtoH", nbytes=400)
     index = TimelineIndex(builder.finish())
     trace = index.trace
-    assert index.rows == 4 and list(index.lane_depth) == [1, 2, 1]
+    # the GPU stream comes first and gets a kernels row and a memory row; then the thread (2
+    # nested rows) and its annotations
+    assert index.rows == 5 and list(index.lane_depth) == [2, 2, 1]
+    titles = [index.row_title(r) for r in range(index.rows)]
+    assert titles == ["GPU 0 / stream 7 · kernels", "GPU 0 / stream 7 · memory",
+                      "process 1 / thread 2", "", "process 1 / annotations thread 2"]  # fmt: skip
     kernel = int(np.flatnonzero(trace.kind == KIND["kernel"])[0])
+    copy_event = int(np.flatnonzero(trace.kind == KIND["memcpy_d2h"])[0])
     row = index.row_of(kernel)
+    assert (row, index.row_of(copy_event)) == (0, 1)
     assert index.visible(row, 0, 299).size == 0 and index.visible(row, 0, 300).size == 1
-    assert index.event_at(row, 550, 60) == int(np.flatnonzero(trace.kind == KIND["memcpy_d2h"])[0])
+    assert index.event_at(1, 550, 60) == copy_event
     details = index.details(kernel)
     assert details["correlated"]["name"] == "cudaLaunchKernel"
     assert details["parents"] == ["Conv_0 + Relu_1", "aten::conv2d"]
@@ -248,3 +255,32 @@ def test_coverage_grid_matches_the_exact_busy_time_of_each_pixel() -> None:
         error = np.abs(got - exact)
         assert error.max() < 0.25 and error.mean() < 0.02  # ≤ 1 bin at each pixel edge
         assert np.corrcoef(got, exact)[0, 1] > 0.99
+
+
+def test_gpu_lanes_come_first_and_statistics_do_not_change() -> None:
+    """Lanes renumbered into display order (GPU streams before host threads) are labels only:
+    the statistics of the trace are the same before and after the index is built."""
+
+    def build() -> Trace:
+        builder = TraceBuilder()
+        thread = builder.lane(Lane("process 1", "thread 9"))
+        s2 = builder.lane(Lane("GPU 0", "stream 20", 0, 20))
+        s1 = builder.lane(Lane("GPU 0", "stream 7", 0, 7))
+        for k in range(50):
+            builder.add(k * 100, 60, thread, KIND["cuda_api"], "cudaLaunchKernel", corr=k)
+            builder.add(k * 100 + 10, 40, s1 if k % 2 else s2, KIND["kernel"], f"k{k % 3}", corr=k)
+            builder.add(k * 100 + 55, 30, s1, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=4096)
+        return builder.finish()
+
+    before = trace_stats(build())
+    index = TimelineIndex(build())
+    titles = [index.row_title(r) for r in range(index.rows) if index.row_title(r)]
+    assert titles[:3] == ["GPU 0 / stream 7 · kernels", "GPU 0 / stream 7 · memory",
+                          "GPU 0 / stream 20"]  # fmt: skip
+    assert titles[-1] == "process 1 / thread 9"
+    after = trace_stats(index.trace)
+    assert after["kernels"] == before["kernels"]
+    assert after["overlap"] == before["overlap"]
+    assert sorted(after["streams"], key=lambda r: r["lane"]) == sorted(
+        before["streams"], key=lambda r: r["lane"]
+    )

@@ -216,3 +216,82 @@ def test_sweep_and_lab_from_the_timeline(qtbot, make_window, samples: Path) -> N
     qtbot.waitUntil(lambda: "lab-h2d-bound" in timeline.path, timeout=JOB_TIMEOUT_MS)
     qtbot.waitUntil(lambda: "h2d-bound" in timeline.summary.toPlainText(), timeout=JOB_TIMEOUT_MS)
     assert "copies take" in timeline.summary.toPlainText()
+
+
+def _gpu_trace() -> object:
+    """Two streams (kernels and copies on one), a CPU thread, 131 ms long: a trace made here."""
+    from deploylens.core.trace.model import Lane, TraceBuilder
+
+    builder = TraceBuilder()
+    thread = builder.lane(Lane("process 1", "thread 4242 (python3.11)"))
+    compute = builder.lane(Lane("GPU 0", "stream 7", 0, 7))
+    side = builder.lane(Lane("GPU 0", "stream 20", 0, 20))
+    for k in range(400):
+        t = k * 330_000
+        builder.add(t, 20_000, thread, KIND["cuda_api"], "cudaLaunchKernel", corr=k)
+        name = ("volta_sgemm_128x64_nn", "implicit_convolve_sgemm", "elementwise_kernel")[k % 3]
+        builder.add(t + 30_000, 200_000, compute, KIND["kernel"], name, corr=k)
+        builder.add(t + 240_000, 60_000, compute, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=1 << 20)
+        builder.add(t + 50_000, 100_000, side, KIND["kernel"], "reduce_kernel")
+    return builder.finish()
+
+
+def test_gpu_lanes_first_distinct_ticks_folding_pinning_and_kernel_colours(
+    qtbot, tmp_path: Path
+) -> None:
+    path = write_chrome(_gpu_trace(), tmp_path / "gpu.json")
+    panel = open_panel(qtbot, path)
+    canvas = panel.canvas
+    index = panel.index
+    # GPU rows on the first screen, before the CPU thread; the stream with copies is split
+    titles = [index.row_title(row) for row, _ in canvas.visible_rows() if index.row_title(row)]
+    assert titles[0].startswith("GPU 0 / stream 7 · kernels")
+    assert titles[1] == "GPU 0 / stream 7 · memory" and titles[-1].startswith("process 1")
+    # ticks stay distinct however deep the zoom (they all read "131.2 ms" before)
+    for span in (131_000_000, 2_000_000, 50_000, 500):
+        middle = 131_200_000
+        canvas.set_view(middle - span // 2, middle + span // 2)
+        canvas.grab()
+        assert len(canvas.last_ticks) >= 3 and len(set(canvas.last_ticks)) == len(canvas.last_ticks)
+    # fold the CPU thread's nested rows and pin the side stream to the top
+    thread = next(lane for lane in range(len(index.lane_depth)) if not index.is_gpu_lane(lane))
+    y = AXIS_H + int(canvas.row_y[index.lane_first_row[thread]]) + 4 - canvas.scroll_y
+    rows_before = canvas.shown_rows.size
+    qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=QPoint(20, y))
+    if index.lane_depth[thread] > 1:
+        assert canvas.shown_rows.size == rows_before - (int(index.lane_depth[thread]) - 1)
+    side = next(
+        lane for lane in range(len(index.lane_depth))
+        if index.trace.lanes[lane].name == "stream 20"
+    )  # fmt: skip
+    y = AXIS_H + int(canvas.row_y[index.lane_first_row[side]]) + 4 - canvas.scroll_y
+    qtbot.mouseClick(canvas, Qt.MouseButton.RightButton, pos=QPoint(20, y))
+    assert canvas.pinned == [side] and int(canvas.shown_rows[0]) == int(index.lane_first_row[side])
+    # kernels coloured by name when wide enough to see
+    canvas.fit()
+    first = int(np.flatnonzero(index.trace.kind == KIND["kernel"])[0])
+    canvas.select(first, center=True)
+    canvas.set_view(canvas.t0 - 2_000_000, canvas.t1 + 2_000_000)
+    image = canvas.grab().toImage()
+    ratio = round(image.devicePixelRatio())  # 2 on a HiDPI screen: the raster is physical
+    row_y = (AXIS_H + canvas._row_top(index.row_of(first)) + ROW_MID - canvas.scroll_y) * ratio
+    colours = {
+        image.pixelColor(x, row_y).getRgb()[:3]
+        for x in range((HEADER_W + 2) * ratio, (canvas.width() - 2) * ratio)
+    }
+    from deploylens.gui.timeline.raster import KERNEL_COLORS
+
+    assert len(colours & set(KERNEL_COLORS)) >= 2  # three names, at least two colours seen
+
+
+def test_the_kernel_table_and_histogram_start_on_the_heaviest_kernel(qtbot, tmp_path: Path) -> None:
+    path = write_chrome(_gpu_trace(), tmp_path / "gpu.json")
+    panel = open_panel(qtbot, path)
+    totals = [float(panel.kernels.item(r, 2).text()) for r in range(panel.kernels.rowCount())]
+    assert totals == sorted(totals, reverse=True)  # not by name descending
+    heaviest = panel.kernels.item(0, 0).text()
+    assert panel.histogram.plotItem.titleLabel.text.startswith(heaviest[:20])
+    (curve,) = panel.histogram.plotItem.listDataItems()
+    xs, ys = curve.getData()
+    (x0, x1), (_, y1) = panel.histogram.plotItem.viewRange()
+    assert ys.max() > 0 and x0 <= xs.min() and xs.max() <= x1 and y1 >= ys.max()  # in view
