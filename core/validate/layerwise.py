@@ -82,17 +82,25 @@ def onnx_probes(model: Any) -> list[Probe]:
 
 
 def module_probes(model: Any, calls: list[Call]) -> tuple[list[Probe], ModuleMapping]:
+    """One probe per ONNX tensor: a parent module whose output is its last child's (``layer4``
+    and ``layer4.1`` and ``layer4.1.relu#1``) is one row, named by the innermost call, the
+    others listed in its note — not the same tensor compared three times."""
     mapping = map_calls(model.graph, calls)
-    probes = []
+    by_tensor: dict[str, list[Call]] = {}
     for call in calls:
         tensor = mapping.tensors.get(call.key)
-        if tensor is None:
-            continue
-        i = mapping.producers[call.key]
+        if tensor is not None:
+            by_tensor.setdefault(tensor, []).append(call)
+    probes = []
+    for tensor, same in by_tensor.items():
+        inner = max(same, key=lambda c: c.path.count(".") + (1 if c.path else 0))
+        i = mapping.producers[inner.key]
         node = model.graph.node[i]
-        probes.append(
-            Probe(tensor, node.name, node.op_type, i, call.key, mapping.notes.get(call.key, ""))
-        )
+        note = mapping.notes.get(inner.key, "")
+        outer = [c.key for c in same if c is not inner]
+        if outer:
+            note = "; ".join(filter(None, [note, "also the output of " + ", ".join(outer)]))
+        probes.append(Probe(tensor, node.name, node.op_type, i, inner.key, note))
     return probes, mapping
 
 

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+
+def verdict(result: dict[str, Any]) -> tuple[str, str]:
+    """(headline word, severity "pass" | "warn" | "fail"). Outputs decide the exit code; when
+    they agree but layer-wise found a diverging intermediate, the headline says both — never a
+    bare PASS above a "first diverging node"."""
+    first = (result.get("layerwise") or {}).get("first_diverging")
+    if not result["passed"]:
+        return "FAIL", "fail"
+    if first:
+        return "PASS (outputs) — LAYERS DIFFER", "warn"
+    return "PASS", "pass"
 
 
 def validation_text(result: dict[str, Any]) -> str:
     lines = [
-        f"{'PASS' if result['passed'] else 'FAIL'}: {result['candidate']} vs "
-        f"{result['reference']} on {result['model']}",
+        f"{verdict(result)[0]}: {result['candidate']} vs {result['reference']} on "
+        f"{result['model']}",
         "  inputs: "
         + ", ".join(f"{k} {v}" for k, v in result["inputs"].items())
         + (f" — {result['inputs_used']}" if result.get("inputs_used") else ""),
@@ -20,7 +33,7 @@ def validation_text(result: dict[str, Any]) -> str:
         mark = "✓" if o["passed"] else "✗"
         lines.append(
             f"{mark} {o['name'][:24]:24s} {o['max_abs']:10.3g} {o['mean_abs']:10.3g} "
-            f"{o['max_rel']:10.3g} {o['cosine']:9.6f} {o['within']:8.2%} {o['nan']:5d}"
+            f"{o['max_rel']:10.3g} {o['cosine']:9.6f} {within_text(o['within']):>8s} {o['nan']:5d}"
             + (f"  {o['reason']}" if o["reason"] else "")
         )
     tol = result["tolerances"]
@@ -68,3 +81,13 @@ def layerwise_text(lw: dict[str, Any], top: int = 8) -> list[str]:
     if len(lw["unmapped"]) > top:
         lines.append(f"  … and {len(lw['unmapped']) - top} more unmapped (see --json)")
     return lines
+
+
+def within_text(share: float) -> str:
+    """The share of elements within tolerance, rounded down: 0.99996 is "99.99 %", never the
+    "100.00 %" a failing output showed."""
+    if share != share:  # NaN
+        return "—"
+    if share >= 1.0:
+        return "100 %"
+    return f"{math.floor(share * 10000) / 100:.2f} %"

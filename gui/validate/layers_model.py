@@ -8,6 +8,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
+from deploylens.core.validate.report import within_text
+
 Index = QModelIndex | QPersistentModelIndex
 COLUMNS = (
     ("#", "index"),
@@ -77,7 +79,7 @@ def _text(key: str, value: Any) -> str:
     if key == "passed":
         return "✓" if value else "✗"
     if key == "within":
-        return f"{value:.2%}"
+        return within_text(value)
     if isinstance(value, float):
         return "—" if math.isnan(value) else f"{value:.3g}"
     return str(value)

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.settings import config_dir
+from deploylens.core.validate.report import verdict, within_text
 from deploylens.core.validate.request import ValidateRequest
 from deploylens.core.validate.results import load_result, node_errors, save_csv, save_result
 from deploylens.core.validate.tolerances import (
@@ -44,6 +45,7 @@ from deploylens.core.validate.tolerances import (
     parse_tolerance,
 )
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.copy_request import CopyRequestButton
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
@@ -51,6 +53,7 @@ from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTab
 OVERLAY_NAME = "validation error (rel L2)"
 PASS_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px; font-weight:bold"
 FAIL_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px; font-weight:bold"
+WARN_STYLE = "background:#ffe0b2; color:#8a4b00; padding:6px; font-weight:bold"
 IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
 
 
@@ -148,6 +151,7 @@ class ValidatePanel(QWidget):
         self.layers = QTableView()
         self.layers.setModel(self.proxy)
         self.layers.setSortingEnabled(True)
+        compact_rows(self.layers)
         self.layers.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.layers.clicked.connect(self._on_layer_clicked)
         self.unmapped = QTableWidget(0, 2)
@@ -363,10 +367,15 @@ class ValidatePanel(QWidget):
         self.result, self.result_path = result, path
         lw = result.get("layerwise") or {}
         first = lw.get("first_diverging")
-        verdict = "PASS" if result["passed"] else "FAIL"
-        text = f"{verdict}: {result['candidate']} vs {result['reference']}"
+        failing_layers = sum(1 for layer in lw.get("layers", []) if not layer["passed"])
+        headline, severity = verdict(result)  # never a green PASS over red rows
+        style = {"pass": PASS_STYLE, "warn": WARN_STYLE, "fail": FAIL_STYLE}[severity]
+        text = f"{headline}: {result['candidate']} vs {result['reference']}"
         if first:
-            text += f" — first diverging node {first['node']} ({first['op_type']})"
+            text += (
+                f" — first diverging node {first['node']} ({first['op_type']}); "
+                f"{failing_layers} of {lw['compared']} compared tensors outside the tolerance"
+            )
         elif lw:
             text += f" — all {lw['compared']} compared tensors agree"
         failing = [o for o in result["outputs"] if not o["passed"] and o.get("reason")]
@@ -376,10 +385,11 @@ class ValidatePanel(QWidget):
             text += f"\nInputs: {result['inputs_used']}"
         for note in result.get("notes", []):
             text += f"\nNote: {note}"
-        self._set_banner(text, PASS_STYLE if result["passed"] else FAIL_STYLE)
+        self._set_banner(text, style)
         self._fill_outputs(result["outputs"])
         self.layers_model.set_layers(lw.get("layers", []), first["node"] if first else "")
-        self.layers.resizeColumnsToContents()
+        self.layers.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # graph order, inputs first
+        fit_columns(self.layers, stretch=1)
         self._fill_unmapped(lw.get("unmapped", []))
         if lw:
             self._plot(lw)
@@ -395,7 +405,7 @@ class ValidatePanel(QWidget):
                 *(f"{o[k]:.3g}" for k in ("max_abs", "mean_abs", "max_rel")),
                 f"{o.get('rel_l2', float('nan')):.3g}",
                 f"{o['cosine']:.6f}",
-                f"{o['within']:.2%}",
+                within_text(o["within"]),
                 str(o["nan"]),
                 o.get("reason", ""),
             ]

@@ -189,7 +189,12 @@ def test_layerwise_dynamo_without_optimization_maps_all_75_activations(tmp_path:
     assert lw["mapped_calls"] == 75 and lw["unmapped"] == []  # every module call but the root
     assert lw["first_diverging"] is None
     modules = {layer["module"] for layer in lw["layers"]}
-    assert {"layer1.0.relu", "layer1.0.relu#1", "layer4", "fc"} <= modules  # a reused ReLU twice
+    assert {"layer1.0.relu", "layer1.0.relu#1", "fc"} <= modules  # a reused ReLU twice
+    # one row per tensor: a parent whose output is its last child's is named in that row's note
+    assert len({layer["tensor"] for layer in lw["layers"]}) == len(lw["layers"])
+    assert "layer4" not in modules
+    assert any("layer4" in layer["note"].split("also the output of ")[-1].split(", ")
+               for layer in lw["layers"])  # fmt: skip
 
 
 def test_layerwise_torchscript_reports_folded_batch_norms(tmp_path: Path) -> None:
@@ -267,7 +272,7 @@ def test_results_save_reopen_and_csv(resnet18: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
     rows = list(csv.DictReader(table.open()))
-    assert len(rows) == 55 and rows[0]["module"] == "bn1"
+    assert len(rows) == 40 and rows[0]["module"] == "bn1"  # one row per tensor (55 with parents)
     reopened = run_validate("--open", str(saved))
     assert reopened.returncode == 0 and reopened.stdout == first.stdout
     saved.write_text(json.dumps({"kind": "something else"}))

@@ -178,3 +178,16 @@ def test_a_data_folder_is_compared_in_full_and_says_so(samples: Path, tmp_path: 
     assert result["outputs"][0]["shape"][0] == 5  # every batch went into the statistics
     assert result["inputs_used"] == f"all 5 samples of {folder} in 5 batches"
     assert result["inputs_used"] in validation_text(result)
+
+
+def test_a_headline_never_says_a_bare_pass_over_a_diverging_layer() -> None:
+    from deploylens.core.validate.report import verdict, within_text
+
+    base = {"passed": True, "layerwise": {"first_diverging": None}}
+    assert verdict(base) == ("PASS", "pass")
+    diverging = {"passed": True, "layerwise": {"first_diverging": {"node": "/conv/Conv"}}}
+    assert verdict(diverging) == ("PASS (outputs) — LAYERS DIFFER", "warn")
+    assert verdict({"passed": False}) == ("FAIL", "fail")
+    # rounded down: a failing row never reads 100 %
+    assert within_text(0.99996) == "99.99 %" and within_text(1.0) == "100 %"
+    assert within_text(float("nan")) == "—"

@@ -117,3 +117,34 @@ def test_an_inconclusive_verdict_says_why_in_the_panel(
     assert "seeded random inputs" in banner and "random weights" in banner
     last = panel.outputs.columnCount() - 1
     assert panel.outputs.item(0, last).text().startswith("inconclusive")
+
+
+def test_outputs_that_pass_over_diverging_layers_are_not_a_green_pass(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    """How the panel shows outputs that pass over a diverging intermediate: a real layer-wise
+    run's result with one intermediate marked failing at 99.996 % within (the headline logic
+    itself is core's, tested in test_validate_verdicts.py) — amber, rows in graph order, and
+    the failing row never reads 100 %."""
+    import numpy as np
+
+    from deploylens.core.validate.report import within_text
+
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel = window.validate_panel
+    panel.layerwise.setChecked(True)
+    with qtbot.waitSignal(panel.sig_result, timeout=120_000):
+        panel.run_button.click()
+    result = json.loads(json.dumps(panel.result))
+    layers = result["layerwise"]["layers"]
+    layers[1]["passed"], layers[1]["within"] = False, 0.99996
+    result["layerwise"]["first_diverging"] = layers[1]
+    assert result["passed"]
+    panel.show_result(result)
+    assert panel.banner.text().startswith("PASS (outputs) — LAYERS DIFFER")
+    assert "#8a4b00" in panel.banner.styleSheet()  # amber, not green
+    rows = [int(panel.proxy.data(panel.proxy.index(r, 0))) for r in range(panel.proxy.rowCount())]
+    assert rows == sorted(rows)  # graph order, not output-first
+    texts = [panel.proxy.data(panel.proxy.index(r, 8)) for r in range(panel.proxy.rowCount())]
+    assert within_text(0.99996) in texts and np.all([t != "100.00%" for t in texts])
