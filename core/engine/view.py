@@ -14,10 +14,11 @@ def layer_table(info: EngineInfo, times: list[LayerTime] | None = None) -> list[
     by_name = {t.name: t for t in times or []}
     total = sum(t.average_ms for t in times or []) or 0.0
     rows = []
-    for layer in info.layers:
+    for index, layer in enumerate(info.layers):
         timing = by_name.get(layer.name)
         rows.append(
             {
+                "index": index + 1,  # engine order: the order TensorRT runs them
                 "name": layer.name,
                 "type": layer.type,
                 "in_precision": "/".join(
@@ -35,6 +36,40 @@ def layer_table(info: EngineInfo, times: list[LayerTime] | None = None) -> list[
             }
         )
     return rows
+
+
+def engine_summary(info: EngineInfo, rows: list[dict[str, Any]], top: int = 5) -> dict[str, Any]:
+    """What TREx's summary page answers first: how long, where the time goes by layer type and
+    by precision, what the reformat layers cost, and the slowest layers."""
+    timed = [r for r in rows if r["time_ms"] is not None]
+    total = sum(r["time_ms"] for r in timed)
+
+    def breakdown(key: Any) -> list[dict[str, Any]]:
+        table: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            entry = table.setdefault(key(row), {"name": key(row), "layers": 0, "ms": 0.0})
+            entry["layers"] += 1
+            entry["ms"] += row["time_ms"] or 0.0
+        for entry in table.values():
+            entry["percent"] = 100.0 * entry["ms"] / total if total else None
+        return sorted(table.values(), key=lambda e: (-e["ms"], -e["layers"], e["name"]))
+
+    reformats = [r for r in rows if r["reformat"]]
+    return {
+        "path": info.path,
+        "layers": len(rows),
+        "detailed": info.detailed,
+        "timed": bool(timed),
+        "total_ms": total if timed else None,
+        "by_type": breakdown(lambda r: r["type"] or "?"),
+        "by_precision": breakdown(
+            lambda r: "reformat" if r["reformat"] else r["out_precision"] or "?"
+        ),
+        "reformat_layers": len(reformats),
+        "reformat_ms": sum(r["time_ms"] or 0.0 for r in reformats) if timed else None,
+        "regions": sum(1 for r in rows if r["region"]),
+        "slowest": sorted(timed, key=lambda r: -r["time_ms"])[:top],
+    }
 
 
 def unmatched_times(info: EngineInfo, times: list[LayerTime]) -> list[str]:

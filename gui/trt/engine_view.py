@@ -1,6 +1,8 @@
-"""Engine view: a built (or imported) engine's layers — type, precisions, formats, tactic, the
-ONNX nodes each layer fused, time and share — with latency/precision overlays on the graph and a
-diff against another engine or profile. Reads trtexec/TREx JSON; no TensorRT needed."""
+"""Engine panel: a built (or imported) engine — a summary first (latency, time by layer type
+and by precision, what the reformat layers cost, the slowest layers: TREx's first page), then
+the full-width layer table in engine order (type, precisions, time, share, tactic, formats, the
+ONNX nodes each layer fused), latency/precision overlays on the graph, and a diff against
+another engine or profile. Reads trtexec/TREx JSON; no TensorRT needed."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QPushButton,
@@ -26,15 +29,17 @@ from deploylens.core.engine.timings import LayerTime, load_profile
 from deploylens.core.engine.view import (
     diff_engines,
     diff_text,
-    engine_text,
+    engine_summary,
     latency_overlay,
     layer_table,
     precision_overlay,
 )
 from deploylens.core.errors import UserError
+from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.table_items import NumberItem
 
-COLUMNS = ["Layer", "Type", "In", "Out", "Formats", "Tactic", "ONNX nodes", "ms", "%"]
+COLUMNS = ["#", "Layer", "Type", "In", "Out", "ms", "%", "Tactic", "Formats", "ONNX nodes"]
+NAME_COLUMN, NODES_COLUMN = 1, 9
 JSON_FILTER = "TensorRT JSON (*.json)"
 
 
@@ -58,12 +63,19 @@ class EngineView(QWidget):
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.cellClicked.connect(self._on_clicked)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setWordWrap(False)
+        compact_rows(self.table)
+        header = self.table.horizontalHeader()
+        for column in range(len(COLUMNS)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+
         self.diff = QPlainTextEdit()
         self.diff.setReadOnly(True)
         self.diff.setPlaceholderText("Diff: open a second engine's layer info (and profile).")
         buttons = QHBoxLayout()
         for text, slot in (
-            ("Open layers…", self._choose_layers),
+            ("Open layers…", self.choose_layers),
             ("Open profile…", self._choose_profile),
             ("Diff with…", self._choose_diff),
         ):
@@ -106,36 +118,38 @@ class EngineView(QWidget):
     def _show(self) -> None:
         assert self.info is not None
         self.rows = layer_table(self.info, self.times)
-        self.summary.setText(engine_text(self.info, self.rows, top=5).split("\n", 1)[0])
+        self.summary.setText(summary_html(engine_summary(self.info, self.rows)))
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(self.rows))
         for row, r in enumerate(self.rows):
+            formats = " → ".join(
+                filter(
+                    None,
+                    [
+                        "/".join(dict.fromkeys(r["in_formats"])),
+                        "/".join(dict.fromkeys(r["out_formats"])),
+                    ],
+                )
+            )
             cells: list[QTableWidgetItem] = [
+                NumberItem(r["index"], 0),
                 QTableWidgetItem(r["name"]),
                 QTableWidgetItem(r["type"]),
                 QTableWidgetItem(r["in_precision"]),
                 QTableWidgetItem(r["out_precision"]),
-                QTableWidgetItem(
-                    " → ".join(
-                        filter(
-                            None,
-                            [
-                                "/".join(dict.fromkeys(r["in_formats"])),
-                                "/".join(dict.fromkeys(r["out_formats"])),
-                            ],
-                        )
-                    )
-                ),
-                QTableWidgetItem(r["tactic"]),
-                QTableWidgetItem(r["region"] or ", ".join(r["onnx_nodes"])),
                 NumberItem(r["time_ms"]),
                 NumberItem(r["percent"], 1),
+                QTableWidgetItem(r["tactic"]),
+                QTableWidgetItem(formats),
+                QTableWidgetItem(r["region"] or ", ".join(r["onnx_nodes"])),
             ]
-            cells[0].setData(Qt.ItemDataRole.UserRole, r["onnx_nodes"])
+            cells[NAME_COLUMN].setData(Qt.ItemDataRole.UserRole, r["onnx_nodes"])
+            cells[NAME_COLUMN].setToolTip(r["name"])
             for column, item in enumerate(cells):
                 self.table.setItem(row, column, item)
         self.table.setSortingEnabled(True)
-        self.table.resizeColumnsToContents()
+        self.table.sortItems(0, Qt.SortOrder.AscendingOrder)  # engine order, as TensorRT runs it
+        self._fit_columns()
         if self.times:
             self.sig_overlay.emit(
                 "TensorRT latency (ms)",
@@ -147,8 +161,18 @@ class EngineView(QWidget):
             "TensorRT precision", precision_overlay(self.info), "layer output precision", False
         )
 
+    def _fit_columns(self) -> None:
+        """Every column on screen (ms, % and tactic included); the fused ONNX nodes take the
+        room left (gui/common/columns.py)."""
+        fit_columns(self.table, stretch=NODES_COLUMN)
+
+    def resizeEvent(self, event: Any) -> None:
+        super().resizeEvent(event)
+        if self.rows:
+            self._fit_columns()
+
     def _on_clicked(self, row: int, _column: int) -> None:
-        nodes = self.table.item(row, 0).data(Qt.ItemDataRole.UserRole) or []
+        nodes = self.table.item(row, NAME_COLUMN).data(Qt.ItemDataRole.UserRole) or []
         if nodes:
             self.sig_node_selected.emit(nodes[0])
 
@@ -163,7 +187,7 @@ class EngineView(QWidget):
             self.sig_message.emit(exc.message)
             self.summary.setText(exc.message)
 
-    def _choose_layers(self) -> None:
+    def choose_layers(self) -> None:
         if path := self._pick("Engine layer info"):
             self._guarded(self.load, path)
 
@@ -174,3 +198,40 @@ class EngineView(QWidget):
     def _choose_diff(self) -> None:
         if path := self._pick("The other engine's layer info"):
             self._guarded(self.diff_with, path)
+
+
+def _share(ms: float | None, percent: float | None) -> str:
+    if ms is None:
+        return "—"
+    return f"{ms:.3f} ms" + (f" ({percent:.1f} %)" if percent is not None else "")
+
+
+def summary_html(summary: dict[str, Any]) -> str:
+    """The engine's summary as three small tables side by side."""
+    head = f"<b>{Path(summary['path']).name}</b>: {summary['layers']} layers"
+    if summary["total_ms"] is not None:
+        head += f", <b>{summary['total_ms']:.3f} ms</b> per inference (profile)"
+    else:
+        head += " — open the profile (trtexec --exportProfile) for times"
+    if not summary["detailed"]:
+        head += " · names only: build with --profilingVerbosity=detailed"
+    reformat = f"{summary['reformat_layers']} reformat layers"
+    if summary["reformat_ms"] is not None:
+        reformat += f", {summary['reformat_ms']:.3f} ms"
+    head += f" · {reformat} · {summary['regions']} Myelin regions"
+
+    def table(title: str, rows: list[tuple[str, str]]) -> str:
+        body = "".join(f"<tr><td>{a}</td><td align='right'>&nbsp;{b}</td></tr>" for a, b in rows)
+        return f"<td valign='top'><b>{title}</b><table>{body}</table></td>"
+
+    def line(entry: dict[str, Any]) -> tuple[str, str]:
+        ms = entry["ms"] if summary["timed"] else None
+        return entry["name"], f"{entry['layers']} · {_share(ms, entry['percent'])}"
+
+    by_type = [line(e) for e in summary["by_type"][:6]]
+    by_precision = [line(e) for e in summary["by_precision"]]
+    slowest = [(r["name"][:48], _share(r["time_ms"], r["percent"])) for r in summary["slowest"]]
+    cells = table("By layer type", by_type) + table("By precision", by_precision)
+    if slowest:
+        cells += table("Slowest layers", slowest)
+    return f"{head}<table cellspacing='12'><tr>{cells}</tr></table>"

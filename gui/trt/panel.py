@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -64,6 +65,7 @@ class BuildPanel(QWidget):
     sig_message = Signal(str)
     sig_node_selected = Signal(str)
     sig_overlay = Signal(str, dict, str, bool)
+    sig_engine_ready = Signal()  # a build finished: the Engine panel has its layers
 
     def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -136,8 +138,7 @@ class BuildPanel(QWidget):
             (self.script, "Python script"),
             (self.toml, "TOML"),
             (self.migration, "Migrate to 11"),
-            (self.engine_view, "Engine"),
-        ):
+        ):  # the engine view is a panel of its own (the main window docks it)
             outputs.addTab(widget, title)
         self.outputs = outputs
         left = QWidget()
@@ -152,8 +153,9 @@ class BuildPanel(QWidget):
         splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        self.banner.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         layout.addWidget(self.banner)
-        layout.addWidget(splitter)
+        layout.addWidget(splitter, 1)  # the form and the commands get the height, not the banner
 
     # -- model and project ------------------------------------------------------------------------
     def set_model(
@@ -381,7 +383,7 @@ class BuildPanel(QWidget):
             )
             if result.get("layers_json"):
                 self.engine_view.load(result["layers_json"])
-                self.outputs.setCurrentWidget(self.engine_view)
+                self.sig_engine_ready.emit()
 
     # -- files ------------------------------------------------------------------------------------
     def _choose_load(self) -> None:

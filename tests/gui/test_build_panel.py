@@ -8,9 +8,13 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from PySide6.QtCore import Qt
 
 from deploylens.core.quantize.trt_cache import read_cache
+from deploylens.gui.trt.engine_view import COLUMNS
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+
+COLUMN = {name: index for index, name in enumerate(COLUMNS)}
 
 
 def test_live_checks_commands_and_project(
@@ -92,7 +96,8 @@ def test_calibrate_in_the_worker_and_build_without_tensorrt(
 def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> None:
     root = next(artifacts.rglob("fp16/resnet.onnx.engine.graph.json")).parent.parent
     window = make_window()
-    view = window.build_panel.engine_view
+    view = window.engine_view
+    assert window.docks["Engine"].widget() is view  # a panel of its own, not a hidden tab
     overlays: list[str] = []
     view.sig_overlay.connect(lambda name, values, legend, log: overlays.append(name))
     view.load(
@@ -100,15 +105,23 @@ def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> 
     )
     assert view.table.rowCount() == len(view.info.layers) > 10
     assert overlays == ["TensorRT latency (ms)", "TensorRT precision"]
-    view.table.sortItems(
-        7, order=view.table.horizontalHeader().sortIndicatorOrder().DescendingOrder
-    )
-    slowest = float(view.table.item(0, 7).text())
+    # engine order first (TensorRT's run order), not reverse-alphabetical
+    assert [view.table.item(r, 0).text() for r in range(3)] == ["1", "2", "3"]
+    assert view.table.item(0, 1).text() == view.info.layers[0].name
+    # the summary a TREx user reads first: total, by type, by precision, reformats, slowest
+    total = sum(r["time_ms"] or 0 for r in view.rows)
+    text = view.summary.text()
+    assert f"{total:.3f} ms" in text and "By layer type" in text and "By precision" in text
+    assert "reformat layers" in text and "Slowest layers" in text
+    ms = COLUMN["ms"]
+    view.table.sortItems(ms, Qt.SortOrder.DescendingOrder)
+    slowest = float(view.table.item(0, ms).text())
     assert slowest == round(max(r["time_ms"] or 0 for r in view.rows), 3)
-    row = next(r for r in range(view.table.rowCount()) if view.table.item(r, 6).text())
+    nodes = COLUMN["ONNX nodes"]
+    row = next(r for r in range(view.table.rowCount()) if view.table.item(r, nodes).text())
     with qtbot.waitSignal(view.sig_node_selected) as selected:
         view.table.cellClicked.emit(row, 0)
-    assert selected.args[0] in view.table.item(row, 6).text()
+    assert selected.args[0] in view.table.item(row, nodes).text()
     diff = view.diff_with(root / "qat/resnet-qat.onnx.engine.graph.json")
     assert any("QuantizeLinear" in name for name in diff["added"])
     assert view.diff.toPlainText().startswith(f"layers added {len(diff['added'])}")
@@ -141,7 +154,7 @@ def test_build_ahead_of_time_with_tensorrt_rtx(
     text = panel.banner.text()
     assert "TensorRT-RTX 1." in text and "ahead of time for sm89, sm120" in text
     assert (tmp_path / "small_cnn.engine").stat().st_size > 100_000
-    assert panel.outputs.currentWidget() is panel.engine_view
+    assert window.front == "Engine"  # the Engine panel comes to the front with the layers
     assert panel.engine_view.table.rowCount() >= 1  # the builder's own layer account
 
     custom = tmp_path / "custom.onnx"
@@ -152,3 +165,60 @@ def test_build_ahead_of_time_with_tensorrt_rtx(
     qtbot.waitUntil(lambda: panel.build_button.isEnabled(), timeout=JOB_TIMEOUT_MS)
     assert "rejected custom.onnx at node '/customOp2'" in panel.banner.text()
     assert "namespace 'custom_domain'" in panel.problems.item(0).text()
+
+
+def _dynamic_batch_model(path: Path) -> Path:
+    """A Relu over ``image[N, 3, 8, 8]``: profiles are legal only on axis 0."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["image"], ["out"])],
+        "dyn",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["N", 3, 8, 8])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 3, 8, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def _consistent(panel) -> str:
+    """The banner, Problems and the command panes tell one story; returns the first problem."""
+    first = panel.problems.item(0).text()
+    command = panel.trtexec.toPlainText()
+    if first == "No problems for this TensorRT release.":
+        assert panel.banner.text().startswith("Settings are valid"), panel.banner.text()
+        assert command.startswith("trtexec "), command
+    else:
+        assert "problem(s)" in panel.banner.text() and first in panel.banner.text()
+        assert command.startswith("Fix the problems"), command
+    return first
+
+
+def test_every_keystroke_in_profiles_leaves_the_panel_consistent(
+    qtbot, make_window, tmp_path: Path
+) -> None:
+    """Item 1 of the GUI issue: min > opt stayed green with the previous command shown, and
+    typing a profile raised. Typed key by key (pytest-qt fails the test on any exception raised
+    in a slot); after every key the banner, Problems and trtexec agree."""
+    window = make_window()
+    wait_opened(qtbot, window, _dynamic_batch_model(tmp_path / "dyn.onnx"))
+    panel = window.build_panel
+    panel.version.setCurrentText("10.16")
+    box = panel.form.profiles
+    box.setFocus()
+    seen: set[str] = set()
+    for char in "image: 4x3x8x8 / 2x3x8x8 / 8x3x8x8":
+        qtbot.keyClicks(box, char)
+        seen.add(_consistent(panel))
+    first = _consistent(panel)
+    assert "min ≤ opt ≤ max" in first and "image" in first  # min 4 > opt 2 is a problem
+    assert len(seen) > 2  # the partial texts were judged too, not only the last one
+    box.selectAll()
+    qtbot.keyClicks(box, "image: 1x3x8x8 / 2x3x8x8 / 8x3x8x8")
+    assert _consistent(panel) == "No problems for this TensorRT release."
+    command = panel.trtexec.toPlainText()
+    assert "--minShapes=image:1x3x8x8" in command and "--optShapes=image:2x3x8x8" in command
+    assert "problem" not in panel.banner.text()  # the stale error did not stay
