@@ -7,7 +7,6 @@ the whole path: worker handshake → jobs on the samples → report → PNG of t
 from __future__ import annotations
 
 import time
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from deploylens.core.model.loading import read_model
 from deploylens.core.model.request import InspectRequest
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.model.summary_text import summary_text
+from deploylens.core.samples import bundled_models, samples_dir
 from deploylens.core.support.analysis import analyze, parse_target, report_dict
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.queries import reports_text
@@ -28,14 +28,6 @@ from deploylens.core.worker.client import JobFailure
 
 SCREENSHOT_MODEL = "small_cnn.dynamo.onnx"
 DEMO_TARGETS = ("ort-cpu", "trt-8.6", "trt-10.1")
-
-
-def samples_dir() -> Path:
-    return Path(str(files("deploylens.resources") / "samples"))
-
-
-def bundled_models() -> list[Path]:
-    return sorted(samples_dir().glob("*.onnx"))
 
 
 def environment_lines(hello: dict[str, Any]) -> list[str]:

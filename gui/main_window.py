@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+    QShowEvent,
+)
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QToolBar, QWidget
 
 from deploylens.core.errors import UserError
@@ -22,6 +29,7 @@ from deploylens.gui.model_document import ModelDocument
 from deploylens.gui.notifications import NotificationBar, Notifier
 from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
+from deploylens.gui.panels.start_page import StartPage
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 from deploylens.gui.sensitivity.panel import SensitivityPanel
 from deploylens.gui.support.panel import OpSupportPanel
@@ -29,7 +37,10 @@ from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.trt.panel import BuildPanel
 from deploylens.gui.validate.panel import ValidatePanel
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: start page, Engine dock, summary and jobs in one left column
+PANELS = ("Start", "Graph", "Op support", "Export", "Validate", "Build", "Engine", "Sensitivity",
+          "Timeline")  # fmt: skip
+LEFT_SHARE, LEFT_MIN, LEFT_MAX = 0.2, 260, 460  # the left column's width: 20 %, clamped
 OPEN_FILTER = f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
 
 
@@ -42,12 +53,17 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
         self.persist_layout = persist_layout
+        self._restored = False  # a saved layout was restored: keep the user's proportions
+        self.front = "Start"  # the panel tab in front
         self.jobs = JobManager(self)
         self.document = ModelDocument(self.jobs, self)
         self.notification_bar = NotificationBar()
         self.notifier = Notifier(self.notification_bar, self)
         self.notification_bar.sig_choose_interpreter.connect(self.show_preferences)
         self.summary_panel = ModelSummaryPanel()
+        self.start_page = StartPage()
+        self.start_page.sig_open_path.connect(self.open_path)
+        self.start_page.sig_action.connect(self._start_action)
         self.jobs_panel = JobsPanel(self.jobs)
         self.graph_panel = GraphPanel(self.jobs)
         self.graph_panel.sig_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
@@ -58,6 +74,7 @@ class MainWindow(QMainWindow):
         self.support_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.support_panel.sig_ready.connect(self._share_matrix)
         self.export_panel = ExportPanel(self.jobs)
+        self.export_panel.sig_needs_matrix.connect(self.support_panel.ensure_loaded)
         self.export_panel.sig_exported.connect(self.open_path)
         self.export_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.validate_panel = ValidatePanel(self.jobs)
@@ -73,6 +90,8 @@ class MainWindow(QMainWindow):
         self.build_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.build_panel.sig_overlay.connect(self._engine_overlay)
         self.build_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
+        self.build_panel.sig_engine_ready.connect(lambda: self.docks["Engine"].raise_())
+        self.engine_view = self.build_panel.engine_view
         self.sensitivity_panel = SensitivityPanel(self.jobs)
         self.sensitivity_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.sensitivity_panel.sig_overlay.connect(
@@ -119,24 +138,74 @@ class MainWindow(QMainWindow):
         self.notification_bar.sig_visible.connect(self.notification_toolbar.setVisible)
         left = Qt.DockWidgetArea.LeftDockWidgetArea
         right = Qt.DockWidgetArea.RightDockWidgetArea
-        self._dock("Model summary", self.summary_panel, left)
-        first = self._dock("Graph", self.graph_panel, right)
-        self.tabifyDockWidget(first, self._dock("Op support", self.support_panel, right))
-        self.tabifyDockWidget(first, self._dock("Export", self.export_panel, right))
-        self.tabifyDockWidget(first, self._dock("Validate", self.validate_panel, right))
-        self.tabifyDockWidget(first, self._dock("Build", self.build_panel, right))
-        self.tabifyDockWidget(first, self._dock("Sensitivity", self.sensitivity_panel, right))
-        self.tabifyDockWidget(first, self._dock("Timeline", self.timeline_panel, right))
-        first.raise_()
-        self._dock("Jobs / Log", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.resizeDocks(
-            [self.docks["Model summary"], first], [560, 840], Qt.Orientation.Horizontal
+        # The left column (summary over jobs) runs the full height; the panels get the rest.
+        self.setCorner(Qt.Corner.TopLeftCorner, left)
+        self.setCorner(Qt.Corner.BottomLeftCorner, left)
+        summary = self._dock("Model summary", self.summary_panel, left)
+        jobs = self._dock("Jobs / Log", self.jobs_panel, left)
+        self.splitDockWidget(summary, jobs, Qt.Orientation.Vertical)
+        widgets = {
+            "Start": self.start_page, "Graph": self.graph_panel, "Op support": self.support_panel,
+            "Export": self.export_panel, "Validate": self.validate_panel,
+            "Build": self.build_panel, "Engine": self.engine_view,
+            "Sensitivity": self.sensitivity_panel, "Timeline": self.timeline_panel,
+        }  # fmt: skip
+        first = self._dock(PANELS[0], widgets[PANELS[0]], right)
+        for title in PANELS[1:]:
+            self.tabifyDockWidget(first, self._dock(title, widgets[title], right))
+        for title in PANELS:
+            self.docks[title].visibilityChanged.connect(
+                lambda visible, t=title: self._on_dock_visible(t, visible)
+            )
+        # the registries take seconds: collected when the panel first comes to the front
+        self.docks["Op support"].visibilityChanged.connect(
+            lambda visible: visible and self.support_panel.ensure_loaded()
         )
+        first.raise_()
+        self._proportions_applied = False
+
+    def apply_default_proportions(self) -> None:
+        """The left column takes 20 % of the width (260–460 px) and the jobs a third of its
+        height, whatever the window size: the active panel keeps most of the window (at
+        1366×768 as at 3840×2160)."""
+        width = int(min(LEFT_MAX, max(LEFT_MIN, LEFT_SHARE * self.width())))
+        self.resizeDocks(
+            [self.docks["Model summary"], self.docks["Graph"]],
+            [width, max(self.width() - width, 200)],
+            Qt.Orientation.Horizontal,
+        )
+        column = max(self.height() - 80, 200)
         self.resizeDocks(
             [self.docks["Model summary"], self.docks["Jobs / Log"]],
-            [640, 170],
+            [column * 2 // 3, column // 3],
             Qt.Orientation.Vertical,
         )
+        self._proportions_applied = True
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._proportions_applied and not self._restored:
+            QTimer.singleShot(0, self.apply_default_proportions)
+
+    def active_panel(self) -> QDockWidget:
+        """The panel tab in front (what the user works in)."""
+        return self.docks[self.front]
+
+    def _on_dock_visible(self, title: str, visible: bool) -> None:
+        if visible:
+            self.front = title
+
+    def _start_action(self, action: str) -> None:
+        if action == "open":
+            self.choose_and_open()
+        elif action == "pytorch":
+            self.docks["Export"].raise_()
+        elif action == "trace":
+            self.docks["Timeline"].raise_()
+            self.timeline_panel.choose_trace()
+        elif action == "engine":
+            self.docks["Engine"].raise_()
+            self.engine_view.choose_layers()
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -169,6 +238,7 @@ class MainWindow(QMainWindow):
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         items = recent_files()
+        self.start_page.set_recent(items)
         for path in items:
             action = self.recent_menu.addAction(path)
             action.triggered.connect(lambda _=False, p=path: self.open_path(p))
@@ -180,7 +250,7 @@ class MainWindow(QMainWindow):
 
     def _share_matrix(self, matrix: object) -> None:
         """The export panel's fix ladder uses the support matrix once it is loaded."""
-        self.export_panel.matrix = matrix
+        self.export_panel.set_matrix(matrix)
 
     def _engine_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
         """Engine latency (summed over collapsed groups) or precision (their most common one)."""
@@ -249,6 +319,8 @@ class MainWindow(QMainWindow):
         self.build_panel.set_model(summary.path, inputs, self.document.project.tables.get("build"))
         self._fill_recent()
         self.notification_bar.dismiss()
+        if self.front == "Start":
+            self.docks["Graph"].raise_()  # the start page has done its job
         if summary.problems:
             self.notifier.user_message("; ".join(summary.problems))
 
@@ -280,7 +352,7 @@ class MainWindow(QMainWindow):
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
-            self.restoreState(state, LAYOUT_VERSION)
+            self._restored = self.restoreState(state, LAYOUT_VERSION)
 
     def save_layout(self) -> None:
         settings = gui_settings()

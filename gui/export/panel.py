@@ -52,6 +52,7 @@ class ExportPanel(QWidget):
     sig_exported = Signal(str)  # path of a checked, successful export
     sig_finished = Signal(object)  # the job's result
     sig_message = Signal(str)
+    sig_needs_matrix = Signal()  # the fix ladder reads the support matrix: load it if nobody has
 
     def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -262,6 +263,8 @@ class ExportPanel(QWidget):
         self.summary.setPlainText(f"Exporting with the {request.settings.exporter} exporter …")
         self.findings.clear()
         self.export_button.setEnabled(False)
+        if self.matrix is None:
+            self.sig_needs_matrix.emit()
         job = self.jobs.submit_request(request, f"Export {request.source.spec()}")
         job.sig_finished.connect(self._on_result)
         job.sig_failed.connect(self._on_failed)
@@ -280,6 +283,13 @@ class ExportPanel(QWidget):
         self.sig_finished.emit(result)
         if result["ok"]:
             self.sig_exported.emit(result["path"])
+
+    def set_matrix(self, matrix: SupportMatrix) -> None:
+        """The support matrix arrived: a result already shown gets its full fix ladder."""
+        self.matrix = matrix
+        if self.result is not None and self.result.get("findings"):
+            attach_fixes(self.result, matrix, self.plugins)
+            self._show_findings(self.result)
 
     def _show_findings(self, result: dict[str, Any]) -> None:
         self.findings.clear()

@@ -18,10 +18,11 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.columns import compact_rows
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.worker_client import WorkerJob
 
-COLUMNS = ("Job", "Status", "Progress", "Elapsed", "")
+COLUMNS = ("Job", "Status", "Progress", "Time", "")
 
 
 class JobsPanel(QWidget):
@@ -32,7 +33,19 @@ class JobsPanel(QWidget):
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()
+        header.setMinimumSectionSize(24)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        for column in (2, 3, 4):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+        self.table.setColumnWidth(1, 90)
+        self.table.setColumnWidth(2, 64)
+        self.table.setColumnWidth(3, 52)
+        self.table.setColumnWidth(4, 28)  # a ✕ button: the column fits a narrow left column
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setWordWrap(False)
+        compact_rows(self.table)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.log = QPlainTextEdit()
         self.log.setReadOnly(True)
@@ -52,13 +65,16 @@ class JobsPanel(QWidget):
         row = self.table.rowCount()
         self.table.insertRow(row)
         self.rows[job.id] = row
-        self.table.setItem(row, 0, QTableWidgetItem(job.title))
+        title = QTableWidgetItem(job.title)
+        title.setToolTip(job.title)
+        self.table.setItem(row, 0, title)
         self.table.setItem(row, 1, QTableWidgetItem("starting"))
         bar = QProgressBar()
         bar.setRange(0, 0)  # busy until the first fraction arrives
         self.table.setCellWidget(row, 2, bar)
         self.table.setItem(row, 3, QTableWidgetItem("0.0 s"))
-        cancel = QPushButton("Cancel")
+        cancel = QPushButton("✕")
+        cancel.setToolTip(f"Cancel {job.title}")
         cancel.clicked.connect(job.cancel)
         self.table.setCellWidget(row, 4, cancel)
         job.sig_state.connect(lambda state, j=job: self._on_state(j, state))
@@ -85,6 +101,7 @@ class JobsPanel(QWidget):
             bar.setValue(int(max(0.0, min(1.0, fraction)) * 1000))
         if text:
             self.table.item(self.rows[job.id], 1).setText(text)
+            self.table.item(self.rows[job.id], 1).setToolTip(text)
 
     def _on_state(self, job: WorkerJob, state: str) -> None:
         row = self.rows[job.id]
@@ -98,7 +115,9 @@ class JobsPanel(QWidget):
             self.append_log(f"[{job.title}] {state} after {job.elapsed():.2f} s")
 
     def _on_failed(self, job: WorkerJob, failure: JobFailure) -> None:
-        self.table.item(self.rows[job.id], 1).setText(f"{failure.kind}: {failure.message}")
+        status = self.table.item(self.rows[job.id], 1)
+        status.setText(f"{failure.kind}: {failure.message}")
+        status.setToolTip(f"{failure.kind}: {failure.message}")
         self.append_log(f"[{job.title}] {failure.kind}: {failure}")
 
     def _tick(self) -> None:

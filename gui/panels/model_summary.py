@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QResizeEvent
 from PySide6.QtWidgets import (
     QLabel,
     QStackedWidget,
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.model.summary_text import human_bytes, shape_text
+from deploylens.gui.common.columns import fit_columns
 
 _PROBLEM = QColor("#b3261e")
 _WARNING = QColor("#8a5a00")
@@ -57,9 +58,13 @@ class ModelSummaryPanel(QWidget):
         for index in range(tree.topLevelItemCount()):  # long lists stay folded
             item = tree.topLevelItem(index)
             item.setExpanded(item.childCount() <= 12 or index < 1)
-        for column in range(3):
-            tree.resizeColumnToContents(column)
         self.stack.setCurrentWidget(tree)
+        fit_columns(tree, stretch=1)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.summary is not None:
+            fit_columns(self.tree, stretch=1)
 
     def visible_text(self) -> str:
         """All text in the tree (tests and the screenshot check read it)."""

@@ -32,6 +32,7 @@ from deploylens.core.settings import cache_dir
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.settings import BuildSettings
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 
@@ -93,9 +94,12 @@ class SensitivityPanel(QWidget):
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.cellClicked.connect(self._on_row)
+        self.table.verticalHeader().setVisible(False)
+        compact_rows(self.table)
         self.plot = pg.PlotWidget(background="w")
         self.plot.setLabel("bottom", "layers kept in FP32 (most sensitive first)")
         self.plot.showGrid(x=True, y=True, alpha=0.3)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)  # top-1 0.899, not "899 (x0.001)"
         self.curve = self.plot.plot([], [], pen=pg.mkPen("#1f77b4", width=2), symbol="o",
                                     symbolSize=6)  # fmt: skip
         dashed = pg.mkPen("#d62728", style=Qt.PenStyle.DashLine)
@@ -244,7 +248,7 @@ class SensitivityPanel(QWidget):
                 self.table.setItem(index, column, cell)
         self.table.setSortingEnabled(True)
         self.table.sortItems(0, Qt.SortOrder.AscendingOrder)
-        self.table.resizeColumnsToContents()
+        fit_columns(self.table, stretch=1)
         kept = [p["kept"] for p in report["curve"]]
         values = [_metric(p["score"], metric) or 0.0 for p in report["curve"]]
         self.curve.setData(kept, values)
@@ -259,7 +263,7 @@ class SensitivityPanel(QWidget):
         )
         met = "meets" if plan["met"] else "is the best found but does NOT meet"
         self._banner(
-            f"{len(rows)} nodes analysed in {report['seconds']:.1f} s. Plan: {len(plan['kept'])} "
+            f"{len(rows)} nodes analysed in {report['seconds']:.2f} s. Plan: {len(plan['kept'])} "
             f"kept in FP32 → {metric} {_metric(plan['score'], metric):.4g}, which {met} the "
             f"budget {report['budget']:g}. Files: {report['files']['model']}, "
             f"{report['files']['settings']}",

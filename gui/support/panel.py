@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -38,6 +38,7 @@ from deploylens.core.support.request import (
 from deploylens.core.support.tensorrt_table import table_versions
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
+from deploylens.gui.common.columns import set_widths
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.support.table_model import SupportTableModel
 
@@ -122,6 +123,16 @@ class OpSupportPanel(QWidget):
 
     def showEvent(self, event: Any) -> None:
         super().showEvent(event)
+        # Qt shows every tabbed dock once while building the window: load only if the panel is
+        # really on screen once the event loop has settled (the registries take seconds).
+        QTimer.singleShot(0, self._load_if_on_screen)
+
+    def _load_if_on_screen(self) -> None:
+        if not self._requested and self.isVisible() and not self.visibleRegion().isEmpty():
+            self.load()
+
+    def ensure_loaded(self) -> None:
+        """Another panel needs the matrix (the export fix ladder): load it if nobody has."""
         if not self._requested:
             self.load()
 
@@ -152,10 +163,13 @@ class OpSupportPanel(QWidget):
         self.table.setModel(self.table_model)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for column in range(2, self.table_model.columnCount()):
-            self.table.setColumnWidth(
-                column, 26 if column < self.table_model.first_ort_column else 64
-            )
+        set_widths(
+            self.table,
+            {
+                column: 26 if column < self.table_model.first_ort_column else 64
+                for column in range(2, self.table_model.columnCount())
+            },
+        )
         self.table.setColumnWidth(0, 170)
         self.domain.blockSignals(True)
         self.domain.clear()
@@ -207,7 +221,7 @@ class OpSupportPanel(QWidget):
         )
         if self.table_model is not None:
             self.table_model.set_live(f"RTX {release} live", answer["ops"])
-            self.table.setColumnWidth(self.table_model.live_column, 72)
+            set_widths(self.table, {self.table_model.live_column: 72})
         self.target.blockSignals(True)
         self.target.insertItem(0, LIVE_TARGET)
         self.target.setCurrentIndex(0)
@@ -258,6 +272,9 @@ class OpSupportPanel(QWidget):
         self.model_ops = uses
         opsets = {domain_name(o.domain): o.version for o in model.opset_import}
         self.table_model.set_model_ops({k: len(u.nodes) for k, u in uses.items()}, opsets)
+        listed = {self.domain.itemText(i) for i in range(self.domain.count())}
+        for domain in sorted({d for d, _ in uses} - listed):  # custom domains of this model
+            self.domain.addItem(domain)
         self.in_model.setChecked(True)
         self.analyze()
 
@@ -347,9 +364,12 @@ class OpSupportPanel(QWidget):
             return
         text = self.search.text().strip().lower()
         domain = self.domain.currentText()
+        known = self.matrix.ops()
+        # a custom-domain op is in no registry, and is exactly the row a user came to see
+        extra = sorted(set(self.model_ops) - set(known))
         rows = [
             (d, o)
-            for d, o in self.matrix.ops()
+            for d, o in [*known, *extra]
             if (not text or text in o.lower())
             and (domain in ("", ALL_DOMAINS) or d == domain)
             and (not self.in_model.isChecked() or (d, o) in self.model_ops or not self.model_ops)

@@ -19,6 +19,8 @@ from deploylens.gui.timeline.panel import TimelinePanel
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 
 EXPECTED_DOCKS = {
+    "Start",
+    "Engine",
     "Graph",
     "Op support",
     "Export",
@@ -36,6 +38,55 @@ def test_every_dock_is_a_real_panel(make_window) -> None:
     assert set(window.docks) == EXPECTED_DOCKS
     assert window.docks["Timeline"].widget() is window.timeline_panel
     assert isinstance(window.timeline_panel, TimelinePanel)
+
+
+def test_an_empty_window_starts_on_the_start_page_and_loads_nothing_heavy(
+    qtbot, make_window, samples: Path
+) -> None:
+    """First steps are on screen; the support registries (a long job) wait until the Op support
+    panel is really shown; a sample on the start page opens and the graph comes forward."""
+    window = make_window(persist_layout=False)
+    qtbot.wait(200)  # let every deferred start-up call run
+    assert window.front == "Start"
+    assert set(window.start_page.buttons) == {"open", "pytorch", "trace", "engine"}
+    names = [
+        window.start_page.samples.item(i).text() for i in range(window.start_page.samples.count())
+    ]
+    assert any(name.startswith("small_cnn") for name in names)
+    assert [job.title for job in window.jobs.jobs] == []  # nothing started at launch
+    item = next(
+        window.start_page.samples.item(i)
+        for i in range(window.start_page.samples.count())
+        if window.start_page.samples.item(i).text().startswith("small_cnn")
+    )
+    with qtbot.waitSignal(window.document.sig_opened, timeout=JOB_TIMEOUT_MS):
+        window.start_page.samples.itemClicked.emit(item)
+    qtbot.waitUntil(lambda: window.front == "Graph", timeout=5000)
+    assert "Op support registries" not in [job.title for job in window.jobs.jobs]
+    window.docks["Op support"].raise_()
+    qtbot.waitUntil(
+        lambda: "Op support registries" in [job.title for job in window.jobs.jobs], timeout=5000
+    )
+
+
+def test_the_active_panel_has_most_of_the_window_at_every_size(qtbot, make_window) -> None:
+    """Jobs/Log took 44 % of the height at 1920×1080 and the summary half the width: the panel
+    in front now keeps at least 60 % of the window at 1366×768, 1920×1080 and 3840×2160."""
+    for width, height in ((1366, 768), (1920, 1080), (3840, 2160)):
+        window = make_window(persist_layout=False)
+        window.resize(width, height)
+        qtbot.wait(100)
+        window.apply_default_proportions()
+        qtbot.wait(50)
+        for title in ("Graph", "Timeline", "Engine"):
+            window.docks[title].raise_()
+            qtbot.wait(20)
+            panel = window.docks[title].widget()
+            share = panel.width() * panel.height() / (window.width() * window.height())
+            assert share >= 0.6, (width, height, title, round(share, 3))
+        summary = window.docks["Model summary"]
+        assert 250 <= summary.width() <= 470
+        assert window.docks["Jobs / Log"].height() < 0.45 * window.height()
 
 
 def test_open_a_sample_fills_the_summary(qtbot, make_window, samples: Path) -> None:

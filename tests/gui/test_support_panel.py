@@ -122,3 +122,9 @@ def test_the_live_tensorrt_rtx_parser_is_a_column_and_the_default_target(
     assert blocker.text(0) == "customOp2" and "/customOp2" in blocker.text(2)
     assert "customOp2 version 1 in namespace 'custom_domain'" in blocker.child(0).text(1)
     assert panel.support_overlay()["/customOp2"] == "blocked"
+    # the op table lists the model's custom-domain op (it is in no registry), not nothing
+    rows = model.rows
+    assert ("custom_domain", "customOp2") in rows and panel.in_model.isChecked()
+    row = rows.index(("custom_domain", "customOp2"))
+    assert model.data(model.index(row, model.model_column)) == "1"
+    assert model.data(model.index(row, model.live_column)) == "✗"
