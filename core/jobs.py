@@ -242,9 +242,31 @@ def run_job(
     on_progress: ProgressCallback | None = None,
     timeout: float | None = None,
 ) -> Any:
-    """Start a worker, run one job in it, and stop it again."""
+    """Start a worker, run one job in it, and stop it again. Without a progress callback of
+    the caller's, a terminal gets a progress line on stderr (core/progress_bar.py)."""
+    from deploylens.core.progress_bar import terminal_progress
+
+    bar = terminal_progress(JOB_TITLES.get(method, method)) if on_progress is None else None
     worker = Worker(python)
     try:
-        return worker.run(method, params, on_progress=on_progress, timeout=timeout)
+        return worker.run(method, params, on_progress=on_progress or bar, timeout=timeout)
     finally:
         worker.close()
+        if bar is not None:
+            bar.close()
+
+
+JOB_TITLES = {
+    "export.run": "export",
+    "support.sample_aten": "support: the sample's aten ops",
+    "support.collect": "op support registries",
+    "support.tensorrt_probe": "TensorRT parser",
+    "validate.outputs": "validate",
+    "quantize.calibrate": "calibrate",
+    "quantize.sensitivity": "sensitivity",
+    "quantize.study": "calibration study",
+    "build.engine": "build",
+    "surgery.apply": "surgery",
+    "trace.profile": "profile",
+    "trace.sweep": "sweep",
+}

@@ -54,7 +54,6 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     request = SensitivityRequest.from_args(args).prepared()
     report = request.run(
         args.python,
-        on_progress=None if args.json else (lambda f, m: print(f"  {m}", flush=True)),
     )
     if request.build:
         report["build"] = build_plan(report, args.python)
@@ -143,7 +142,6 @@ def cmd_study(args: argparse.Namespace) -> int:
         .prepared()
         .run(
             args.python,
-            on_progress=None if args.json else (lambda f, m: print(f"  {m}", flush=True)),
         )
     )
     if args.json:

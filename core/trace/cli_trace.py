@@ -110,7 +110,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """The capture runs in the worker (it runs the model); the trace's statistics follow."""
-    result = ProfileRequest.from_args(args).prepared().run(args.python, on_progress=_progress(args))
+    result = ProfileRequest.from_args(args).prepared().run(args.python)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -133,14 +133,8 @@ def profile_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _progress(args: argparse.Namespace) -> Any:
-    if args.json:
-        return None
-    return lambda fraction, text: print(f"  {text}", flush=True)
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
-    result = SweepRequest.from_args(args).prepared().run(args.python, on_progress=_progress(args))
+    result = SweepRequest.from_args(args).prepared().run(args.python)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0 if not result["failed"] else 1

@@ -94,7 +94,6 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _real_build(args: argparse.Namespace, request: BuildRequest) -> int:
     result = request.prepared().run(
         args.python,
-        on_progress=lambda f, m: print(f"  {m}", flush=True) if not args.json else None,
     )
     if args.json:
         print(json.dumps(result, indent=2))
