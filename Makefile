@@ -11,7 +11,7 @@ SYSTEM_PACKAGES := libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libgl
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
 	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core graphviz
 
-.PHONY: system install demo test lint bench clean package smoke
+.PHONY: system install demo test lint bench clean package smoke screenshots
 
 system:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -38,6 +38,14 @@ demo: install
 test: install
 	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
 	DEPLOYLENS_REQUIRE_TRT_RTX=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
+
+# The screenshot suite under Xvfb; its 1920x1080 set is what docs/screenshots/ shows (README).
+screenshots: install
+	rm -rf out/screens
+	xvfb-run -a -s "-screen 0 3840x2160x24" env QT_QPA_PLATFORM=xcb DEPLOYLENS_SCREENSHOT_DIR=out/screens \
+		$(BIN)/python -m pytest -q -m xvfb tests/gui/test_screenshots.py -k "not hidpi"
+	mkdir -p docs/screenshots
+	$(BIN)/python -c "import sys, PIL.Image as I; [I.open(f).convert('RGB').quantize(256, dither=I.Dither.NONE).save('docs/screenshots/' + f.rsplit('/', 1)[1], optimize=True) for f in sys.argv[1:]]" out/screens/1920x1080/*.png
 
 lint: install
 	$(BIN)/ruff check .
