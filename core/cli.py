@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "deploylens.core.engine.cli_engine",  # engine
     "deploylens.core.trt.cli_build",  # build
     "deploylens.core.quantize.cli_quantize",  # calibrate
+    "deploylens.core.surgery.cli_surgery",  # surgery
     "deploylens.core.trace.cli_trace",  # trace, profile
     "deploylens.core.cli_demo",  # demo, env
 )
@@ -49,6 +50,7 @@ COMMAND_HOMES = {
     "calibrate": "deploylens.core.quantize.cli_quantize",
     "sensitivity": "deploylens.core.quantize.cli_quantize",
     "calibration-study": "deploylens.core.quantize.cli_quantize",
+    "surgery": "deploylens.core.surgery.cli_surgery",
     "trace": "deploylens.core.trace.cli_trace",
     "profile": "deploylens.core.trace.cli_trace",
     "sweep": "deploylens.core.trace.cli_trace",

@@ -23,12 +23,23 @@ def _rewrite_domains(model: onnx.ModelProto, rewrite: dict[str, str]) -> onnx.Mo
     for node in copy.graph.node:
         if node.domain in rewrite:
             node.domain = rewrite[node.domain]
+            _flatten_int_lists(node)
     kept = [o for o in copy.opset_import if o.domain not in rewrite]
     del copy.opset_import[:]
     copy.opset_import.extend(kept)
     if ORT_PYOP_DOMAIN not in {o.domain for o in kept}:
         copy.opset_import.append(onnx.helper.make_opsetid(ORT_PYOP_DOMAIN, 1))
     return copy
+
+
+def _flatten_int_lists(node: onnx.NodeProto) -> None:
+    """A PyOp reads no list attributes: ``stride=[2, 1]`` also becomes ``stride_0=2,
+    stride_1=1`` on the validation copy (TensorRT plugin nodes carry such lists)."""
+    for attribute in list(node.attribute):
+        if attribute.type == onnx.AttributeProto.INTS:
+            for index, value in enumerate(attribute.ints):
+                flat = onnx.helper.make_attribute(f"{attribute.name}_{index}", value)
+                node.attribute.append(flat)
 
 
 def session_options(optimized: bool = True, extensions: bool = False) -> Any:

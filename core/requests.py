@@ -35,6 +35,7 @@ REQUESTS: dict[str, str] = {
     "quantize.sensitivity": "deploylens.core.quantize.request:SensitivityRequest",
     "quantize.study": "deploylens.core.quantize.request:StudyRequest",
     "build.engine": "deploylens.core.trt.request:BuildRequest",
+    "surgery.apply": "deploylens.core.surgery.request:SurgeryRequest",
     "trace.profile": "deploylens.core.trace.request:ProfileRequest",
     "trace.sweep": "deploylens.core.trace.request:SweepRequest",
     "trace.lab": "deploylens.core.trace.request:LabRequest",

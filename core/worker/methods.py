@@ -16,6 +16,7 @@ METHODS: dict[str, str] = {
     "quantize.sensitivity": "deploylens.core.quantize.job:sensitivity_job",
     "quantize.study": "deploylens.core.quantize.job:study_job",
     "build.engine": "deploylens.core.trt.job:build_job",
+    "surgery.apply": "deploylens.core.surgery.job:surgery_job",
     "trace.profile": "deploylens.core.trace.job:profile_job",
     "trace.sweep": "deploylens.core.trace.job:sweep_job",
     "trace.lab": "deploylens.core.trace.job:lab_job",

@@ -1,0 +1,142 @@
+"""Edited vs original on the same seeded inputs through ONNX Runtime (custom nodes through the
+plugins' reference implementations): the check that a rewrite kept the numbers."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+ATOL = RTOL = 1e-5
+_DTYPES = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.FLOAT16: np.float16,
+    onnx.TensorProto.DOUBLE: np.float64,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.BOOL: np.bool_,
+}
+
+
+def seeded_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    """Uniform [-1, 1] floats (ints in [0, 4)) for every graph input; a symbolic dim is 1."""
+    rng = np.random.default_rng(seed)
+    initializers = {i.name for i in model.graph.initializer}
+    feeds: dict[str, np.ndarray] = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tensor.shape.dim]
+        dtype = _DTYPES.get(tensor.elem_type, np.float32)
+        if np.issubdtype(dtype, np.floating):
+            feeds[value.name] = rng.uniform(-1, 1, shape).astype(dtype)
+        else:
+            feeds[value.name] = rng.integers(0, 4, shape).astype(dtype)
+    return feeds
+
+
+def _with_outputs(
+    path: str | Path, names: list[str], scratch: Path, tag: str, fallback: dict[str, Any]
+) -> tuple[Path, dict[str, Any]]:
+    """A copy of the model that also outputs ``names``, typed by shape inference — or, past a
+    custom node inference cannot see through, by the other model's type for that name."""
+    model = onnx.load(str(path))
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    typed = {v.name: v for v in inferred.graph.value_info}
+    present = {o.name for o in model.graph.output}
+    for name in names:
+        value = typed.get(name) or fallback.get(name)
+        if value is not None and name not in present:
+            model.graph.output.append(value)
+    out = scratch / f"{tag}.layers.onnx"  # weights inline: fine below 2 GB
+    onnx.save(model, out)
+    return out, typed
+
+
+def shared_tensors(original: onnx.ModelProto, edited: onnx.ModelProto) -> list[str]:
+    """Intermediate tensors both graphs compute under one name, in the edited graph's order:
+    what a rewrite kept, so where it starts to differ can be found."""
+    made = {t for n in original.graph.node for t in n.output}
+    finals = {o.name for o in edited.graph.output}
+    ordered = [t for n in edited.graph.node for t in n.output if t in made and t not in finals]
+    return list(dict.fromkeys(t for t in ordered if t))
+
+
+def compare_models(
+    original: str | Path,
+    edited: str | Path,
+    plugins: list[Any],
+    seed: int = 0,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+    layers: bool = True,
+) -> dict[str, Any]:
+    """Per shared output: max abs and max rel error, and whether every element is within
+    ``atol + rtol·|reference|``. Not comparable (said, not passed) when the inputs differ."""
+    from deploylens.core.ort_session import plugin_session
+
+    a_model = onnx.load(str(original), load_external_data=False)
+    b_model = onnx.load(str(edited), load_external_data=False)
+    a_inputs = {i.name for i in a_model.graph.input} - {i.name for i in a_model.graph.initializer}
+    b_inputs = {i.name for i in b_model.graph.input} - {i.name for i in b_model.graph.initializer}
+    if a_inputs != b_inputs:
+        return {
+            "comparable": False,
+            "passed": None,
+            "reason": f"the inputs differ ({sorted(a_inputs)} vs {sorted(b_inputs)})",
+        }
+    feeds = seeded_inputs(a_model, seed)
+    inner = shared_tensors(a_model, b_model) if layers else []
+    with tempfile.TemporaryDirectory(prefix="deploylens-surgery-") as scratch:
+        a_path, b_path = Path(original), Path(edited)
+        types: dict[str, Any] = {}
+        if inner:
+            a_path, types = _with_outputs(original, inner, Path(scratch), "a", {})
+            b_path, _ = _with_outputs(edited, inner, Path(scratch), "b", types)
+        a_session, _ = plugin_session(a_path, plugins, optimized=False)
+        b_session, via = plugin_session(b_path, plugins, optimized=False)
+    a_names = {x.name for x in a_session.get_outputs()}
+    shared = [o.name for o in b_session.get_outputs() if o.name in a_names]
+    finals = [o.name for o in b_model.graph.output if o.name in a_names]
+    if not finals:
+        return {"comparable": False, "passed": None, "reason": "no output name in common"}
+    a_out = dict(zip(shared, a_session.run(shared, feeds), strict=True))
+    b_out = dict(zip(shared, b_session.run(shared, feeds), strict=True))
+    rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in finals]
+    layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in inner if n in a_out]
+    first = next((r["output"] for r in layer_rows if not r["passed"]), None)
+    return {
+        "comparable": True,
+        "passed": all(r["passed"] for r in rows),
+        "outputs": rows,
+        "layers": layer_rows,
+        "first_diverging": first,
+        "atol": atol,
+        "rtol": rtol,
+        "seed": seed,
+        "via": via,
+    }
+
+
+def _row(name: str, a: Any, b: Any, atol: float, rtol: float) -> dict[str, Any]:
+    ref, got = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if ref.shape != got.shape:
+        return {"output": name, "passed": False, "reason": f"shape {got.shape} ≠ {ref.shape}"}
+    diff = np.abs(ref - got)
+    finite = np.isfinite(ref) & np.isfinite(got)
+    same_nonfinite = bool(  # NaN where NaN, the same infinity where an infinity
+        np.array_equal(finite, np.isfinite(ref))
+        and np.array_equal(ref[~finite], got[~finite], equal_nan=True)
+    )
+    return {
+        "output": name,
+        "max_abs": float(diff[finite].max(initial=0.0)),
+        "max_rel": float((diff[finite] / np.maximum(np.abs(ref[finite]), 1e-12)).max(initial=0.0)),
+        "passed": bool(
+            same_nonfinite and np.all(diff[finite] <= atol + rtol * np.abs(ref[finite]))
+        ),
+    }

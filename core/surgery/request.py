@@ -1,0 +1,86 @@
+"""The ``surgery.apply`` request: a model, a chain of steps, where to write the result — what
+``deploylens surgery`` and the Graph panel's surgery actions fill."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from deploylens.core.errors import UserError
+from deploylens.core.requests import Request
+from deploylens.core.surgery.patterns import PATTERNS
+from deploylens.core.surgery.steps import Step, steps_from_toml
+
+
+@dataclass
+class SurgeryRequest(Request):
+    JOB: ClassVar[str] = "surgery.apply"
+    COMMAND: ClassVar[str] = "surgery"
+
+    model: str
+    steps: list[Step] = field(default_factory=list)
+    output: str = ""  # default: <model>.edited.onnx
+    script: str = ""  # also write the onnx-graphsurgeon reproducer here
+    compare: bool = True  # edited vs original through ONNX Runtime on seeded inputs
+    check_tensorrt: bool = True  # the installed TensorRT(-RTX) parser's verdict, where there is one
+
+    def output_path(self) -> str:
+        return self.output or str(Path(self.model).with_suffix(".edited.onnx"))
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("model", type=Path)
+        parser.add_argument("--steps", type=Path, help="a TOML file of [[steps]] tables")
+        parser.add_argument("--fold", action="store_true", help="fold constants and simplify first")
+        parser.add_argument(
+            "--pattern",
+            action="append",
+            default=[],
+            choices=list(PATTERNS),
+            help="apply a built-in pattern (repeatable; after --steps)",
+        )
+        parser.add_argument("--out", type=Path, help="the edited model (default MODEL.edited.onnx)")
+        parser.add_argument("--script", type=Path, help="write the onnx-graphsurgeon reproducer")
+        parser.add_argument("--no-compare", action="store_true", help="skip edited vs original")
+        parser.add_argument("--no-tensorrt", action="store_true", help="skip the parser check")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SurgeryRequest:
+        steps: list[Step] = []
+        if args.fold:
+            steps.append(Step(op="fold"))
+        if args.steps:
+            if not args.steps.is_file():
+                raise UserError(f"{args.steps} is not a file (the --steps TOML)")
+            steps += steps_from_toml(args.steps.read_text(encoding="utf-8"), str(args.steps))
+        steps += [Step(op="pattern", pattern=p) for p in args.pattern]
+        if not steps:
+            raise UserError("nothing to do: give --steps FILE, --fold or --pattern NAME")
+        return cls(
+            model=str(args.model.resolve()),
+            steps=steps,
+            output=str(args.out.resolve()) if args.out else "",
+            script=str(args.script.resolve()) if args.script else "",
+            compare=not args.no_compare,
+            check_tensorrt=not args.no_tensorrt,
+        )
+
+    def cli_args(self) -> list[str]:
+        args = [self.model]
+        patterns = [s.pattern for s in self.steps if s.op == "pattern"]
+        if any(s.op != "pattern" for s in self.steps):
+            args += ["--steps", str(Path(self.output_path()).with_suffix(".steps.toml"))]
+        else:
+            for name in patterns:
+                args += ["--pattern", name]
+        if self.output:
+            args += ["--out", self.output]
+        if self.script:
+            args += ["--script", self.script]
+        if not self.compare:
+            args.append("--no-compare")
+        if not self.check_tensorrt:
+            args.append("--no-tensorrt")
+        return args

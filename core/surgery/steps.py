@@ -1,0 +1,252 @@
+"""A surgery is a chain of typed steps: applied in order, saved in a project or a steps file
+(``[[steps]]`` tables), replayed by ``deploylens surgery MODEL --steps steps.toml`` and written
+down as the onnx-graphsurgeon / onnxslim script that does the same."""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import onnx
+
+from deploylens.core import typed
+from deploylens.core.errors import UserError
+from deploylens.core.surgery import graph_ops
+from deploylens.core.surgery.patterns import PATTERNS
+
+StepOp = Literal[
+    "fold", "pattern", "extract", "replace", "rename_domain", "cut_outputs", "set_dims"
+]
+STEP_OPS: tuple[str, ...] = typing.get_args(StepOp)
+
+
+@dataclass
+class Step:
+    """One surgery step; only the fields of its ``op`` are read (others must stay empty)."""
+
+    op: StepOp
+    pattern: str = ""  # pattern: layernorm | minmax_clip | gelu | deform_to_trt | deform_from_trt
+    inputs: list[str] = field(default_factory=list)  # extract / replace: tensor names
+    outputs: list[str] = field(default_factory=list)  # extract / replace / cut_outputs
+    nodes: list[str] = field(default_factory=list)  # replace: node names
+    new_op: str = ""  # replace / rename_domain: the op type written
+    domain: str = ""  # replace: the new node's domain; rename_domain: the old domain
+    new_domain: str = ""  # rename_domain
+    only_op: str = ""  # rename_domain: only nodes of this op type
+    attrs: dict[str, Any] = field(default_factory=dict)  # replace / rename_domain
+    dims: dict[str, list[Any]] = field(default_factory=dict)  # set_dims: input → [int | name]
+    name: str = ""  # replace: the new node's name
+
+    def check(self) -> None:
+        """Refuse a step that names what its op needs wrongly (before any model is read)."""
+        if self.op == "pattern" and self.pattern not in PATTERNS:
+            raise UserError(
+                f"unknown pattern {self.pattern!r}",
+                f"built-in patterns: {', '.join(PATTERNS)}",
+            )
+        if self.op == "extract" and not self.outputs:
+            raise UserError("an extract step needs outputs = [tensor names]")
+        if self.op == "replace" and not (self.nodes and self.new_op):
+            raise UserError("a replace step needs nodes = [node names] and new_op")
+        if self.op == "rename_domain" and not (self.domain or self.only_op):
+            raise UserError("a rename_domain step needs domain (the old one) or only_op")
+        if self.op == "cut_outputs" and not self.outputs:
+            raise UserError("a cut_outputs step needs outputs = [graph output names]")
+        if self.op == "set_dims" and not self.dims:
+            raise UserError("a set_dims step needs dims = { input = [1, 3, 224, 224] }")
+
+    def title(self) -> str:
+        detail = {
+            "fold": "fold constants and simplify (onnxslim)",
+            "pattern": f"pattern {self.pattern}",
+            "extract": f"extract {', '.join(self.inputs) or 'graph inputs'} → "
+            + ", ".join(self.outputs),
+            "replace": f"replace {len(self.nodes)} node(s) by "
+            + f"{self.domain or 'ai.onnx'}::{self.new_op}",
+            "rename_domain": f"domain {self.domain!r} → {self.new_domain!r}"
+            + (f" ({self.only_op} → {self.new_op})" if self.new_op else ""),
+            "cut_outputs": f"cut outputs {', '.join(self.outputs)}",
+            "set_dims": "set dims " + ", ".join(f"{k}={v}" for k, v in self.dims.items()),
+        }
+        return detail[self.op]
+
+
+def apply_step(model: onnx.ModelProto, step: Step) -> tuple[onnx.ModelProto, dict[str, Any]]:
+    step.check()
+    actions: dict[str, Callable[[], tuple[onnx.ModelProto, dict[str, Any]]]] = {
+        "fold": lambda: graph_ops.fold(model),
+        "pattern": lambda: PATTERNS[step.pattern](model),
+        "extract": lambda: graph_ops.extract(
+            model, step.inputs or [i.name for i in model.graph.input], step.outputs
+        ),
+        "replace": lambda: graph_ops.replace_by_node(
+            model,
+            step.nodes,
+            step.new_op,
+            step.domain,
+            step.attrs,
+            step.name,
+            step.inputs or None,
+            step.outputs or None,
+        ),
+        "rename_domain": lambda: graph_ops.rename_domain(
+            model, step.domain, step.new_domain, step.only_op, step.new_op, step.attrs
+        ),
+        "cut_outputs": lambda: graph_ops.cut_outputs(model, step.outputs),
+        "set_dims": lambda: graph_ops.set_dims(model, step.dims),
+    }
+    edited, report = actions[step.op]()
+    return edited, {"step": step.title(), **report}
+
+
+def apply_steps(
+    model: onnx.ModelProto,
+    steps: list[Step],
+    progress: Callable[[float, str], None] | None = None,
+) -> tuple[onnx.ModelProto, list[dict[str, Any]]]:
+    reports = []
+    for index, step in enumerate(steps):
+        if progress:
+            progress(index / max(len(steps), 1), step.title())
+        try:
+            model, report = apply_step(model, step)
+        except UserError as exc:
+            raise UserError(f"step {index + 1} ({step.title()}): {exc.message}", exc.hint) from None
+        reports.append(report)
+    return model, reports
+
+
+# -- steps files -----------------------------------------------------------------------------------
+def steps_from_toml(text: str, where: str = "the steps file") -> list[Step]:
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{where} is not valid TOML: {exc}") from None
+    return steps_from_list(data.get("steps", []), where)
+
+
+def steps_from_list(items: Any, where: str) -> list[Step]:
+    if not isinstance(items, list):
+        raise UserError(f"{where}: steps must be a list of tables ([[steps]])")
+    steps = [typed.from_dict(Step, item, f"{where}, step {i + 1}") for i, item in enumerate(items)]
+    for step in steps:
+        step.check()
+    return steps
+
+
+def steps_to_toml(steps: list[Step]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps({"steps": [step_table(s) for s in steps]})
+
+
+def step_table(step: Step) -> dict[str, Any]:
+    """Only the fields that differ from the defaults (a steps file stays readable)."""
+    blank = Step(op=step.op)
+    data = typed.to_dict(step)
+    return {k: v for k, v in data.items() if k == "op" or v != getattr(blank, k)}
+
+
+# -- the reproducer --------------------------------------------------------------------------------
+def reproducer_script(model: str, output: str, steps: list[Step]) -> str:
+    """A standalone script: onnxslim for folding, onnx-graphsurgeon for the edits that gs does
+    one to one, and DeployLens's pattern function (itself onnx-graphsurgeon) for patterns."""
+    lines = [
+        f'"""Graph surgery on {model}: {len(steps)} step(s), as DeployLens did them."""',
+        "",
+        "import onnx",
+        "import onnx_graphsurgeon as gs",
+        "",
+        f"model = onnx.load({model!r})",
+        "ir_version = model.ir_version  # gs writes the newest IR, which ONNX Runtime may not read",
+    ]
+    for step in steps:
+        lines += ["", f"# {step.title()}"]
+        lines += _step_code(step)
+    lines += [
+        "",
+        "model.ir_version = ir_version",
+        "onnx.checker.check_model(model)",
+        f"onnx.save(model, {output!r})",
+        f"print('wrote', {output!r}, len(model.graph.node), 'nodes')",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _step_code(step: Step) -> list[str]:
+    if step.op == "fold":
+        return ["import onnxslim", "", "model = onnxslim.slim(model)"]
+    if step.op == "pattern":
+        return [
+            f"from deploylens.core.surgery.patterns import {step.pattern}",
+            "",
+            f"model, _ = {step.pattern}(model)  # onnx-graphsurgeon inside",
+        ]
+    if step.op == "extract":
+        return [
+            "model = onnx.shape_inference.infer_shapes(model)",
+            "graph = gs.import_onnx(model)",
+            "tensors = graph.tensors()",
+            f"graph.inputs = [tensors[n] for n in {step.inputs!r}]" if step.inputs else "",
+            "for t in graph.inputs:",
+            "    t.inputs.clear()",
+            f"graph.outputs = [tensors[n] for n in {step.outputs!r}]",
+            "graph.cleanup().toposort()",
+            "model = gs.export_onnx(graph)",
+        ]
+    if step.op == "replace":
+        return [
+            "graph = gs.import_onnx(model)",
+            f"chosen = [n for n in graph.nodes if n.name in {step.nodes!r}]",
+            "made = {id(t) for n in chosen for t in n.outputs}",
+            "inputs = []",
+            "for t in (t for n in chosen for t in n.inputs):",
+            "    if id(t) not in made and all(t is not s for s in inputs):",
+            "        inputs.append(t)",
+            "outputs = [t for n in chosen for t in n.outputs",
+            "           if t in graph.outputs or any(c not in chosen for c in t.outputs)]",
+            "for n in chosen:",
+            "    n.inputs.clear()",
+            "    n.outputs.clear()",
+            f"graph.nodes.append(gs.Node({step.new_op!r}, name={step.name or step.new_op!r}, "
+            f"attrs={json.dumps(step.attrs)}, inputs=inputs, outputs=outputs, "
+            f"domain={step.domain or None!r}))",
+            "graph.cleanup().toposort()",
+            "model = gs.export_onnx(graph)",
+        ]
+    if step.op == "rename_domain":
+        return [
+            "graph = gs.import_onnx(model)",
+            "for node in graph.nodes:",
+            f"    if (node.domain or '') == {step.domain!r}"
+            + (f" and node.op == {step.only_op!r}:" if step.only_op else ":"),
+            f"        node.domain = {step.new_domain or None!r}",
+            *([f"        node.op = {step.new_op!r}"] if step.new_op else []),
+            f"        node.attrs.update({json.dumps(step.attrs)})",
+            "model = gs.export_onnx(graph)",
+        ]
+    if step.op == "cut_outputs":
+        return [
+            "graph = gs.import_onnx(model)",
+            f"graph.outputs = [t for t in graph.outputs if t.name not in {step.outputs!r}]",
+            "graph.cleanup().toposort()",
+            "model = gs.export_onnx(graph)",
+        ]
+    return [  # set_dims
+        f"for graph_input in (i for i in model.graph.input if i.name in {list(step.dims)!r}):",
+        f"    dims = {json.dumps(step.dims)}[graph_input.name]",
+        "    shape = graph_input.type.tensor_type.shape",
+        "    for dim, value in zip(shape.dim, dims):",
+        "        if isinstance(value, int):",
+        "            dim.dim_value = value",
+        "        else:",
+        "            dim.dim_param = value",
+        "del model.graph.value_info[:]",
+        "model = onnx.shape_inference.infer_shapes(model)",
+    ]
