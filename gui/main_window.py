@@ -33,13 +33,14 @@ from deploylens.gui.panels.start_page import StartPage
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 from deploylens.gui.sensitivity.panel import SensitivityPanel
 from deploylens.gui.support.panel import OpSupportPanel
+from deploylens.gui.surgery.panel import DIFF_OVERLAY, SurgeryPanel
 from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.trt.panel import BuildPanel
 from deploylens.gui.validate.panel import ValidatePanel
 
-LAYOUT_VERSION = 2  # 2: start page, Engine dock, summary and jobs in one left column
-PANELS = ("Start", "Graph", "Op support", "Export", "Validate", "Build", "Engine", "Sensitivity",
-          "Timeline")  # fmt: skip
+LAYOUT_VERSION = 3  # 2: start page, Engine dock, left column; 3: the Surgery dock
+PANELS = ("Start", "Graph", "Op support", "Export", "Surgery", "Validate", "Build", "Engine",
+          "Sensitivity", "Timeline")  # fmt: skip
 LEFT_SHARE, LEFT_MIN, LEFT_MAX = 0.2, 260, 460  # the left column's width: 20 %, clamped
 OPEN_FILTER = f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
 
@@ -77,6 +78,15 @@ class MainWindow(QMainWindow):
         self.export_panel.sig_needs_matrix.connect(self.support_panel.ensure_loaded)
         self.export_panel.sig_exported.connect(self.open_path)
         self.export_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
+        self.surgery_panel = SurgeryPanel(self.jobs)
+        self.surgery_panel.selection_source = self.graph_panel.chosen_node_names
+        self.graph_panel.sig_selection_changed.connect(self.surgery_panel.refresh_chosen)
+        self.graph_panel.menu_hooks.append(self.surgery_panel.populate_menu)
+        self.graph_panel.sig_loaded.connect(self._paint_surgery_diff)
+        self.surgery_panel.sig_open_model.connect(self.open_path)
+        self.export_panel.sig_surgery.connect(self._export_surgery)
+        self.surgery_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
+        self.surgery_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.validate_panel = ValidatePanel(self.jobs)
         self.validate_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.validate_panel.sig_overlay.connect(
@@ -146,7 +156,8 @@ class MainWindow(QMainWindow):
         self.splitDockWidget(summary, jobs, Qt.Orientation.Vertical)
         widgets = {
             "Start": self.start_page, "Graph": self.graph_panel, "Op support": self.support_panel,
-            "Export": self.export_panel, "Validate": self.validate_panel,
+            "Export": self.export_panel, "Surgery": self.surgery_panel,
+            "Validate": self.validate_panel,
             "Build": self.build_panel, "Engine": self.engine_view,
             "Sensitivity": self.sensitivity_panel, "Timeline": self.timeline_panel,
         }  # fmt: skip
@@ -262,6 +273,17 @@ class MainWindow(QMainWindow):
         if unmatched and len(unmatched) == len(values):
             self.statusBar().showMessage(f"{name}: no layer maps to a node of this model", 8000)
 
+    def _export_surgery(self, path: str, patterns: list) -> None:
+        """The fix ladder's surgery rung: the export succeeded, now the graph edit, in view."""
+        self.surgery_panel.start_on(path, patterns)
+        self.docks["Surgery"].raise_()
+
+    def _paint_surgery_diff(self, _scene: object) -> None:
+        """The edited model is in the graph: paint what the surgery added or changed."""
+        values = self.surgery_panel.diff_overlay()
+        if values and self.graph_panel.path == self.surgery_panel.current:
+            self.graph_panel.overlay(DIFF_OVERLAY, values, "surgery vs the original", "mode")
+
     def _remember_validation(self, _result: object) -> None:
         """The project keeps the validate settings and where the last result was saved."""
         self.document.project.tables["validate"] = self.validate_panel.project_table()
@@ -279,6 +301,8 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Save project", suggested, f"*{PROJECT_SUFFIX}")
         if path:
             self.document.project.tables["build"] = self.build_panel.project_table()
+            if self.surgery_panel.steps:
+                self.document.project.tables["surgery"] = self.surgery_panel.project_table()
             try:
                 saved = self.document.save_project(path)
             except UserError as exc:
@@ -316,6 +340,7 @@ class MainWindow(QMainWindow):
         inputs = {v.name: list(v.shape or []) for v in summary.inputs}
         self.timeline_panel.set_model(summary.path)
         self.sensitivity_panel.set_model(summary.path)
+        self.surgery_panel.set_model(summary.path, self.document.project.tables.get("surgery"))
         self.build_panel.set_model(summary.path, inputs, self.document.project.tables.get("build"))
         self._fill_recent()
         self.notification_bar.dismiss()

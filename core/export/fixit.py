@@ -1,7 +1,7 @@
 """The fix ladder (core/support/fixes) climbed for an export finding, each rung with code to
 paste, export settings to apply in one click, or a plugin: change the opset or exporter →
 replace the torch op with a composition → register a symbolic / custom translation →
-custom-domain op + runtime implementation (plugin)."""
+custom-domain op + runtime implementation (plugin) → edit the exported graph (surgery)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,16 @@ KNOWN_OPS: dict[str, tuple[str, int, str]] = {
         "  # roll without dims = roll of the flattened tensor",
     ),
     "torchvision::deform_conv2d": ("DeformConv", 19, ""),
+}
+
+# torch op -> (the plugin that exports it, the surgery pattern that makes its node the one
+# TensorRT's parser resolves, what that node is): the ladder's graph-surgery rung
+SURGERY: dict[str, tuple[str, str, str]] = {
+    "torchvision::deform_conv2d": (
+        "deform_conv2d",
+        "deform_to_trt",
+        "TensorRT's ModulatedDeformConv2d plugin node (version 1, inputs reordered)",
+    ),
 }
 
 
@@ -207,6 +217,23 @@ def fix_ladder(
                     "exporter": exporter,
                     "opset": max(finding.opset or 0, plugin.min_opset) or None,
                     "plugins": [plugin.name],
+                },
+            )
+        )
+    if op in SURGERY and SURGERY[op][0] in plugins:
+        plugin_name, pattern, target = SURGERY[op]
+        fixes.append(
+            Fix(
+                5,
+                "surgery",
+                f"Export with plugin '{plugin_name}', then edit the ONNX graph: pattern "
+                f"{pattern} rewrites the custom node to {target}",
+                plugin=plugin_name,
+                settings={
+                    "exporter": plugins[plugin_name].exporters[0],
+                    "opset": max(finding.opset or 0, plugins[plugin_name].min_opset) or None,
+                    "plugins": [plugin_name],
+                    "surgery": [pattern],
                 },
             )
         )

@@ -19,7 +19,7 @@ COMPOSITIONS: dict[str, str] = {
 }
 
 
-RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin")
+RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin", "graph surgery")
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Fix:
     the user reads once the ladder is ``numbered`` (two fixes may share a rung)."""
 
     rank: int
-    kind: str  # opset, exporter, composition, symbolic, translation, plugin
+    kind: str  # opset, exporter, composition, symbolic, translation, plugin, surgery
     title: str
     code: str = ""  # Python to paste
     plugin: str = ""  # a DeployLens plugin that applies it

@@ -52,6 +52,7 @@ class ExportPanel(QWidget):
     sig_exported = Signal(str)  # path of a checked, successful export
     sig_finished = Signal(object)  # the job's result
     sig_message = Signal(str)
+    sig_surgery = Signal(str, list)  # an exported model, the patterns a surgery fix asks for
     sig_needs_matrix = Signal()  # the fix ladder reads the support matrix: load it if nobody has
 
     def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
@@ -60,6 +61,7 @@ class ExportPanel(QWidget):
         self.matrix: SupportMatrix | None = None
         self.plugins, self.plugin_errors = load_plugins()
         self.result: dict[str, Any] | None = None
+        self.surgery_after: list[str] = []  # patterns to run on the next successful export
         self.kind = QComboBox()
         self.kind.addItems(list(KINDS))
         self.target = QLineEdit("asinh")
@@ -92,6 +94,8 @@ class ExportPanel(QWidget):
         self.external_data.setChecked(defaults.external_data)
         self.plugin_list = QListWidget()
         for name, plugin in sorted(self.plugins.items()):
+            if not plugin.exporters:  # reference implementations only (e.g. surgery_nodes)
+                continue
             item = QListWidgetItem(f"{name} — {plugin.description}")
             item.setData(Qt.ItemDataRole.UserRole, name)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -283,6 +287,9 @@ class ExportPanel(QWidget):
         self.sig_finished.emit(result)
         if result["ok"]:
             self.sig_exported.emit(result["path"])
+            if self.surgery_after:
+                self.sig_surgery.emit(result["path"], self.surgery_after)
+        self.surgery_after = []
 
     def set_matrix(self, matrix: SupportMatrix) -> None:
         """The support matrix arrived: a result already shown gets its full fix ladder."""
@@ -319,6 +326,7 @@ class ExportPanel(QWidget):
             item = self.plugin_list.item(i)
             if item.data(Qt.ItemDataRole.UserRole) in settings.get("plugins", []):
                 item.setCheckState(Qt.CheckState.Checked)
+        self.surgery_after = list(settings.get("surgery", []))  # the graph-surgery rung
         self.export()
 
     def apply_selected_fix(self) -> None:

@@ -52,6 +52,7 @@ class GraphCanvas(QWidget):
     sig_activated = Signal(int, int)  # double click on a box
     sig_context = Signal(int, int, QPointF)  # right click: kind, ref, global position
     sig_view_changed = Signal()
+    sig_highlight_changed = Signal()  # the highlighted node set changed (rubber band, menus)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,6 +70,7 @@ class GraphCanvas(QWidget):
         self.highlight = np.zeros(0, dtype=bool)  # per node
         self._press: QPointF | None = None
         self._dragged = False
+        self._band: tuple[QPointF, QPointF] | None = None  # Shift+drag: widget corners
         self.font_small = QFont(self.font())
         self.font_small.setPointSizeF(8.5)
         self.last_paint_stats: dict[str, int] = {}
@@ -107,6 +109,26 @@ class GraphCanvas(QWidget):
         if nodes is not None:
             self.highlight[nodes] = True
         self.update()
+        self.sig_highlight_changed.emit()
+
+    def highlighted_nodes(self) -> np.ndarray:
+        return np.flatnonzero(self.highlight)
+
+    def select_in_rect(self, a: QPointF, b: QPointF) -> np.ndarray:
+        """Highlight the op nodes whose boxes the widget rectangle a–b touches (rubber band);
+        a collapsed group inside counts as all its nodes. Returns the node indices."""
+        if self.scene is None or self.model is None:
+            return np.zeros(0, dtype=np.int64)
+        p, q = self.to_scene(a), self.to_scene(b)
+        x0, x1 = sorted((p.x(), q.x()))
+        y0, y1 = sorted((p.y(), q.y()))
+        r = self.scene.box_rect
+        touched = (r[:, 2] >= x0) & (r[:, 0] <= x1) & (r[:, 3] >= y0) & (r[:, 1] <= y1)
+        boxes = np.flatnonzero(touched & (self.scene.box_kind != BOX_FRAME))
+        node_box = self.scene.node_box
+        nodes = np.flatnonzero(np.isin(node_box, boxes))
+        self.set_highlight(nodes)
+        return nodes
 
     # -- view transform -------------------------------------------------------------------------
     def transform(self) -> QTransform:
@@ -197,6 +219,10 @@ class GraphCanvas(QWidget):
         painter = QPainter(self)
         try:
             self.paint_scene(painter, self.visible_rect(), self.transform(), self.scale)
+            if self._band is not None:
+                painter.setPen(QPen(QColor(palette.SELECTED), 1, Qt.PenStyle.DashLine))
+                painter.setBrush(QColor(224, 0, 224, 30))
+                painter.drawRect(QRectF(*self._band).normalized())
         finally:
             painter.end()
 
@@ -537,6 +563,8 @@ class GraphCanvas(QWidget):
         if event.button() == Qt.MouseButton.LeftButton:
             self._press = event.position()
             self._dragged = False
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self._band = (event.position(), event.position())
         elif event.button() == Qt.MouseButton.RightButton:
             box = self.box_at(event.position())
             kind, ref = self._box_key(box)
@@ -545,6 +573,11 @@ class GraphCanvas(QWidget):
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
         if self._press is None:
             return
+        if self._band is not None:
+            self._band = (self._band[0], event.position())
+            self._dragged = True
+            self.update()
+            return
         delta = event.position() - self._press
         if self._dragged or abs(delta.x()) + abs(delta.y()) > 3:
             self._dragged = True
@@ -552,7 +585,12 @@ class GraphCanvas(QWidget):
             self._press = event.position()
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        if event.button() == Qt.MouseButton.LeftButton and not self._dragged:
+        if self._band is not None:
+            band, self._band = self._band, None
+            if self._dragged:
+                self.select_in_rect(*band)
+            self.update()
+        elif event.button() == Qt.MouseButton.LeftButton and not self._dragged:
             self.select_box(self.box_at(event.position()))
         self._press = None
 

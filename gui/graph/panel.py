@@ -73,6 +73,7 @@ class GraphPanel(QWidget):
     sig_failed = Signal(str)
     sig_message = Signal(str)
     sig_node_selected = Signal(str)  # an ONNX node's name, when the user selects one
+    sig_selection_changed = Signal()  # the node set surgery acts on (highlight or selection)
 
     def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -80,6 +81,7 @@ class GraphPanel(QWidget):
         self.path: str | None = None
         self.loaded_path = ""
         self.pending_overlays: list[tuple[Any, ...]] = []  # asked for while laying out
+        self.menu_hooks: list[Any] = []  # callables(QMenu) adding actions (the shell sets them)
         self.stack: list[tuple[str, GraphScene]] = []
         self.overlays: dict[str, Overlay] = {}
         self.tasks: list[BackgroundTask] = []
@@ -104,6 +106,8 @@ class GraphPanel(QWidget):
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._build_layout()
         self.canvas.sig_selected.connect(self._on_selected)
+        self.canvas.sig_selected.connect(lambda *_: self.sig_selection_changed.emit())
+        self.canvas.sig_highlight_changed.connect(self.sig_selection_changed)
         self.canvas.sig_activated.connect(self._on_activated)
         self.canvas.sig_context.connect(self._on_context)
         self.results.itemActivated.connect(self._on_result)
@@ -348,6 +352,23 @@ class GraphPanel(QWidget):
             self.sig_message.emit(f"No node named {name} in this graph.")
         return False
 
+    def chosen_node_names(self) -> list[str]:
+        """The ONNX node names surgery acts on: the highlighted set (Shift+drag rubber band,
+        upstream/downstream) or else the selected node; top-level op nodes only."""
+        model = self.model
+        if model is None:
+            return []
+        ir = model.ir
+        nodes = list(self.canvas.highlighted_nodes())
+        if not nodes and self.canvas.selected and self.canvas.selected[0] == BOX_NODE:
+            nodes = [self.canvas.selected[1]]
+        names = []
+        for node in nodes:
+            proto = ir.node_proto(int(node)) if ir.kind[int(node)] == OP else None
+            if proto is not None and proto.name:
+                names.append(proto.name)
+        return names
+
     # -- selection, search, context menu ----------
     def _on_selected(self, kind: int, ref: int) -> None:
         model = self.model
@@ -421,6 +442,8 @@ class GraphPanel(QWidget):
         depth_menu = menu.addMenu("Expand all to depth")
         for depth in range(0, 7):
             depth_menu.addAction(str(depth), partial(self.expand_to_depth, depth))
+        for hook in self.menu_hooks:  # e.g. the Surgery panel's actions, wired by the shell
+            hook(menu)
         menu.addSeparator()
         menu.addAction("Export PNG…", lambda: self._choose_export("png"))
         menu.addAction("Export SVG…", lambda: self._choose_export("svg"))

@@ -24,6 +24,7 @@ EXPECTED_DOCKS = {
     "Graph",
     "Op support",
     "Export",
+    "Surgery",
     "Validate",
     "Build",
     "Sensitivity",

@@ -277,6 +277,18 @@ def test_every_panel_at_every_size(
     save(window, shots, size, "10-timeline-kernels", qtbot)
     check_panel(window, "Timeline")
 
+    # surgery: fold resnet18 (its 16 Identity nodes go), the edited model in the graph,
+    # checked against the original and parsed by TensorRT-RTX where installed
+    front(window, "Surgery", qtbot)
+    surgery = window.surgery_panel
+    surgery.start_on(str(data["model"]), [])  # a fresh chain on the exported model
+    surgery.fold()
+    qtbot.waitUntil(lambda: surgery.report is not None, timeout=SLOW_MS)
+    qtbot.waitUntil(lambda: window.graph_panel.loaded_path == surgery.current, timeout=SLOW_MS)
+    assert surgery.report["compare"]["passed"], surgery.report["compare"]
+    save(window, shots, size, "11-surgery", qtbot)
+    check_panel(window, "Surgery")
+
 
 def test_hidpi_text_is_crisp(qtbot, make_window, data: dict[str, Path], shots: Path | None) -> None:
     """At a device pixel ratio of 2 (QT_SCALE_FACTOR=2, which .ci/run sets for this test)
