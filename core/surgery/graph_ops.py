@@ -121,10 +121,12 @@ def replace_by_node(
     name: str = "",
     inputs: list[str] | None = None,
     outputs: list[str] | None = None,
+    inherit: bool = False,
 ) -> tuple[onnx.ModelProto, dict[str, Any]]:
     """The named nodes replaced by one ``domain::op`` node (a plugin node). Its inputs are the
     tensors the set reads from outside (or ``inputs``, in that order), its outputs the set's
-    tensors read outside it or graph outputs (or ``outputs``)."""
+    tensors read outside it or graph outputs (or ``outputs``). With ``inherit``, the matched
+    nodes' attributes come along as ``<op>_<name>`` (``conv_strides``), ``attrs`` winning."""
     if not nodes:
         raise UserError("replace needs at least one node")
     graph = import_graph(model)
@@ -150,7 +152,26 @@ def replace_by_node(
     if not outside_out:
         raise UserError("nothing outside the chosen nodes reads their outputs: cut them instead")
     _check_convex(chosen, ids)
-    return _splice(graph, model, chosen, outside_in, outside_out, op, domain, attrs or {}, name)
+    merged = {**(inherited_attrs(chosen) if inherit else {}), **(attrs or {})}
+    return _splice(graph, model, chosen, outside_in, outside_out, op, domain, merged, name)
+
+
+def inherited_attrs(chosen: list[Any]) -> dict[str, Any]:
+    """The chosen nodes' plain attributes (numbers, text, lists of them) under ``<op>_<name>``;
+    a second node of one op type gets ``<op>2_<name>``. Tensors and subgraphs stay behind."""
+    seen: dict[str, int] = {}
+    out: dict[str, Any] = {}
+    for node in chosen:
+        op = node.op.lower()
+        seen[op] = seen.get(op, 0) + 1
+        prefix = op if seen[op] == 1 else f"{op}{seen[op]}"
+        for key, value in node.attrs.items():
+            plain = isinstance(value, int | float | str) or (
+                isinstance(value, list | tuple) and all(isinstance(v, int | float) for v in value)
+            )
+            if plain:
+                out[f"{prefix}_{key}"] = list(value) if isinstance(value, tuple) else value
+    return out
 
 
 def _check_convex(chosen: list[Any], ids: set[int]) -> None:

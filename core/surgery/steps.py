@@ -39,6 +39,7 @@ class Step:
     attrs: dict[str, Any] = field(default_factory=dict)  # replace / rename_domain
     dims: dict[str, list[Any]] = field(default_factory=dict)  # set_dims: input → [int | name]
     name: str = ""  # replace: the new node's name
+    inherit_attrs: bool = False  # replace: the matched nodes' attributes as <op>_<name>
 
     def check(self) -> None:
         """Refuse a step that names what its op needs wrongly (before any model is read)."""
@@ -91,6 +92,7 @@ def apply_step(model: onnx.ModelProto, step: Step) -> tuple[onnx.ModelProto, dic
             step.name,
             step.inputs or None,
             step.outputs or None,
+            step.inherit_attrs,
         ),
         "rename_domain": lambda: graph_ops.rename_domain(
             model, step.domain, step.new_domain, step.only_op, step.new_op, step.attrs
@@ -201,25 +203,56 @@ def _step_code(step: Step) -> list[str]:
             "model = gs.export_onnx(graph)",
         ]
     if step.op == "replace":
-        return [
+        lines = [
             "graph = gs.import_onnx(model)",
+            "tensors = graph.tensors()",
             f"chosen = [n for n in graph.nodes if n.name in {step.nodes!r}]",
+            "ids = {id(n) for n in chosen}",
             "made = {id(t) for n in chosen for t in n.outputs}",
-            "inputs = []",
-            "for t in (t for n in chosen for t in n.inputs):",
-            "    if id(t) not in made and all(t is not s for s in inputs):",
-            "        inputs.append(t)",
-            "outputs = [t for n in chosen for t in n.outputs",
-            "           if t in graph.outputs or any(c not in chosen for c in t.outputs)]",
+        ]
+        if step.inputs:
+            lines.append(f"inputs = [tensors[t] for t in {step.inputs!r}]")
+        else:
+            lines += [
+                "inputs = []",
+                "for t in (t for n in chosen for t in n.inputs):",
+                "    if id(t) not in made and all(t is not s for s in inputs):",
+                "        inputs.append(t)",
+            ]
+        if step.outputs:
+            lines.append(f"outputs = [tensors[t] for t in {step.outputs!r}]")
+        else:
+            lines += [
+                "finals = {id(t) for t in graph.outputs}",
+                "outputs = [t for n in chosen for t in n.outputs",
+                "           if id(t) in finals or any(id(c) not in ids for c in t.outputs)]",
+            ]
+        lines.append("attrs = {}")
+        if step.inherit_attrs:
+            lines += [
+                "seen = {}",
+                "for n in chosen:  # the matched nodes' plain attributes as <op>_<name>",
+                "    op = n.op.lower()",
+                "    seen[op] = seen.get(op, 0) + 1",
+                "    prefix = op if seen[op] == 1 else f'{op}{seen[op]}'",
+                "    for key, value in n.attrs.items():",
+                "        listed = isinstance(value, (list, tuple))",
+                "        if isinstance(value, (int, float, str)) or (",
+                "            listed and all(isinstance(v, (int, float)) for v in value)",
+                "        ):",
+                "            attrs[f'{prefix}_{key}'] = list(value) if listed else value",
+            ]
+        lines += [
+            f"attrs.update({json.dumps(step.attrs)})",
             "for n in chosen:",
             "    n.inputs.clear()",
             "    n.outputs.clear()",
             f"graph.nodes.append(gs.Node({step.new_op!r}, name={step.name or step.new_op!r}, "
-            f"attrs={json.dumps(step.attrs)}, inputs=inputs, outputs=outputs, "
-            f"domain={step.domain or None!r}))",
+            f"attrs=attrs, inputs=inputs, outputs=outputs, domain={step.domain or None!r}))",
             "graph.cleanup().toposort()",
             "model = gs.export_onnx(graph)",
         ]
+        return lines
     if step.op == "rename_domain":
         return [
             "graph = gs.import_onnx(model)",

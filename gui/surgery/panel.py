@@ -13,6 +13,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -116,6 +117,8 @@ class SurgeryPanel(QWidget):
         self.plugin_domain = QLineEdit("trt.plugins")
         self.plugin_attrs = QLineEdit()
         self.plugin_attrs.setPlaceholderText("plugin_version=1; plugin_namespace=; epsilon=1e-5")
+        self.inherit = QCheckBox("also take the chosen nodes' attributes (conv_strides, …)")
+        self.inherit.setChecked(True)
         self.buttons: dict[str, QPushButton] = {}
         self.step_list = QListWidget()
         self.diff = QTreeWidget()
@@ -155,6 +158,7 @@ class SurgeryPanel(QWidget):
         plugin.addRow("Plugin node", self.plugin_op)
         plugin.addRow("Domain", self.plugin_domain)
         plugin.addRow("Attributes", self.plugin_attrs)
+        plugin.addRow("", self.inherit)
         plugin.addRow(
             "", self._button("replace", "Replace chosen nodes by this node", self.replace)
         )
@@ -285,6 +289,7 @@ class SurgeryPanel(QWidget):
                 new_op=self.plugin_op.text().strip(),
                 domain=self.plugin_domain.text().strip(),
                 attrs=attrs,
+                inherit_attrs=self.inherit.isChecked(),
             )
         )
 

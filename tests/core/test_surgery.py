@@ -382,3 +382,41 @@ def test_a_rewrite_that_changes_the_numbers_fails_and_names_where(
     assert compare["first_diverging"] == relu.output[0]  # the rewritten node's own output
     passed = [r["output"] for r in compare["layers"] if r["passed"]]
     assert passed and relu.output[0] not in passed  # tensors before the change still agree
+
+
+def test_replace_with_inherited_attributes_and_its_reproducer(
+    samples: Path, tmp_path: Path
+) -> None:
+    """The matched nodes' attributes ride along (conv_strides …) and the written
+    onnx-graphsurgeon script makes the same node with the same attributes."""
+    source = tmp_path / "cnn.onnx"
+    source.write_bytes((samples / "small_cnn.torchscript.onnx").read_bytes())
+    model = onnx.load(source)
+    conv = next(n for n in model.graph.node if n.op_type == "Conv")
+    relu = next(n for n in model.graph.node if conv.output[0] in n.input)
+    step = Step(
+        op="replace",
+        nodes=[conv.name, relu.name],
+        new_op="ConvRelu",
+        domain="my.plugins",
+        attrs={"plugin_version": "1"},
+        inherit_attrs=True,
+        name="fused",
+    )
+    edited, _ = apply_steps(model, [step])
+    node = next(n for n in edited.graph.node if n.op_type == "ConvRelu")
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    conv_attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    assert list(attrs["conv_strides"]) == list(conv_attrs["strides"])
+    assert list(attrs["conv_kernel_shape"]) == list(conv_attrs["kernel_shape"])
+    assert attrs["plugin_version"] == b"1"
+    script = reproducer_script(str(source), str(tmp_path / "again.onnx"), [step])
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    again = next(
+        n for n in onnx.load(tmp_path / "again.onnx").graph.node if n.op_type == "ConvRelu"
+    )
+    assert sorted(a.name for a in again.attribute) == sorted(attrs)
+    assert list(again.input) == list(node.input) and list(again.output) == list(node.output)

@@ -112,6 +112,8 @@ def test_a_plugin_node_nothing_can_run_is_said_and_the_menu_offers_surgery(
     run_and_wait(qtbot, window, panel.replace)
     node_proto = next(n for n in onnx.load(panel.current).graph.node if n.op_type == "FancyConv")
     assert node_proto.domain == "trt.plugins" and list(node_proto.input) == list(conv.input)
+    names = {a.name for a in node_proto.attribute}  # typed ones, and the Conv's own by default
+    assert {"plugin_version", "kernel", "alpha", "conv_strides", "conv_pads"} <= names
     assert panel.banner.styleSheet() == WARN_STYLE  # neither ORT nor TensorRT can run it: said
     assert (
         "Not compared" in panel.banner.text() and "cannot parse: FancyConv" in panel.banner.text()
