@@ -59,12 +59,21 @@ class ModelSummaryPanel(QWidget):
             item = tree.topLevelItem(index)
             item.setExpanded(item.childCount() <= 12 or index < 1)
         self.stack.setCurrentWidget(tree)
-        fit_columns(tree, stretch=1)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Property names keep their full width (they are short and what a reader scans; and
+        their width then depends on no value, such as the file's path); Value and Detail share
+        the rest, Value stretching."""
+        tree = self.tree
+        tree.resizeColumnToContents(0)
+        labels = min(tree.columnWidth(0), int(tree.viewport().width() * 0.45))
+        fit_columns(tree, stretch=1, floor={0: labels})
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         if self.summary is not None:
-            fit_columns(self.tree, stretch=1)
+            self._fit()
 
     def visible_text(self) -> str:
         """All text in the tree (tests and the screenshot check read it)."""

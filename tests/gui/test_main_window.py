@@ -282,3 +282,23 @@ def test_a_missing_module_offers_the_training_environments_python(qtbot, make_wi
     )
     window.notifier.user_message("a plain user error")
     assert not bar.action.isVisibleTo(bar)  # no offer where it does not help
+
+
+def test_summary_property_names_do_not_depend_on_the_file_path(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    """The packaging smoke test compares the summary's labels between two renders of one model
+    at different paths: a long path shrank the Property column and elided 'Producer'."""
+    widths = []
+    for folder in ("a", "a-much-longer-folder-name-than-the-first-one-xxxxxxxxxxxxxxxx"):
+        (tmp_path / folder).mkdir()
+        model = tmp_path / folder / "small_cnn.dynamo.onnx"
+        model.write_bytes((samples / "small_cnn.dynamo.onnx").read_bytes())
+        window = make_window(persist_layout=False)
+        window.resize(1400, 860)
+        wait_opened(qtbot, window, model)
+        tree = window.summary_panel.tree
+        widths.append(tree.columnWidth(0))
+    assert widths[0] == widths[1]
+    metrics = window.summary_panel.tree.fontMetrics()
+    assert widths[0] >= metrics.horizontalAdvance("Producer")
