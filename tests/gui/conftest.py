@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QProcess
@@ -38,6 +39,21 @@ def make_window(qtbot) -> Iterator:
             assert job.process.state() == QProcess.ProcessState.NotRunning, (
                 f"worker of {job.title} outlived its window"
             )
+
+
+def export_sample(
+    qtbot, window: MainWindow, sample: str, exporter: str, opset: int, out: Path
+) -> dict:
+    """Fill the Export panel for a bundled sample, export, and return the job's result."""
+    panel = window.export_panel
+    panel.kind.setCurrentText("Bundled sample")
+    panel.target.setText(sample)
+    panel.exporter.setCurrentText(exporter)
+    panel.opset.setValue(opset)
+    panel.output.setText(str(out))
+    with qtbot.waitSignal(panel.sig_finished, timeout=120_000) as finished:
+        panel.export_button.click()
+    return finished.args[0]
 
 
 def wait_opened(qtbot, window: MainWindow, path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from tests.gui.conftest import JOB_TIMEOUT_MS
+from tests.gui.conftest import JOB_TIMEOUT_MS, export_sample
 
 
 def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
@@ -16,14 +16,9 @@ def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
         panel.plugin_list.item(i).data(Qt.ItemDataRole.UserRole)
         for i in range(panel.plugin_list.count())
     } >= {"asinh", "deform_conv2d", "customOp2"}
-    panel.kind.setCurrentText("Bundled sample")
-    panel.target.setText("asinh")
-    panel.exporter.setCurrentText("torchscript")
-    panel.opset.setValue(9)
-    panel.output.setText(str(tmp_path / "asinh.onnx"))
-    with qtbot.waitSignal(panel.sig_finished, timeout=120_000) as failed:
-        panel.export_button.click()
-    assert not failed.args[0]["ok"]
+    assert not export_sample(qtbot, window, "asinh", "torchscript", 9, tmp_path / "asinh.onnx")[
+        "ok"
+    ]
     top = panel.findings.topLevelItem(0)
     assert top.text(0) == "aten::asinh"
     fixes = [top.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(top.childCount())]

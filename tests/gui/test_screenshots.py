@@ -26,7 +26,7 @@ from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QHeaderView, QWidget
 
 from tests.conftest import artifacts_dir
-from tests.gui.conftest import JOB_TIMEOUT_MS
+from tests.gui.conftest import JOB_TIMEOUT_MS, export_sample
 
 pytestmark = [
     pytest.mark.xvfb,
@@ -202,15 +202,8 @@ def test_every_panel_at_every_size(
 
     # export: asinh at opset 9 fails, with its fix ladder
     front(window, "Export", qtbot)
-    export = window.export_panel
-    export.kind.setCurrentText("Bundled sample")
-    export.target.setText("asinh")
-    export.exporter.setCurrentText("torchscript")
-    export.opset.setValue(9)
-    export.output.setText(str(tmp_path / "asinh.onnx"))
-    with qtbot.waitSignal(export.sig_finished, timeout=SLOW_MS):
-        export.export_button.click()
-    export.findings.expandAll()
+    export_sample(qtbot, window, "asinh", "torchscript", 9, tmp_path / "asinh.onnx")
+    window.export_panel.findings.expandAll()
     save(window, shots, size, "04-export", qtbot)
     check_panel(window, "Export")
 

@@ -16,7 +16,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.surgery.steps import Step
 from deploylens.gui.surgery.panel import DIFF_OVERLAY, OK_STYLE, WARN_STYLE, parse_attrs
 from tests.core.test_surgery import export_block
-from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+from tests.gui.conftest import JOB_TIMEOUT_MS, export_sample, wait_opened
 
 SLOW_MS = 3 * JOB_TIMEOUT_MS
 
@@ -132,14 +132,10 @@ def test_the_export_ladder_surgery_rung_in_one_click(qtbot, make_window, tmp_pat
     custom node to TensorRT's plugin node, in the Surgery view, checked against the export."""
     window = make_window()
     panel = window.export_panel
-    panel.kind.setCurrentText("Bundled sample")
-    panel.target.setText("deform_conv")
-    panel.exporter.setCurrentText("torchscript")
-    panel.opset.setValue(17)
-    panel.output.setText(str(tmp_path / "deform.onnx"))
-    with qtbot.waitSignal(panel.sig_finished, timeout=120_000) as failed:
-        panel.export_button.click()
-    assert not failed.args[0]["ok"]
+    failed = export_sample(
+        qtbot, window, "deform_conv", "torchscript", 17, tmp_path / "deform.onnx"
+    )
+    assert not failed["ok"]
     top = panel.findings.topLevelItem(0)
     fixes = [top.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(top.childCount())]
     surgery = fixes[-1]
