@@ -252,6 +252,8 @@ class SensitivityPanel(QWidget):
         kept = [p["kept"] for p in report["curve"]]
         values = [_metric(p["score"], metric) or 0.0 for p in report["curve"]]
         self.curve.setData(kept, values)
+        step = max(1, (max(kept, default=0) + 9) // 10)  # whole layers: no "0.2 layers" tick
+        self.plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
         self.plot.setLabel("left", metric)
         self.budget_line.setValue(report["budget"])
         plan = report["plan"]
