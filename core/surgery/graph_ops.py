@@ -50,10 +50,11 @@ def fold(
     included), the way ``onnxslim.slim(model)`` does them."""
     try:
         import onnxslim
-    except ImportError:
+    except ImportError as exc:  # onnxslim itself, or a module it needs (sympy)
         raise UserError(
-            "folding needs onnxslim",
-            "pip install 'deploylens[surgery]' (onnxslim, onnx-graphsurgeon)",
+            f"folding needs onnxslim, which does not import here ({exc})",
+            "pip install onnxslim onnx-graphsurgeon (both in DeployLens's 'full' extra), or pick "
+            "a worker interpreter that has them in Preferences",
         ) from None
     slimmed = onnxslim.slim(model, no_shape_infer=not shape_infer)  # returns a new model
     slimmed.ir_version = model.ir_version  # onnxslim keeps it; said here so no step raises it

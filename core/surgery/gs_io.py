@@ -19,7 +19,14 @@ STANDARD = ("", "ai.onnx")
 
 
 def import_graph(model: onnx.ModelProto) -> Any:
-    import onnx_graphsurgeon as gs
+    try:
+        import onnx_graphsurgeon as gs
+    except ImportError as exc:
+        raise UserError(
+            f"graph surgery needs onnx-graphsurgeon, which does not import here ({exc})",
+            "pip install onnx-graphsurgeon (in DeployLens's 'full' extra), or pick a worker "
+            "interpreter that has it in Preferences",
+        ) from None
 
     return gs.import_onnx(model)
 

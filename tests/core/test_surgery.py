@@ -420,3 +420,17 @@ def test_replace_with_inherited_attributes_and_its_reproducer(
     )
     assert sorted(a.name for a in again.attribute) == sorted(attrs)
     assert list(again.input) == list(node.input) and list(again.output) == list(node.output)
+
+
+def test_without_onnxslim_or_graphsurgeon_the_error_says_what_to_install(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packaged bundle leaves sympy out (onnxslim needs it): one sentence, not a traceback."""
+    model = small_cnn(samples)
+    monkeypatch.setitem(sys.modules, "onnxslim", None)  # import raises ImportError
+    with pytest.raises(UserError, match="folding needs onnxslim") as raised:
+        graph_ops.fold(model)
+    assert "pip install onnxslim" in (raised.value.hint or "")
+    monkeypatch.setitem(sys.modules, "onnx_graphsurgeon", None)
+    with pytest.raises(UserError, match="needs onnx-graphsurgeon"):
+        graph_ops.cut_outputs(model, [model.graph.output[0].name])
