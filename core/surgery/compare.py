@@ -76,38 +76,54 @@ def compare_models(
     layers: bool = True,
 ) -> dict[str, Any]:
     """Per shared output: max abs and max rel error, and whether every element is within
-    ``atol + rtol·|reference|``. Not comparable (said, not passed) when the inputs differ."""
+    ``atol + rtol·|reference|``; with ``layers``, every inner tensor both compute too. An edited
+    model whose inputs are tensors of the original (an extraction) is fed the original's values
+    of them. Not comparable (said, never passed) when its inputs are not the original's."""
     from deploylens.core.ort_session import plugin_session
 
     a_model = onnx.load(str(original), load_external_data=False)
     b_model = onnx.load(str(edited), load_external_data=False)
     a_inputs = {i.name for i in a_model.graph.input} - {i.name for i in a_model.graph.initializer}
     b_inputs = {i.name for i in b_model.graph.input} - {i.name for i in b_model.graph.initializer}
-    if a_inputs != b_inputs:
+    computed = {t for n in a_model.graph.node for t in n.output} | a_inputs
+    if not b_inputs <= computed:
         return {
             "comparable": False,
             "passed": None,
-            "reason": f"the inputs differ ({sorted(a_inputs)} vs {sorted(b_inputs)})",
+            "reason": f"the edited model reads {sorted(b_inputs - computed)}, which the original "
+            "does not compute",
         }
-    feeds = seeded_inputs(a_model, seed)
+    a_finals = {o.name for o in a_model.graph.output}
+    b_finals = [o.name for o in b_model.graph.output]
     inner = shared_tensors(a_model, b_model) if layers else []
+    fetch = [*inner, *(n for n in b_finals if n not in a_finals), *sorted(b_inputs - a_inputs)]
     with tempfile.TemporaryDirectory(prefix="deploylens-surgery-") as scratch:
         a_path, b_path = Path(original), Path(edited)
         types: dict[str, Any] = {}
+        if fetch:
+            a_path, types = _with_outputs(original, fetch, Path(scratch), "a", {})
         if inner:
-            a_path, types = _with_outputs(original, inner, Path(scratch), "a", {})
             b_path, _ = _with_outputs(edited, inner, Path(scratch), "b", types)
         a_session, _ = plugin_session(a_path, plugins, optimized=False)
         b_session, via = plugin_session(b_path, plugins, optimized=False)
-    a_names = {x.name for x in a_session.get_outputs()}
-    shared = [o.name for o in b_session.get_outputs() if o.name in a_names]
-    finals = [o.name for o in b_model.graph.output if o.name in a_names]
+    a_names = [x.name for x in a_session.get_outputs()]
+    missing = sorted(b_inputs - a_inputs - set(a_names))
+    if missing:
+        return {
+            "comparable": False,
+            "passed": None,
+            "reason": f"the original's values of {missing} cannot be read (type unknown)",
+        }
+    feeds = seeded_inputs(a_model, seed)
+    a_out = dict(zip(a_names, a_session.run(a_names, feeds), strict=True))
+    b_feeds = {n: feeds[n] if n in a_inputs else a_out[n] for n in b_inputs}
+    shared = [o.name for o in b_session.get_outputs() if o.name in a_out]
+    finals = [n for n in b_finals if n in a_out]
     if not finals:
         return {"comparable": False, "passed": None, "reason": "no output name in common"}
-    a_out = dict(zip(shared, a_session.run(shared, feeds), strict=True))
-    b_out = dict(zip(shared, b_session.run(shared, feeds), strict=True))
+    b_out = dict(zip(shared, b_session.run(shared, b_feeds), strict=True))
     rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in finals]
-    layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in inner if n in a_out]
+    layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in inner if n in b_out]
     first = next((r["output"] for r in layer_rows if not r["passed"]), None)
     return {
         "comparable": True,
@@ -115,6 +131,7 @@ def compare_models(
         "outputs": rows,
         "layers": layer_rows,
         "first_diverging": first,
+        "fed_from_original": sorted(b_inputs - a_inputs),
         "atol": atol,
         "rtol": rtol,
         "seed": seed,

@@ -243,6 +243,12 @@ def test_extract_gives_a_runnable_model_with_the_original_values(
     np.testing.assert_allclose(cut.run([end], {start: a})[0], b, atol=1e-6)
     with pytest.raises(UserError, match="not among the inputs"):
         graph_ops.extract(model, [], [end])  # the graph input is no longer bound
+    # the surgery compare feeds the piece the original's own values of its input
+    onnx.save(model, tmp_path / "whole.onnx")
+    onnx.save(piece, tmp_path / "piece.onnx")
+    result = compare_models(tmp_path / "whole.onnx", tmp_path / "piece.onnx", plugins())
+    assert result["comparable"] and result["passed"] and result["fed_from_original"] == [start]
+    assert [r["output"] for r in result["outputs"]] == [end]
 
 
 def test_replace_refuses_a_set_that_is_not_one_piece_and_builds_a_plugin_node(
