@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QHeaderView,
     QPlainTextEdit,
@@ -23,6 +24,7 @@ from deploylens.gui.job_manager import JobManager
 from deploylens.gui.worker_client import WorkerJob
 
 COLUMNS = ("Job", "Status", "Progress", "Time", "")
+NARROW = 330  # below this table width the Status column hides (the Job name kept < 90 px)
 
 
 class JobsPanel(QWidget):
@@ -60,6 +62,10 @@ class JobsPanel(QWidget):
         self._clock.setInterval(250)
         self._clock.timeout.connect(self._tick)
         manager.sig_job_added.connect(self.add_job)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.table.setColumnHidden(1, self.table.width() < NARROW)  # a name, not "…", in 260 px
 
     def add_job(self, job: WorkerJob) -> None:
         row = self.table.rowCount()
@@ -110,6 +116,9 @@ class JobsPanel(QWidget):
             bar = self.bar(job)
             bar.setRange(0, 1000)
             bar.setValue(1000 if state == "done" else bar.value())
+            if state != "done":  # failed / cancelled reads in the bar when Status is hidden
+                bar.setFormat(state)
+            bar.setToolTip(self.table.item(row, 1).toolTip() or state)
             self.table.cellWidget(row, 4).setEnabled(False)
             self.table.item(row, 3).setText(f"{job.elapsed():.1f} s")
             self.append_log(f"[{job.title}] {state} after {job.elapsed():.2f} s")
@@ -118,6 +127,8 @@ class JobsPanel(QWidget):
         status = self.table.item(self.rows[job.id], 1)
         status.setText(f"{failure.kind}: {failure.message}")
         status.setToolTip(f"{failure.kind}: {failure.message}")
+        self.bar(job).setToolTip(f"{failure.kind}: {failure.message}")
+        self.bar(job).setFormat(failure.kind)  # "cancelled", "crashed" … when Status is hidden
         self.append_log(f"[{job.title}] {failure.kind}: {failure}")
 
     def _tick(self) -> None:

@@ -239,6 +239,15 @@ def test_cancel_button_in_the_jobs_dock(qtbot, make_window) -> None:
     assert blocker.args[0].kind == "cancelled"
     assert window.jobs_panel.table.item(row, 1).text().startswith("cancelled")
     assert not button.isEnabled()
+    # in a narrow left column the Status column gives its room to the job's name; the bar
+    # says the state instead
+    panel = window.jobs_panel
+    panel.resize(260, 300)
+    assert panel.table.isColumnHidden(1)
+    qtbot.waitUntil(lambda: panel.bar(job).format() == "cancelled", timeout=5000)
+    assert "cancelled" in panel.bar(job).toolTip()
+    panel.resize(600, 300)
+    assert not panel.table.isColumnHidden(1)
     assert "[Long sleep] cancelled" in window.jobs_panel.log.toPlainText()
 
 
