@@ -6,10 +6,12 @@ SUDO_IF_NEEDED := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 OUT    ?= out/demo
 
 # Qt needs these system libraries (offscreen and real X11 windows); xvfb for the window test;
-# graphviz is the layout-quality reference in bench/graph_layout.py.
+# graphviz is the layout-quality reference in bench/graph_layout.py; the remote-worker tests start
+# OpenSSH's server on a loopback port (it is not started as a service).
 SYSTEM_PACKAGES := libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libglib2.0-0 \
 	libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
-	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core graphviz
+	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core graphviz \
+	openssh-client openssh-server procps
 
 .PHONY: system install demo test lint bench clean package smoke screenshots
 
@@ -36,7 +38,7 @@ demo: install
 # The core's tests run once, with Qt made unimportable (core must not need it); the rest offscreen.
 # TensorRT-RTX is installed by .[trt]: its real-library tests must run, never skip.
 test: install
-	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
+	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
 	DEPLOYLENS_REQUIRE_TRT_RTX=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
 
 # The screenshot suite under Xvfb; its 1920x1080 set is what docs/screenshots/ shows (README).

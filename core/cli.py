@@ -88,7 +88,9 @@ def parser_and_commands(
     parser = argparse.ArgumentParser(
         prog="deploylens",
         description="DeployLens: PyTorch → ONNX → TensorRT workbench. "
-        "With no command, opens the GUI (optionally on FILE).",
+        "With no command, opens the GUI (optionally on FILE). Every command that runs a worker "
+        "also takes --host user@server[:port] [--remote-python PATH]: the worker runs there "
+        "over your ssh (keys, agent, ~/.ssh/config; unknown host keys are refused).",
     )
     parser.add_argument("--version", action="version", version=f"deploylens {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -101,8 +103,34 @@ def parser_and_commands(
     return parser, table
 
 
+def take_remote(argv: list[str]) -> tuple[list[str], str, str]:
+    """``--host user@server`` and ``--remote-python PATH`` anywhere on the line (every worker
+    command takes them), removed; returns (the rest, host, remote python)."""
+    rest: list[str] = []
+    found = {"--host": "", "--remote-python": ""}
+    items = iter(argv)
+    for item in items:
+        name, sep, value = item.partition("=")
+        if name in found:
+            found[name] = value if sep else next(items, "")
+            if not found[name]:
+                raise UserError(f"{name} needs a value")
+        else:
+            rest.append(item)
+    return rest, found["--host"], found["--remote-python"]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv, host, remote_python = take_remote(argv)
+        if host:
+            from deploylens.core.jobs import use_remote
+
+            use_remote(host, remote_python)
+    except (UserError, ValueError) as exc:
+        print(f"deploylens: error: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return 2
     parser, table = parser_and_commands(argv[0] if argv else None)
     if argv and not argv[0].startswith("-") and argv[0] not in table:
         argv = ["gui", *argv]  # `deploylens model.onnx` opens it in the GUI

@@ -32,7 +32,8 @@ DEMO_TARGETS = ("ort-cpu", "trt-8.6", "trt-10.1")
 
 def environment_lines(hello: dict[str, Any]) -> list[str]:
     python = hello["python"]
-    lines = [f"- Python {python['version']} ({python['executable']})"]
+    where = f" on {python['host']}" if python.get("host") else ""
+    lines = [f"- Python {python['version']} ({python['executable']}){where}"]
     for name, info in hello["packages"].items():
         if name == "deploylens":
             kind = "packaged bundle" if info.get("frozen") else "Python package"

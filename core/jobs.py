@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deploylens.core.worker import protocol
-from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
+from deploylens.core.worker.client import DISCONNECTED, START_FAILED, JobFailure, WorkerSession
 from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
 
 ProgressCallback = Callable[[float | None, str], None]
@@ -27,14 +27,31 @@ HELLO_TIMEOUT_S = 60.0
 
 _job_ids = itertools.count(1)
 
+# Where workers run when the caller names none: ``deploylens --host user@server`` sets it.
+REMOTE: dict[str, str] = {"host": "", "python": "python3"}
+
+
+def use_remote(host: str, python: str = "python3") -> None:
+    """Every worker this process starts runs on ``host`` over ssh (the CLI's --host)."""
+    from deploylens.core.worker.remote import Host
+
+    Host.parse(host)  # a malformed host is an error now, not at the first job
+    REMOTE.update(host=host, python=python or "python3")
+
 
 class Worker:
     """One worker process; runs jobs one after another and keeps its imports warm."""
 
-    def __init__(self, python: str | None = None) -> None:
-        self.argv = worker_argv(python)
+    def __init__(self, python: str | None = None, host: str | None = None) -> None:
+        self.host = REMOTE["host"] if host is None else host
+        self.argv = worker_argv(python) if not self.host else []
+        if self.host:  # the local interpreter setting means nothing on the host
+            self.python = (python if host else None) or REMOTE["python"]
+        else:
+            self.python = self.argv[0]
         self.workdir: str | None = None
-        self.session = WorkerSession(self.argv[0])
+        self.session = WorkerSession(self.python, self.host)
+        self.code_sent: bool | None = None  # remote: whether this start sent the code
         self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._process: subprocess.Popen[bytes] | None = None
         self._cancel_at: float | None = None
@@ -46,6 +63,8 @@ class Worker:
         """Start the process and wait for its handshake; return the ``hello`` message."""
         self.workdir = new_workdir()
         self.env = worker_env(self.workdir)
+        if self.host:
+            self.argv = self._remote_argv()
         try:
             self._process = subprocess.Popen(
                 self.argv,
@@ -73,6 +92,19 @@ class Worker:
             self.kill()
             raise
         return self.session.hello
+
+    def _remote_argv(self) -> list[str]:
+        """Send the code if the host lacks this version, then the ssh line of the worker."""
+        from deploylens.core.worker.remote import Host, RemoteError, ensure_code, remote_worker_argv
+
+        host = Host.parse(self.host)
+        try:
+            code, self.code_sent = ensure_code(host)
+        except RemoteError as exc:
+            remove_workdir(self.workdir)
+            kind = DISCONNECTED if exc.kind == "connect" else START_FAILED
+            raise JobFailure(kind, exc.message, exc.hint) from None
+        return remote_worker_argv(host, self.python, code)
 
     def close(self) -> None:
         """Ask the worker to leave; make sure it is gone."""

@@ -19,7 +19,16 @@ START_FAILED = "start_failed"
 PROTOCOL_MISMATCH = "protocol_mismatch"
 CRASHED = "crashed"
 EXITED = "exited"
-FAILURE_KINDS = (START_FAILED, PROTOCOL_MISMATCH, CRASHED, EXITED, *protocol.ERROR_KINDS)
+DISCONNECTED = "disconnected"  # a remote worker's connection dropped (ssh exit 255): retry
+FAILURE_KINDS = (
+    START_FAILED,
+    PROTOCOL_MISMATCH,
+    CRASHED,
+    EXITED,
+    DISCONNECTED,
+    *protocol.ERROR_KINDS,
+)
+SSH_FAILED = 255
 
 
 class JobFailure(Exception):
@@ -52,8 +61,9 @@ class JobFailure(Exception):
 class WorkerSession:
     """Protocol state of one worker process, fed bytes by whatever transport runs it."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, remote: str = "") -> None:
         self.python = python
+        self.remote = remote  # "user@server" when the worker runs there over ssh
         self.decoder = protocol.LineDecoder()
         self.hello: dict[str, Any] | None = None
         self._stderr: collections.deque[bytes] = collections.deque()
@@ -111,6 +121,24 @@ class WorkerSession:
         """Why the process ended without answering: native crash, early exit, or no handshake."""
         tail = self.stderr_tail()
         what = f" while running '{method}'" if method else ""
+        if self.remote:
+            if returncode == SSH_FAILED:
+                return JobFailure(
+                    DISCONNECTED,
+                    f"The connection to {self.remote} dropped{what}.",
+                    "The remote worker is gone with it; run the job again (the code stays "
+                    "cached there, so a retry starts at once).",
+                    stderr_tail=tail,
+                )
+            if self.hello is None and returncode == 127:
+                return JobFailure(
+                    START_FAILED,
+                    f"There is no Python '{self.python}' on {self.remote}.",
+                    "Give the remote interpreter's path with --remote-python (or in Preferences).",
+                    stderr_tail=tail,
+                )
+            if returncode is not None and 128 < returncode < 128 + 65:
+                returncode = -(returncode - 128)  # the remote shell reports a signal as 128+N
         if self.hello is None:
             return JobFailure(
                 START_FAILED,

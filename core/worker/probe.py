@@ -77,6 +77,7 @@ def python_info() -> dict[str, Any]:
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "machine": platform.machine(),
+        "host": platform.node(),  # which machine answered: a remote worker says so
     }
 
 

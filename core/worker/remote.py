@@ -1,0 +1,189 @@
+"""The worker on another machine, over the system ``ssh``.
+
+Why the system client and not a Python SSH library: it already honours what a user set up —
+keys, the agent, ``~/.ssh/config`` (jump hosts, ports, user names), known_hosts — and the worker
+only needs a process whose stdin/stdout carry its JSON lines, which ``ssh -T host cmd`` is.
+Host keys are checked strictly (``StrictHostKeyChecking=yes``, ``BatchMode=yes``): an unknown host
+is a question put to the user, never a key accepted in passing.
+
+The worker's code travels once per content: a tar of ``deploylens.core/plugins/resources`` is
+unpacked under ``~/.cache/deploylens/code/<sha256>/`` on the host (written to a partial folder,
+renamed when complete), so the next job starts with one round trip. What a job reads and writes is
+not transferred yet: paths must exist on the host (a shared file system, or the same machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shlex
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploylens.core.worker.launch import WORKER_PACKAGES, package_folders
+
+OPTIONS_ENV = "DEPLOYLENS_SSH_OPTIONS"  # extra ssh options, e.g. "-i key -o UserKnownHostsFile=f"
+CACHE = ".cache/deploylens/code"  # under the remote $HOME
+SSH_FAILED = 255  # ssh's own exit status: connection, authentication or host key
+CONNECT_TIMEOUT_S = 15
+
+
+class RemoteError(Exception):
+    """The host could not be used: ``kind`` is "host_key", "connect", "python" or "code"."""
+
+    def __init__(self, kind: str, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.hint = kind, message, hint
+
+
+@dataclass(frozen=True)
+class Host:
+    """``user@server``, ``server``, ``user@server:2222`` or an ``~/.ssh/config`` alias."""
+
+    destination: str
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> Host:
+        spec = spec.strip()
+        if not spec or any(c.isspace() for c in spec) or spec.startswith("-"):
+            raise ValueError(f"{spec!r} is not a host (user@server[:port])")
+        head, sep, tail = spec.rpartition(":")
+        if sep and tail.isdigit() and "]" not in tail:
+            return cls(head, int(tail))
+        return cls(spec)
+
+    def __str__(self) -> str:
+        return self.destination + (f":{self.port}" if self.port else "")
+
+
+def ssh_command(host: Host, remote: str) -> list[str]:
+    """``ssh`` that never prompts and never accepts an unknown host key, running ``remote``."""
+    options = [
+        "-T",
+        "-o", "BatchMode=yes",
+        "-o", "StrictHostKeyChecking=yes",
+        "-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}",
+        "-o", "ServerAliveInterval=5",
+        "-o", "ServerAliveCountMax=3",
+    ]  # fmt: skip
+    extra = shlex.split(os.environ.get(OPTIONS_ENV, ""))
+    port = ["-p", str(host.port)] if host.port else []
+    return ["ssh", *options, *extra, *port, host.destination, remote]
+
+
+def explain_ssh_failure(host: Host, stderr: str) -> RemoteError:
+    """ssh's exit 255 as one sentence: the host key question, or why it could not connect."""
+    text = stderr.strip()
+    last = text.splitlines()[-1] if text else "no message"
+    if "Host key verification failed" in text or "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        return RemoteError(
+            "host_key",
+            f"{host}'s host key is not one you have accepted, so DeployLens did not connect.",
+            f"Run 'ssh {host.destination}' once in a terminal, check the fingerprint it shows with "
+            "the server's administrator and accept it; DeployLens never accepts a key itself.",
+        )
+    if "Permission denied" in text:
+        return RemoteError(
+            "connect",
+            f"{host} refused the login ({last}).",
+            "DeployLens logs in with your SSH keys or agent, never a password: add your public "
+            "key to the server's ~/.ssh/authorized_keys or load it into ssh-agent.",
+        )
+    return RemoteError(
+        "connect",
+        f"Could not reach {host}: {last}.",
+        "Check the host name, the network and that sshd runs there; 'ssh "
+        f"{host.destination}' in a terminal shows the same error.",
+    )
+
+
+def code_archive() -> tuple[str, bytes]:
+    """(sha256 of the worker's sources, a tar.gz of them laid out as ``deploylens/<room>/``).
+    Byte-identical for identical sources: names sorted, times and owners zeroed."""
+    members: list[tuple[str, Path]] = []
+    for name, folder in sorted(package_folders().items()):
+        if name not in WORKER_PACKAGES:
+            continue
+        root = Path(folder)
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                members.append((f"{name.replace('.', '/')}/{path.relative_to(root)}", path))
+    digest = hashlib.sha256()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
+        for arcname, path in members:
+            data = path.read_bytes()
+            digest.update(arcname.encode() + b"\0" + data + b"\0")
+            info = tarfile.TarInfo(arcname)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    return digest.hexdigest()[:20], buffer.getvalue()
+
+
+def ensure_code(host: Host, timeout: float = 120) -> tuple[str, bool]:
+    """The remote folder holding this version of the worker's code, and whether it was sent
+    now (False: the host had it). Raises ``RemoteError``."""
+    digest, archive = code_archive()
+    folder = f"$HOME/{CACHE}/{digest}"
+    probe = f'test -f "{folder}/.complete" && echo present; echo "HOME=$HOME"'
+    result = _ssh(host, probe, b"", timeout)
+    home = next(
+        (line[5:] for line in result.stdout.decode().splitlines() if line.startswith("HOME=")), ""
+    )
+    remote = f"{home}/{CACHE}/{digest}"
+    if b"present" in result.stdout:
+        return remote, False
+    unpack = (
+        f'set -e; d="{folder}"; rm -rf "$d.partial"; mkdir -p "$d.partial"; '
+        f'tar -xzf - -C "$d.partial"; rm -rf "$d"; mv "$d.partial" "$d"; touch "$d/.complete"'
+    )
+    sent = _ssh(host, unpack, archive, timeout)
+    if sent.returncode != 0:
+        raise RemoteError(
+            "code",
+            f"Could not unpack the worker's code on {host}: {sent.stderr.decode().strip()[-300:]}",
+            "The host needs tar and a writable ~/.cache.",
+        )
+    return remote, True
+
+
+def _ssh(host: Host, remote: str, stdin: bytes, timeout: float) -> subprocess.CompletedProcess:
+    try:
+        result = subprocess.run(
+            ssh_command(host, remote), input=stdin, capture_output=True, timeout=timeout
+        )
+    except FileNotFoundError:
+        raise RemoteError(
+            "connect",
+            "The 'ssh' command is not installed on this machine.",
+            "Install OpenSSH's client (Debian/Ubuntu: apt install openssh-client).",
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise RemoteError(
+            "connect", f"{host} did not answer within {timeout:.0f} s.", "Check the network."
+        ) from None
+    if result.returncode == SSH_FAILED:
+        raise explain_ssh_failure(host, result.stderr.decode(errors="replace"))
+    return result
+
+
+def remote_worker_argv(host: Host, python: str, code: str) -> list[str]:
+    """The ssh command line whose stdin/stdout are the remote worker's: a private scratch
+    folder removed when the worker ends, our packages mapped by path, the chosen Python."""
+    packages = {name: f"{code}/{name.replace('.', '/')}" for name in WORKER_PACKAGES}
+    boot = f"{code}/deploylens/core/worker/boot.py"
+    script = (
+        'w=$(mktemp -d "${TMPDIR:-/tmp}/deploylens-worker-XXXXXX") || exit 70; '
+        "trap 'rm -rf \"$w\"' EXIT HUP TERM; "
+        f"command -v {shlex.quote(python)} >/dev/null 2>&1 || "
+        f"{{ echo 'deploylens: no {python} on this host' >&2; exit 127; }}; "
+        f'DEPLOYLENS_WORKDIR="$w" DEPLOYLENS_PACKAGES={shlex.quote(json.dumps(packages))} '
+        "PYTHONIOENCODING=utf-8 PYTHONFAULTHANDLER=1 "
+        f"{shlex.quote(python)} {shlex.quote(boot)}"
+    )
+    return ssh_command(host, script)
