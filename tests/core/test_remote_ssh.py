@@ -1,6 +1,6 @@
 """The worker over SSH, for real: the test starts OpenSSH's server on a loopback port with a
 throwaway host key and client key (nothing leaves 127.0.0.1), and the CLI's jobs run through the
-system ssh client — the environment probe, an inspect, a refused host key, a missing remote
+system ssh client — the environment probe, a validate, a refused host key, a missing remote
 Python, a kill -9 of the remote worker and a dropped connection, each told apart.
 
 Where no sshd is installed the tests skip, except under ``DEPLOYLENS_REQUIRE_SSHD=1`` (make test
@@ -117,15 +117,18 @@ def test_jobs_run_on_the_host_and_its_code_is_sent_once(
     env = cli(sshd, "env", "--json")
     assert env.returncode == 0, env.stderr[-2000:]
     assert json.loads(env.stdout)["packages"]["onnx"]["version"]
-    remote = cli(sshd, "inspect", str(samples / "small_cnn.dynamo.onnx"), "--json")
+    # a worker job (validate.outputs; inspect runs in the CLI's own process) over ssh gives the
+    # local verdict and figures; the same line with an unaccepted host key cannot run at all
+    model = str(samples / "small_cnn.dynamo.onnx")
+    remote = cli(sshd, "validate", model, "--json")
     local = subprocess.run(
-        [DEPLOYLENS, "inspect", str(samples / "small_cnn.dynamo.onnx"), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [DEPLOYLENS, "validate", model, "--json"], capture_output=True, text=True, timeout=300
     )
-    assert remote.returncode == 0, remote.stderr[-2000:]
-    assert json.loads(remote.stdout) == json.loads(local.stdout)
+    assert remote.returncode == local.returncode == 0, remote.stderr[-2000:]
+    ours, theirs = json.loads(remote.stdout), json.loads(local.stdout)
+    assert ours["passed"] and ours["outputs"] == theirs["outputs"]
+    refused = cli(sshd, "validate", model, "--json", options=sshd["unknown"])
+    assert refused.returncode == 1 and "host key" in refused.stderr
 
 
 def test_an_unknown_host_key_is_refused_and_never_written(sshd: dict[str, str]) -> None:
