@@ -280,12 +280,32 @@ def run_job(
 
     bar = terminal_progress(JOB_TITLES.get(method, method)) if on_progress is None else None
     worker = Worker(python)
+    progress = on_progress or bar
     try:
-        return worker.run(method, params, on_progress=on_progress or bar, timeout=timeout)
+        files = request_files(method) if worker.host else {}
+        if files:  # a remote worker: send its inputs, fetch its outputs
+            from deploylens.core.worker.remote import Host
+            from deploylens.core.worker.transfer import run_remote_files
+
+            return run_remote_files(
+                Host.parse(worker.host),
+                dict(params or {}),
+                files,
+                lambda sent: worker.run(method, sent, on_progress=progress, timeout=timeout),
+                progress,
+            )
+        return worker.run(method, params, on_progress=progress, timeout=timeout)
     finally:
         worker.close()
         if bar is not None:
             bar.close()
+
+
+def request_files(method: str) -> dict[str, str]:
+    """The file fields of ``method``'s request (``Request.FILES``): field → "in" | "out"."""
+    from deploylens.core.requests import REQUESTS, request_class
+
+    return dict(getattr(request_class(method), "FILES", {})) if method in REQUESTS else {}
 
 
 JOB_TITLES = {

@@ -52,6 +52,8 @@ class Request:
 
     JOB: ClassVar[str] = ""
     COMMAND: ClassVar[str] = ""  # the ``deploylens`` command that fills it ("" for none)
+    # the fields that name files, "in" or "out": what a remote worker is sent and sends back
+    FILES: ClassVar[dict[str, str]] = {}
 
     # -- worker params ------------------------------------------------------------------------
     def to_params(self) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from deploylens.core.surgery.steps import Step, steps_from_toml
 class SurgeryRequest(Request):
     JOB: ClassVar[str] = "surgery.apply"
     COMMAND: ClassVar[str] = "surgery"
+    FILES: ClassVar[dict[str, str]] = {"model": "in", "output": "out", "script": "out"}
 
     model: str
     steps: list[Step] = field(default_factory=list)
@@ -61,7 +62,9 @@ class SurgeryRequest(Request):
         return cls(
             model=str(args.model.resolve()),
             steps=steps,
-            output=str(args.out.resolve()) if args.out else "",
+            output=str(
+                args.out.resolve() if args.out else args.model.resolve().with_suffix(".edited.onnx")
+            ),  # always named: a remote worker's output comes back here
             script=str(args.script.resolve()) if args.script else "",
             compare=not args.no_compare,
             check_tensorrt=not args.no_tensorrt,

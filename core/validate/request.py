@@ -26,6 +26,7 @@ DEFAULT_BUDGET_MB = 256.0
 class ValidateRequest(Request):
     JOB: ClassVar[str] = "validate.outputs"
     COMMAND: ClassVar[str] = "validate"
+    FILES: ClassVar[dict[str, str]] = {"path": "in", "inputs": "in"}  # a folder is not sent yet
 
     path: str = ""  # the ONNX model
     torch: ModelSource | None = None  # the reference; None: ORT with optimizations off

@@ -8,8 +8,8 @@ is a question put to the user, never a key accepted in passing.
 
 The worker's code travels once per content: a tar of ``deploylens.core/plugins/resources`` is
 unpacked under ``~/.cache/deploylens/code/<sha256>/`` on the host (written to a partial folder,
-renamed when complete), so the next job starts with one round trip. What a job reads and writes is
-not transferred yet: paths must exist on the host (a shared file system, or the same machine).
+renamed when complete), so the next job starts with one round trip. What a job reads and writes
+travels in ``transfer.py`` for requests that name their files.
 """
 
 from __future__ import annotations

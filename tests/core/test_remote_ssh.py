@@ -209,3 +209,41 @@ def test_kill_9_of_the_remote_worker_and_a_dropped_connection_are_told_apart(
     worker.close()
     assert failure.kind == DISCONNECTED and "dropped" in failure.message
     assert "run the job again" in failure.hint
+
+
+def test_a_remote_job_gets_its_inputs_sent_and_its_outputs_back(
+    sshd: dict[str, str], samples: Path, tmp_path: Path
+) -> None:
+    """Surgery over ssh: the model (with its external-data file) goes to the host's content
+    cache once, the edited model and its steps file come back to the local --out folder (made
+    for them), the report names local paths and the remote scratch folder is gone."""
+    import onnx
+
+    model = onnx.load(samples / "small_cnn.torchscript.onnx")
+    source = tmp_path / "in" / "cnn.onnx"
+    source.parent.mkdir()
+    onnx.save(
+        model,
+        source,
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="cnn.weights",
+        size_threshold=0,
+    )
+    out = tmp_path / "back" / "cnn.folded.onnx"
+    run = cli(sshd, "surgery", str(source), "--fold", "--out", str(out), "--json")
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["model"] == str(source) and report["output"] == str(out)
+    assert report["steps_file"] == str(out.with_suffix(".steps.toml"))
+    assert report["compare"]["passed"] and report["tensorrt"]["parsed"]
+    assert out.is_file() and out.with_suffix(".steps.toml").is_file()
+    onnx.checker.check_model(str(out))
+    cache = Path.home() / ".cache/deploylens/files"
+    sent = [d for d in cache.iterdir() if (d / "cnn.onnx").is_file()]
+    assert any((d / "cnn.weights").is_file() for d in sent)  # the external data travelled too
+    marker = next(d for d in sent if (d / "cnn.weights").is_file()) / ".complete"
+    stamp = marker.stat().st_mtime_ns
+    again = cli(sshd, "surgery", str(source), "--fold", "--out", str(out), "--json")
+    assert again.returncode == 0 and marker.stat().st_mtime_ns == stamp  # not sent twice
+    assert not any((Path.home() / ".cache/deploylens/out").iterdir())  # scratch removed
