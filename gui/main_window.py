@@ -80,6 +80,7 @@ class MainWindow(QMainWindow):
         self.export_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.surgery_panel = SurgeryPanel(self.jobs)
         self.surgery_panel.selection_source = self.graph_panel.chosen_node_names
+        self.surgery_panel.graph_source = self.graph_panel.shown_graph
         self.graph_panel.sig_selection_changed.connect(self.surgery_panel.refresh_chosen)
         self.graph_panel.menu_hooks.append(self.surgery_panel.populate_menu)
         self.graph_panel.sig_loaded.connect(self._paint_surgery_diff)

@@ -49,7 +49,9 @@ def surgery_text(report: dict[str, Any]) -> str:
             lines.append(f"  compare: not comparable — {compare['reason']}")
         else:
             worst = max((o.get("max_abs", float("inf")) for o in compare["outputs"]), default=0.0)
-            verdict = "PASS" if compare["passed"] else "FAIL"
+            verdict = {True: "PASS", False: "FAIL"}.get(
+                compare["passed"], f"NOT CHECKED ({compare.get('reason', '')})"
+            )
             layers = compare.get("layers", [])
             if layers:
                 first = compare.get("first_diverging")

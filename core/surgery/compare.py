@@ -11,32 +11,6 @@ import numpy as np
 import onnx
 
 ATOL = RTOL = 1e-5
-_DTYPES = {
-    onnx.TensorProto.FLOAT: np.float32,
-    onnx.TensorProto.FLOAT16: np.float16,
-    onnx.TensorProto.DOUBLE: np.float64,
-    onnx.TensorProto.INT64: np.int64,
-    onnx.TensorProto.INT32: np.int32,
-    onnx.TensorProto.BOOL: np.bool_,
-}
-
-
-def seeded_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
-    """Uniform [-1, 1] floats (ints in [0, 4)) for every graph input; a symbolic dim is 1."""
-    rng = np.random.default_rng(seed)
-    initializers = {i.name for i in model.graph.initializer}
-    feeds: dict[str, np.ndarray] = {}
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        tensor = value.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tensor.shape.dim]
-        dtype = _DTYPES.get(tensor.elem_type, np.float32)
-        if np.issubdtype(dtype, np.floating):
-            feeds[value.name] = rng.uniform(-1, 1, shape).astype(dtype)
-        else:
-            feeds[value.name] = rng.integers(0, 4, shape).astype(dtype)
-    return feeds
 
 
 def _with_outputs(
@@ -114,20 +88,27 @@ def compare_models(
             "passed": None,
             "reason": f"the original's values of {missing} cannot be read (type unknown)",
         }
-    feeds = seeded_inputs(a_model, seed)
+    from deploylens.core.data.feeds import make_feeds
+
+    feeds = make_feeds(a_session, seed=seed)  # validate's seeded inputs: uniform [-1, 1]
     a_out = dict(zip(a_names, a_session.run(a_names, feeds), strict=True))
     b_feeds = {n: feeds[n] if n in a_inputs else a_out[n] for n in b_inputs}
     shared = [o.name for o in b_session.get_outputs() if o.name in a_out]
     finals = [n for n in b_finals if n in a_out]
+    uncompared = [n for n in b_finals if n not in a_out]
     if not finals:
         return {"comparable": False, "passed": None, "reason": "no output name in common"}
     b_out = dict(zip(shared, b_session.run(shared, b_feeds), strict=True))
     rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in finals]
     layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in inner if n in b_out]
     first = next((r["output"] for r in layer_rows if not r["passed"]), None)
+    matched = all(r["passed"] for r in rows)
     return {
         "comparable": True,
-        "passed": all(r["passed"] for r in rows),
+        # an output the original has no tensor for was not checked: never a PASS over it
+        "passed": False if not matched else (None if uncompared else True),
+        "uncompared": uncompared,
+        "reason": f"no original tensor for output(s) {uncompared}" if uncompared else "",
         "outputs": rows,
         "layers": layer_rows,
         "first_diverging": first,

@@ -27,13 +27,13 @@ def graph_diff(before: onnx.ModelProto, after: onnx.ModelProto) -> dict[str, lis
     }
 
 
-def boundary(model: onnx.ModelProto, nodes: list[str]) -> tuple[list[str], list[str]]:
+def boundary(graph: onnx.GraphProto, nodes: list[str]) -> tuple[list[str], list[str]]:
     """(tensors the named nodes read from outside, not initializers; tensors they make that
     something outside reads or that are graph outputs) — an extraction's inputs and outputs."""
-    chosen = [n for n in model.graph.node if n.name in set(nodes)]
+    chosen = [n for n in graph.node if n.name in set(nodes)]
     made = {t for n in chosen for t in n.output}
-    constants = {i.name for i in model.graph.initializer} | {
-        o for n in model.graph.node if n.op_type == "Constant" for o in n.output
+    constants = {i.name for i in graph.initializer} | {
+        o for n in graph.node if n.op_type == "Constant" for o in n.output
     }
     inputs: list[str] = []
     for node in chosen:
@@ -41,7 +41,7 @@ def boundary(model: onnx.ModelProto, nodes: list[str]) -> tuple[list[str], list[
             if tensor and tensor not in made and tensor not in constants and tensor not in inputs:
                 inputs.append(tensor)
     ids = {id(n) for n in chosen}
-    read_outside = {t for n in model.graph.node if id(n) not in ids for t in n.input}
-    graph_outputs = {o.name for o in model.graph.output}
+    read_outside = {t for n in graph.node if id(n) not in ids for t in n.input}
+    graph_outputs = {o.name for o in graph.output}
     outputs = [t for n in chosen for t in n.output if t in read_outside or t in graph_outputs]
     return inputs, outputs

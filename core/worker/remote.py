@@ -130,19 +130,15 @@ def ensure_code(host: Host, timeout: float = 120) -> tuple[str, bool]:
     now (False: the host had it). Raises ``RemoteError``."""
     digest, archive = code_archive()
     folder = f"$HOME/{CACHE}/{digest}"
-    probe = f'test -f "{folder}/.complete" && echo present; echo "HOME=$HOME"'
-    result = _ssh(host, probe, b"", timeout)
-    home = next(
-        (line[5:] for line in result.stdout.decode().splitlines() if line.startswith("HOME=")), ""
-    )
+    home, present = cached(host, folder, timeout)
     remote = f"{home}/{CACHE}/{digest}"
-    if b"present" in result.stdout:
+    if present:
         return remote, False
     unpack = (
         f'set -e; d="{folder}"; rm -rf "$d.partial"; mkdir -p "$d.partial"; '
         f'tar -xzf - -C "$d.partial"; rm -rf "$d"; mv "$d.partial" "$d"; touch "$d/.complete"'
     )
-    sent = _ssh(host, unpack, archive, timeout)
+    sent = run_ssh(host, unpack, archive, timeout)
     if sent.returncode != 0:
         raise RemoteError(
             "code",
@@ -152,7 +148,17 @@ def ensure_code(host: Host, timeout: float = 120) -> tuple[str, bool]:
     return remote, True
 
 
-def _ssh(host: Host, remote: str, stdin: bytes, timeout: float) -> subprocess.CompletedProcess:
+def cached(host: Host, folder: str, timeout: float = 60) -> tuple[str, bool]:
+    """(the host's $HOME, whether ``folder`` — under it, written as ``$HOME/...`` — holds a
+    complete copy): one round trip, shared by the code cache and the file cache."""
+    probe = f'test -f "{folder}/.complete" && echo present; echo "HOME=$HOME"'
+    result = run_ssh(host, probe, b"", timeout)
+    lines = result.stdout.decode().splitlines()
+    home = next((line[5:] for line in lines if line.startswith("HOME=")), "")
+    return home, "present" in lines
+
+
+def run_ssh(host: Host, remote: str, stdin: bytes, timeout: float) -> subprocess.CompletedProcess:
     try:
         result = subprocess.run(
             ssh_command(host, remote), input=stdin, capture_output=True, timeout=timeout

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.files import atomic_open
-from deploylens.core.worker.remote import Host, RemoteError, _ssh, ssh_command
+from deploylens.core.worker.remote import Host, RemoteError, cached, run_ssh, ssh_command
 
 FILES_CACHE = ".cache/deploylens/files"
 SCRATCH = ".cache/deploylens/out"
@@ -61,12 +61,9 @@ def push(host: Host, local: Path, progress: Progress | None = None) -> str:
     files = companions(local)
     digest = _digest(files)
     folder = f"$HOME/{FILES_CACHE}/{digest}"
-    probe = _ssh(host, f'test -f "{folder}/.complete" && echo present; echo "HOME=$HOME"', b"", 60)
-    home = next(
-        (line[5:] for line in probe.stdout.decode().splitlines() if line.startswith("HOME=")), ""
-    )
+    home, present = cached(host, folder)
     remote = f"{home}/{FILES_CACHE}/{digest}/{local.name}"
-    if b"present" in probe.stdout:
+    if present:
         return remote
     total = sum(f.stat().st_size for f in files)
     sent = 0
@@ -103,7 +100,9 @@ def push(host: Host, local: Path, progress: Progress | None = None) -> str:
 
 def scratch(host: Host) -> str:
     """A fresh remote folder for one job's outputs."""
-    probe = _ssh(host, f'd="$HOME/{SCRATCH}/{uuid.uuid4().hex}"; mkdir -p "$d"; echo "$d"', b"", 60)
+    probe = run_ssh(
+        host, f'd="$HOME/{SCRATCH}/{uuid.uuid4().hex}"; mkdir -p "$d"; echo "$d"', b"", 60
+    )
     return probe.stdout.decode().strip().splitlines()[-1]
 
 
@@ -163,7 +162,7 @@ def run_remote_files(
                 mapping[text] = str(target)
                 fetched.add(str(target))
     if folder:
-        _ssh(host, f"rm -rf {shlex.quote(folder)}", b"", 60)
+        run_ssh(host, f"rm -rf {shlex.quote(folder)}", b"", 60)
     return _rewrite(result, mapping)
 
 

@@ -352,11 +352,22 @@ class GraphPanel(QWidget):
             self.sig_message.emit(f"No node named {name} in this graph.")
         return False
 
+    def shown_graph(self) -> onnx.GraphProto | None:
+        """The top-level graph on screen, as the document parsed it (None while loading or
+        inside a subgraph/function)."""
+        model = self.model
+        if model is None or self.loaded_path != self.path or len(self.stack) != 1:
+            return None
+        import onnx
+
+        proto = model.ir.proto
+        return proto if isinstance(proto, onnx.GraphProto) else None
+
     def chosen_node_names(self) -> list[str]:
         """The ONNX node names surgery acts on: the highlighted set (Shift+drag rubber band,
         upstream/downstream) or else the selected node; top-level op nodes only."""
         model = self.model
-        if model is None:
+        if model is None or len(self.stack) != 1:  # surgery edits the top-level graph
             return []
         ir = model.ir
         nodes = list(self.canvas.highlighted_nodes())

@@ -102,6 +102,7 @@ class SurgeryPanel(QWidget):
         self.report: dict[str, Any] | None = None
         self.chosen: list[str] = []  # node names chosen in the graph
         self.selection_source: Any = None  # the shell sets: () -> list[str]
+        self.graph_source: Any = None  # the shell sets: () -> the shown GraphProto or None
         self.banner = QLabel("Open a model to edit its graph.")
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet(IDLE_STYLE)
@@ -268,7 +269,11 @@ class SurgeryPanel(QWidget):
         if not self.chosen:
             self._set_banner("Choose nodes in the graph first (Shift+drag).", BAD_STYLE)
             return
-        inputs, outputs = self._boundary()
+        try:
+            inputs, outputs = self._boundary()
+        except UserError as exc:
+            self._set_banner(exc.message, BAD_STYLE)
+            return
         self.push(Step(op="extract", inputs=inputs, outputs=outputs))
 
     def replace(self) -> None:
@@ -294,12 +299,13 @@ class SurgeryPanel(QWidget):
         )
 
     def _boundary(self) -> tuple[list[str], list[str]]:
-        import onnx
-
+        """From the graph the document already parsed (no second parse on the UI thread)."""
         from deploylens.core.surgery.diff import boundary
 
-        model = onnx.load(self.current, load_external_data=False)
-        return boundary(model, self.chosen)
+        graph = self.graph_source() if self.graph_source is not None else None
+        if graph is None:
+            raise UserError("The graph is still loading: extract once it is shown.")
+        return boundary(graph, self.chosen)
 
     def push(self, step: Step) -> None:
         """Run the chain plus ``step``; it joins the chain only when the worker succeeded."""

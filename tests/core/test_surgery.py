@@ -440,3 +440,43 @@ def test_without_onnxslim_or_graphsurgeon_the_error_says_what_to_install(
     monkeypatch.setitem(sys.modules, "onnx_graphsurgeon", None)
     with pytest.raises(UserError, match="needs onnx-graphsurgeon"):
         graph_ops.cut_outputs(model, [model.graph.output[0].name])
+
+
+def test_an_output_the_original_never_computes_is_not_a_pass(tmp_path: Path) -> None:
+    """Edited model with one output matching and one the original has no tensor for: the one
+    that matches must not carry a PASS over the one nobody checked."""
+
+    def model(outputs: list[str]) -> onnx.ModelProto:
+        nodes = [
+            helper.make_node("Relu", ["x"], ["a"]),
+            helper.make_node("Neg", ["x"], [outputs[1]]),
+        ]
+        graph = helper.make_graph(
+            nodes,
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4]) for n in outputs],
+        )
+        made = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        made.ir_version = 8
+        return made
+
+    onnx.save(model(["a", "b"]), tmp_path / "original.onnx")
+    onnx.save(model(["a", "renamed"]), tmp_path / "edited.onnx")
+    result = compare_models(tmp_path / "original.onnx", tmp_path / "edited.onnx", plugins())
+    assert result["comparable"] and result["passed"] is None
+    assert result["uncompared"] == ["renamed"] and "renamed" in result["reason"]
+    from deploylens.core.surgery.cli_surgery import surgery_text
+
+    text = surgery_text(
+        {
+            "nodes_before": 2,
+            "nodes_after": 2,
+            "output": "e",
+            "steps": [],
+            "steps_file": "s",
+            "checker": "ok",
+            "compare": result,
+        }
+    )
+    assert "NOT CHECKED" in text and "PASS" not in text
