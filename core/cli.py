@@ -103,6 +103,9 @@ def parser_and_commands(
     return parser, table
 
 
+HOST_BUFFERS = ("pinned", "pageable")  # ``--host pinned`` meant profile's host buffers once
+
+
 def take_remote(argv: list[str]) -> tuple[list[str], str, str]:
     """``--host user@server`` and ``--remote-python PATH`` anywhere on the line (every worker
     command takes them), removed; returns (the rest, host, remote python)."""
@@ -112,9 +115,13 @@ def take_remote(argv: list[str]) -> tuple[list[str], str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if name in found:
-            found[name] = value if sep else next(items, "")
-            if not found[name]:
+            value = value if sep else next(items, "")
+            if not value:
                 raise UserError(f"{name} needs a value")
+            if name == "--host" and value in HOST_BUFFERS:  # profile/sweep's old spelling
+                rest += ["--host-buffers", value]
+                continue
+            found[name] = value
         else:
             rest.append(item)
     return rest, found["--host"], found["--remote-python"]

@@ -159,8 +159,10 @@ class Worker:
         on_progress: ProgressCallback | None = None,
         on_log: Callable[[str, str], None] | None = None,
         timeout: float | None = None,
+        on_data: Callable[[Any], None] | None = None,
     ) -> Any:
-        """Run one job and return its payload, or raise ``JobFailure``."""
+        """Run one job and return its payload, or raise ``JobFailure``. ``on_data`` gets the
+        pieces of the result a job sends early (a sweep's points as they finish)."""
         if self.session.hello is None:
             self.start()
         job = f"j{next(_job_ids)}"
@@ -175,6 +177,8 @@ class Worker:
             mtype = message.get("type")
             if mtype == "progress" and on_progress is not None:
                 on_progress(message.get("fraction"), str(message.get("text", "")))
+            if mtype == "progress" and on_data is not None and "data" in message:
+                on_data(message["data"])
             elif mtype == "log" and on_log is not None:
                 on_log(str(message.get("level")), str(message.get("text")))
             elif mtype == "result":
@@ -284,16 +288,20 @@ def run_job(
     try:
         files = request_files(method) if worker.host else {}
         if files:  # a remote worker: send its inputs, fetch its outputs
-            from deploylens.core.worker.remote import Host
+            from deploylens.core.worker.remote import Host, RemoteError
             from deploylens.core.worker.transfer import run_remote_files
 
-            return run_remote_files(
-                Host.parse(worker.host),
-                dict(params or {}),
-                files,
-                lambda sent: worker.run(method, sent, on_progress=progress, timeout=timeout),
-                progress,
-            )
+            try:
+                return run_remote_files(
+                    Host.parse(worker.host),
+                    dict(params or {}),
+                    files,
+                    lambda sent: worker.run(method, sent, on_progress=progress, timeout=timeout),
+                    progress,
+                )
+            except RemoteError as exc:  # the host went away or refused, around the job
+                kind = DISCONNECTED if exc.kind in ("connect", "host_key") else START_FAILED
+                raise JobFailure(kind, exc.message, exc.hint) from None
         return worker.run(method, params, on_progress=progress, timeout=timeout)
     finally:
         worker.close()

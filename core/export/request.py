@@ -23,6 +23,11 @@ from deploylens.core.requests import Request
 class ExportRequest(Request):
     JOB: ClassVar[str] = "export.run"
     COMMAND: ClassVar[str] = "export"
+    FILES: ClassVar[dict[str, str]] = {
+        "source.target": "in",
+        "source.inputs_npz": "in",
+        "settings.output": "out",
+    }
 
     source: ModelSource
     settings: ExportSettings = field(default_factory=ExportSettings)

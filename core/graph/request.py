@@ -11,6 +11,7 @@ from deploylens.core.requests import Request
 @dataclass
 class ShapesRequest(Request):
     JOB: ClassVar[str] = "graph.shapes"
+    FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str
 
@@ -18,6 +19,7 @@ class ShapesRequest(Request):
 @dataclass
 class TensorStatsRequest(Request):
     JOB: ClassVar[str] = "graph.tensor_stats"
+    FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str
     names: list[str] = field(default_factory=list)  # initializers to summarize

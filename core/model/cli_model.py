@@ -17,10 +17,18 @@ def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from deploylens.core.model.summary import inspect_model
+    from deploylens.core.jobs import REMOTE
+    from deploylens.core.model.summary import ModelSummary, inspect_model
     from deploylens.core.model.summary_text import summary_text
 
-    summary = inspect_model(args.model, check=not args.no_check)
+    if REMOTE["host"]:  # --host: the host's onnx reads the file (sent there by content)
+        from deploylens.core.files import input_file
+        from deploylens.core.model.request import InspectRequest
+
+        path = str(input_file(args.model, "ONNX model").resolve())
+        summary = ModelSummary.from_dict(InspectRequest(path, check=not args.no_check).run())
+    else:  # here: no worker needed, weights stay on disk
+        summary = inspect_model(args.model, check=not args.no_check)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary_text(summary))
     for problem in summary.problems:
         print(f"deploylens: error: {args.model.name}: {problem}", file=sys.stderr)

@@ -11,6 +11,7 @@ from deploylens.core.requests import Request
 @dataclass
 class InspectRequest(Request):
     JOB: ClassVar[str] = "model.inspect"
+    FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str
     check: bool = True  # run onnx's checker and strict shape inference

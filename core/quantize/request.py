@@ -20,6 +20,13 @@ DEFAULT_CACHE_VERSION = "10.16"
 class CalibrateRequest(Request):
     JOB: ClassVar[str] = "quantize.calibrate"
     COMMAND: ClassVar[str] = "calibrate"
+    FILES: ClassVar[dict[str, str]] = {
+        "model": "in",
+        "data": "in",
+        "eval_data": "in",
+        "output": "out",
+        "trt_cache": "out",
+    }
 
     model: str
     data: str  # a folder of images or .npy/.npz arrays (or one .npz)
@@ -116,6 +123,7 @@ class CalibrateRequest(Request):
     def prepared(self) -> CalibrateRequest:
         """Files checked and every path absolute (the worker's working folder is not ours)."""
         from deploylens.core.files import input_file, input_folder
+        from deploylens.core.quantize.calibrate import default_output
 
         def absolute(path: str) -> str:
             return str(Path(path).resolve()) if path else ""
@@ -127,7 +135,7 @@ class CalibrateRequest(Request):
             eval_data=str(input_folder(self.eval_data, "evaluation data").resolve())
             if self.eval_data
             else "",
-            output=absolute(self.output),
+            output=absolute(self.output or default_output(self.model, self.method)),
             trt_cache=absolute(self.trt_cache),
         )
 
@@ -142,6 +150,13 @@ class SensitivityRequest(Request):
 
     JOB: ClassVar[str] = "quantize.sensitivity"
     COMMAND: ClassVar[str] = "sensitivity"
+    FILES: ClassVar[dict[str, str]] = {
+        "model": "in",
+        "data": "in",
+        "eval_data": "in",
+        "labels": "in",
+        "out": "outdir",
+    }
 
     model: str
     data: str  # calibration data: a folder of images or .npy/.npz arrays
@@ -255,6 +270,12 @@ class StudyRequest(Request):
 
     JOB: ClassVar[str] = "quantize.study"
     COMMAND: ClassVar[str] = "calibration-study"
+    FILES: ClassVar[dict[str, str]] = {
+        "model": "in",
+        "data": "in",
+        "eval_data": "in",
+        "labels": "in",
+    }
 
     model: str
     data: str

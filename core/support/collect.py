@@ -77,9 +77,12 @@ def support_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 
     request = CollectRequest.from_params(params)
     path = cache_path()
-    if path.exists() and not request.refresh:
-        return {"path": str(path), "cached": True}
-    data = collect(ctx.progress)
-    ctx.progress(0.95, "writing the cache")
-    atomic_write_text(path, json.dumps(data))
-    return {"path": str(path), "cached": False}
+    cached = path.exists() and not request.refresh
+    if not cached:
+        data = collect(ctx.progress)
+        ctx.progress(0.95, "writing the cache")
+        atomic_write_text(path, json.dumps(data))
+    if request.copy_to:  # a remote worker: the file that is fetched back
+        atomic_write_text(Path(request.copy_to), path.read_text())
+        path = Path(request.copy_to)
+    return {"path": str(path), "cached": cached}

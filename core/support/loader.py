@@ -8,8 +8,16 @@ from deploylens.core.support.request import CollectRequest
 
 
 def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatrix:
+    from deploylens.core.jobs import REMOTE
+
     python = python or AppSettings.load().worker_python or None
-    answer = CollectRequest(refresh).run(python)
+    copy_to = ""
+    if REMOTE["host"]:  # the host's registries, kept here per host
+        from deploylens.core.settings import cache_dir
+
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in REMOTE["host"])
+        copy_to = str(cache_dir() / "remote" / safe / "support.json")
+    answer = CollectRequest(refresh, copy_to).run(python)
     return with_plugins(SupportMatrix.load(answer["path"]))
 
 

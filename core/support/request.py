@@ -11,13 +11,16 @@ from deploylens.core.requests import Request
 @dataclass
 class CollectRequest(Request):
     JOB: ClassVar[str] = "support.collect"
+    FILES: ClassVar[dict[str, str]] = {"copy_to": "out"}
 
     refresh: bool = False  # rebuild the cached registries
+    copy_to: str = ""  # also write the matrix here (a remote worker's answer, fetched back)
 
 
 @dataclass
 class TensorRTProbeRequest(Request):
     JOB: ClassVar[str] = "support.tensorrt_probe"
+    FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str
     module: str = "tensorrt"  # or "tensorrt_rtx" (TensorRT-RTX: installs without a GPU)

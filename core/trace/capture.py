@@ -136,7 +136,7 @@ def cpu_notes(settings: CaptureSettings) -> list[str]:
     if settings.streams > 1:
         notes.append(f"--streams {settings.streams} is ignored on the CPU (there are no streams)")
     if settings.host != "pinned":
-        notes.append("--host is ignored on the CPU (no host-to-device copies)")
+        notes.append("--host-buffers is ignored on the CPU (no host-to-device copies)")
     return notes
 
 

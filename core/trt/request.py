@@ -21,6 +21,13 @@ RTX_VERSION = "rtx"  # what --target-cc implies when no --trt-version is given
 class BuildRequest(Request):
     JOB: ClassVar[str] = "build.engine"
     COMMAND: ClassVar[str] = "build"
+    FILES: ClassVar[dict[str, str]] = {
+        "model": "in",
+        "engine": "out",
+        "settings.timing_cache": "inout",
+        "settings.calibration.data": "in",
+        "settings.calibration.cache": "inout",
+    }
 
     model: str
     engine: str = ""  # default: MODEL.engine

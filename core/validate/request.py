@@ -26,7 +26,9 @@ DEFAULT_BUDGET_MB = 256.0
 class ValidateRequest(Request):
     JOB: ClassVar[str] = "validate.outputs"
     COMMAND: ClassVar[str] = "validate"
-    FILES: ClassVar[dict[str, str]] = {"path": "in", "inputs": "in"}  # a folder is not sent yet
+    FILES: ClassVar[dict[str, str]] = {
+        "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in"
+    }  # fmt: skip
 
     path: str = ""  # the ONNX model
     torch: ModelSource | None = None  # the reference; None: ORT with optimizations off

@@ -20,73 +20,28 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
 
 from deploylens.core.jobs import Worker
 from deploylens.core.worker.client import CRASHED, DISCONNECTED, JobFailure
 from deploylens.core.worker.remote import OPTIONS_ENV, code_archive
+from tests.helpers.loopback_sshd import available, drop_connections, loopback_sshd
 
-SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
 REQUIRE = os.environ.get("DEPLOYLENS_REQUIRE_SSHD") == "1"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A private sshd on 127.0.0.1 and the ssh options that reach it (known host key included)."""
-    if not Path(SSHD).exists() or shutil.which("ssh") is None:
+def sshd() -> Iterator[dict[str, str]]:
+    """A private sshd on 127.0.0.1 with a throwaway user and key (tests/helpers/loopback_sshd)."""
+    if not available():
         if REQUIRE:
             pytest.fail("sshd/ssh are not installed but DEPLOYLENS_REQUIRE_SSHD=1")
         pytest.skip("OpenSSH server not installed (apt install openssh-server)")
-    folder = tmp_path_factory.mktemp("sshd")
-    for name in ("host_key", "client_key"):
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(folder / name)], check=True
-        )
-    (folder / "authorized_keys").write_text((folder / "client_key.pub").read_text())
-    port = _free_port()
-    (folder / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {folder / 'host_key'}\n"
-        f"AuthorizedKeysFile {folder / 'authorized_keys'}\nPasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n"
-        "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n"
-        f"PidFile {folder / 'sshd.pid'}\nLogLevel ERROR\n"
-    )
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # its privilege-separation folder
-    log = folder / "sshd.log"
-    server = subprocess.Popen([SSHD, "-D", "-f", str(folder / "sshd_config"), "-E", str(log)])
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    else:
-        server.kill()
-        pytest.fail(f"sshd did not listen: {log.read_text()[-500:] if log.exists() else ''}")
-    host_key = (folder / "host_key.pub").read_text().split()[:2]
-    (folder / "known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(host_key)}\n")
-    (folder / "empty_known_hosts").write_text("")
-    user = (
-        os.environ.get("USER")
-        or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
-    )
-    key = folder / "client_key"
-    yield {
-        "host": f"{user}@127.0.0.1:{port}",
-        "options": f"-i {key} -o UserKnownHostsFile={folder / 'known_hosts'}",
-        "unknown": f"-i {key} -o UserKnownHostsFile={folder / 'empty_known_hosts'}",
-        "empty_known_hosts": str(folder / "empty_known_hosts"),
-    }
-    server.terminate()
-    server.wait(timeout=10)
+    with loopback_sshd() as server:
+        yield server
 
 
 def cli(sshd: dict[str, str], *args: str, options: str = "") -> subprocess.CompletedProcess[str]:
@@ -104,7 +59,7 @@ def test_jobs_run_on_the_host_and_its_code_is_sent_once(
     sshd: dict[str, str], samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     digest, _ = code_archive()
-    shutil.rmtree(Path.home() / ".cache/deploylens/code" / digest, ignore_errors=True)
+    shutil.rmtree(Path(sshd["home"]) / ".cache/deploylens/code" / digest, ignore_errors=True)
     monkeypatch.setenv(OPTIONS_ENV, sshd["options"])
     first = Worker(sys.executable, host=sshd["host"])
     hello = first.start()
@@ -199,13 +154,7 @@ def test_kill_9_of_the_remote_worker_and_a_dropped_connection_are_told_apart(
 
     worker = Worker(sys.executable, host=sshd["host"])
     worker.start()
-    sessions = _remote_worker_pids("sshd: .*@notty")  # the server's side of this connection
-
-    def drop() -> None:
-        for session in sessions:
-            os.kill(session, signal.SIGKILL)
-
-    failure = _sleep_failure(worker, drop)
+    failure = _sleep_failure(worker, lambda: drop_connections(sshd))
     worker.close()
     assert failure.kind == DISCONNECTED and "dropped" in failure.message
     assert "run the job again" in failure.hint
@@ -239,11 +188,162 @@ def test_a_remote_job_gets_its_inputs_sent_and_its_outputs_back(
     assert report["compare"]["passed"] and report["tensorrt"]["parsed"]
     assert out.is_file() and out.with_suffix(".steps.toml").is_file()
     onnx.checker.check_model(str(out))
-    cache = Path.home() / ".cache/deploylens/files"
+    cache = Path(sshd["home"]) / ".cache/deploylens/files"
     sent = [d for d in cache.iterdir() if (d / "cnn.onnx").is_file()]
     assert any((d / "cnn.weights").is_file() for d in sent)  # the external data travelled too
     marker = next(d for d in sent if (d / "cnn.weights").is_file()) / ".complete"
     stamp = marker.stat().st_mtime_ns
     again = cli(sshd, "surgery", str(source), "--fold", "--out", str(out), "--json")
     assert again.returncode == 0 and marker.stat().st_mtime_ns == stamp  # not sent twice
-    assert not any((Path.home() / ".cache/deploylens/out").iterdir())  # scratch removed
+    assert not any((Path(sshd["home"]) / ".cache/deploylens/out").iterdir())  # scratch removed
+
+
+def local_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([DEPLOYLENS, *args], capture_output=True, text=True, timeout=300)
+
+
+def test_inspect_support_profile_sweep_and_calibrate_run_on_the_host(
+    sshd: dict[str, str], samples: Path, tmp_path: Path
+) -> None:
+    """Each kind of worker job over ssh, with what it reads and writes: a model sent by
+    content, a data folder sent whole, a trace file and a sweep folder fetched back, the
+    support registries built by the host's interpreter and kept here per host."""
+    model = tmp_path / "cnn.onnx"
+    shutil.copy(samples / "small_cnn.dynamo.onnx", model)
+    # inspect: the host's onnx reads the file; the summary equals the local one
+    remote, local = (
+        cli(sshd, "inspect", str(model), "--json"),
+        local_cli("inspect", str(model), "--json"),
+    )
+    assert remote.returncode == local.returncode == 0, remote.stderr[-2000:]
+    assert json.loads(remote.stdout) == json.loads(local.stdout)  # paths rewritten to ours too
+    # support: ONNX Runtime's kernels as the host's interpreter has them
+    remote = cli(sshd, "support", str(model), "--target", "ort-cpu", "--json")
+    local = local_cli("support", str(model), "--target", "ort-cpu", "--json")
+    assert remote.returncode == local.returncode == 0, remote.stderr[-2000:]
+    assert json.loads(remote.stdout)["targets"] == json.loads(local.stdout)["targets"]
+    # profile: the trace comes back to --out
+    trace = tmp_path / "back" / "cnn.trace.json"
+    remote = cli(
+        sshd,
+        "profile",
+        str(model),
+        "--iterations",
+        "3",
+        "--warmup",
+        "1",
+        "--out",
+        str(trace),
+        "--json",
+    )
+    assert remote.returncode == 0, remote.stderr[-2000:]
+    events = json.loads(trace.read_text())  # Chrome's array form
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert sum(1 for e in events if e.get("ph") == "X") >= 3
+    assert sshd["home"] not in remote.stdout  # every path in the report is ours
+    # sweep: a folder of traces and tables comes back
+    folder = tmp_path / "sweep"
+    remote = cli(
+        sshd,
+        "sweep",
+        str(model),
+        "--backend",
+        "ort",
+        "--batch",
+        "1,2",
+        "--iterations",
+        "2",
+        "--warmup",
+        "1",
+        "--out",
+        str(folder),
+        "--json",
+    )
+    assert remote.returncode == 0, remote.stderr[-2000:]
+    assert (folder / "sweep.json").is_file() and len(list(folder.glob("*.json"))) >= 3
+    assert sshd["home"] not in remote.stdout and not list(folder.glob(".incoming-*"))
+    # calibrate: a data folder goes whole; the default output lands beside the local model
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(8):
+        np.save(data / f"s{i}.npy", rng.standard_normal((1, 3, 32, 32)).astype(np.float32))
+    remote = cli(sshd, "calibrate", str(model), "--data", str(data), "--json")
+    assert remote.returncode == 0, remote.stderr[-2000:]
+    report = json.loads(remote.stdout)
+    assert (tmp_path / "cnn.entropy.qdq.onnx").is_file()
+    assert str(data) in json.dumps(report) and sshd["home"] not in remote.stdout
+    onnx.checker.check_model(str(tmp_path / "cnn.entropy.qdq.onnx"))
+
+
+def test_a_send_cut_off_midway_is_disconnected_and_resumes_where_it_stopped(
+    sshd: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deploylens.core.worker.remote import Host
+    from deploylens.core.worker.transfer import push
+
+    monkeypatch.setenv(OPTIONS_ENV, sshd["options"])
+    host = Host.parse(sshd["host"])
+    big = tmp_path / "weights.bin"
+    big.write_bytes(np.random.default_rng(1).bytes(48 << 20))
+    dropped: list[int] = []
+
+    def cut_at_40_percent(fraction: float | None, text: str) -> None:
+        if fraction is not None and fraction > 0.4 and not dropped:
+            dropped.append(drop_connections(sshd))
+
+    with pytest.raises(JobFailure) as failure:
+        push(host, big, cut_at_40_percent)
+    assert failure.value.kind == DISCONNECTED and "resumes where it stopped" in failure.value.hint
+    assert dropped and dropped[0] >= 1
+    cache = Path(sshd["home"]) / ".cache/deploylens/files"
+    (partial,) = cache.glob("*.partial")
+    arrived = -1
+    while arrived != (arrived := (partial / "weights.bin").stat().st_size):
+        time.sleep(0.3)  # the host's side drains what was in flight before it notices
+    assert 0 < arrived < big.stat().st_size  # what arrived stays, and is not taken as complete
+    again = push(host, big)
+    assert again.sent == big.stat().st_size - arrived  # only the missing tail went
+    landed = Path(again.remote)
+    assert landed.read_bytes() == big.read_bytes() and not partial.exists()
+    assert push(host, big).sent == 0  # complete now: never sent again
+
+
+def test_a_fetch_cut_off_midway_is_disconnected_and_writes_nothing(
+    sshd: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's output is on the host; the connection drops while it comes back: the
+    failure is ``disconnected`` and no file, whole or partial, is under the asked name."""
+    from deploylens.core.worker.remote import Host, run_ssh
+    from deploylens.core.worker.transfer import pull, pull_folder, scratch
+
+    monkeypatch.setenv(OPTIONS_ENV, sshd["options"])
+    host = Host.parse(sshd["host"])
+    folder = scratch(host)
+    made = f"mkdir {folder}/traces && head -c 200000000 /dev/urandom > {folder}/out.bin"
+    run_ssh(host, f"{made} && cp {folder}/out.bin {folder}/traces/a.bin", b"", 120)
+    for fetch, target in ((pull, tmp_path / "out.bin"), (pull_folder, tmp_path / "traces")):
+        remote = f"{folder}/{target.name}"
+        done = threading.Event()
+
+        def cut_when_data_flows(done: threading.Event = done) -> None:
+            while not done.is_set():
+                written = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
+                if written > 10 << 20:
+                    drop_connections(sshd)
+                    return
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=cut_when_data_flows)
+        watcher.start()
+        with pytest.raises(JobFailure) as failure:
+            fetch(host, remote, target)
+        done.set()
+        watcher.join()
+        assert failure.value.kind == DISCONNECTED and "nothing was written" in failure.value.message
+        assert not (tmp_path / "out.bin").exists() and not (tmp_path / "traces" / "a.bin").exists()
+        assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no temp file left either
+    assert pull(host, f"{folder}/out.bin", tmp_path / "whole.bin")  # the next try works
+    assert (tmp_path / "whole.bin").stat().st_size == 200_000_000
+    assert not pull(host, f"{folder}/never-written.bin", tmp_path / "never.bin")
+    run_ssh(host, f"rm -rf {folder}", b"", 60)
