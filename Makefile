@@ -27,7 +27,7 @@ system:
 $(BIN)/deploylens: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[full,dev,trt]"
+	$(BIN)/python -m pip install -q -e ".[full,dev,trt,cluster]"
 	touch $@
 
 install: system $(BIN)/deploylens
@@ -38,7 +38,7 @@ demo: install
 # The core's tests run once, with Qt made unimportable (core must not need it); the rest offscreen.
 # TensorRT-RTX is installed by .[trt]: its real-library tests must run, never skip.
 test: install
-	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
+	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 DEPLOYLENS_REQUIRE_RAY=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
 	DEPLOYLENS_REQUIRE_TRT_RTX=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
 
 # The screenshot suite under Xvfb; its 1920x1080 set is what docs/screenshots/ shows (README).

@@ -12,7 +12,7 @@ from deploylens.core.files import input_file
 from deploylens.core.trace.request import ProfileRequest
 
 
-def profile(request: ProfileRequest) -> dict[str, Any]:
+def profile(request: ProfileRequest, threads: int = 0) -> dict[str, Any]:
     request.check()
     backend, model, out = request.backend, request.model, request.out
     settings = request.capture()
@@ -26,7 +26,7 @@ def profile(request: ProfileRequest) -> dict[str, Any]:
                 f"--mode {request.mode} needs a CUDA device; the ort backend runs ONNX "
                 "Runtime's CPU provider here (onnxruntime-gpu is not installed)."
             )
-        return capture_ort(model, out, settings)
+        return capture_ort(model, out, settings, threads)
     if backend == "torch":
         from deploylens.core.pytorch.source import load_model, parse_spec
         from deploylens.core.trace.capture import capture_torch
@@ -50,8 +50,9 @@ def profile_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Every point of the sweep in this worker, progress per point (cancel lands between
-    points and inside a capture's progress); skipped and failed points are kept with reasons."""
+    """Every point of the sweep, in this worker one after another or as Ray tasks (embedded
+    or on a cluster); each finished point goes to the app at once (progress ``data``), skipped
+    and failed points are kept with reasons."""
     from dataclasses import asdict
 
     from deploylens.core.trace.request import SweepRequest
@@ -62,16 +63,39 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     base.check()
     folder = Path(request.out)
     folder.mkdir(parents=True, exist_ok=True)
-    on_cpu = _runs_on_cpu(request)
-    rows = points(base, request.batches, request.streams, request.modes, on_cpu)
-    runnable = [row for row in rows if row.status == "pending"]
-    for number, row in enumerate(runnable):
+    executor = _executor(request)
+    cluster = None
+    if executor == "ray":
+        from deploylens.core import cluster as ray_cluster
+
         ctx.progress(
-            number / max(len(runnable), 1), f"point {number + 1}/{len(runnable)}: {row.label}"
+            0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address else "")
         )
-        run_point(base, row, folder)
-    title = f"{request.model} ({request.backend}{', CPU' if on_cpu else ''})"
-    outputs = write_outputs(folder, rows, title)
+        cluster = ray_cluster.start(request.ray_address)
+    try:
+        on_cpu = _runs_on_cpu(request) if cluster is None else _cluster_cpu_only(request, cluster)
+        rows = points(base, request.batches, request.streams, request.modes, on_cpu)
+        runnable = [row for row in rows if row.status == "pending"]
+        if cluster is not None:
+            _sweep_on_ray(ctx, request, base, runnable, folder, on_cpu)
+        else:
+            for number, row in enumerate(runnable):
+                ctx.progress(
+                    number / max(len(runnable), 1),
+                    f"point {number + 1}/{len(runnable)}: {row.label}",
+                )
+                run_point(base, row, folder)
+                ctx.progress((number + 1) / max(len(runnable), 1), f"{row.label}: {row.status}",
+                             data={"point": asdict(row)})  # fmt: skip
+    finally:
+        if cluster is not None and cluster.started_here:
+            from deploylens.core import cluster as ray_cluster
+
+            ray_cluster.stop(cluster)
+    where = ", CPU" if on_cpu else ""
+    if cluster is not None:
+        where += f", Ray: {cluster.nodes} node{'s' if cluster.nodes != 1 else ''}"
+    outputs = write_outputs(folder, rows, f"{request.model} ({request.backend}{where})")
     ctx.progress(1.0, "sweep written")
     return {
         "points": [asdict(row) for row in rows],
@@ -79,8 +103,85 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "ran": sum(row.status == "ok" for row in rows),
         "skipped": sum(row.status == "skipped" for row in rows),
         "failed": sum(row.status == "failed" for row in rows),
+        "retried": sum(row.attempts > 1 for row in rows),
         "on_cpu": on_cpu,
+        "executor": executor,
+        "cluster": asdict(cluster) if cluster is not None else None,
     }
+
+
+def _executor(request: Any) -> str:
+    """ "ray" or "worker": auto is Ray when the worker's interpreter has it."""
+    from deploylens.core import cluster
+
+    if request.executor == "ray" or request.ray_address:
+        if not cluster.available():
+            raise UserError(
+                "This sweep asks for Ray, which the worker's interpreter does not have.",
+                cluster.INSTALL_HINT + "; or run it in the worker: --executor worker.",
+            )
+        return "ray"
+    if request.executor == "auto" and cluster.available():
+        return "ray"
+    return "worker"
+
+
+def _cluster_cpu_only(request: Any, cluster: Any) -> bool:
+    """On Ray, GPU points need a GPU somewhere in the cluster, not in this worker."""
+    if request.backend == "ort":
+        return True
+    if request.backend == "trt":
+        return False
+    if request.device:
+        return request.device == "cpu"
+    return cluster.gpus < 1
+
+
+def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder: Path,
+                  on_cpu: bool) -> None:  # fmt: skip
+    """Each runnable point a Ray task (a GPU each for GPU points, one core each on the CPU);
+    traces come back as bytes and are written here, atomically, as each point finishes."""
+    from dataclasses import asdict
+
+    from deploylens.core import cluster as ray_cluster
+    from deploylens.core.files import atomic_write_bytes
+
+    model = Path(request.model)
+    shipped = ray_cluster.put_files([model]).get(str(model)) if model.is_file() else None
+    params = base.to_params()
+    by_label = {row.label: row for row in runnable}
+    calls = [
+        ray_cluster.Call(row.label, "deploylens.core.trace.sweep:point_on_node",
+                         {"base": params, "point": asdict(row), "model": shipped, "threads": 1},
+                         cpus=1.0, gpus=0.0 if on_cpu else 1.0)
+        for row in runnable
+    ]  # fmt: skip
+    finished = 0
+
+    def landed(outcome: Any) -> None:
+        nonlocal finished
+        finished += 1
+        row = by_label[outcome.key]
+        if outcome.status == "ok":
+            done = outcome.value["point"]
+            for name in ("status", "latency_ms_median", "throughput_per_s", "pattern", "reason",
+                         "flags"):  # fmt: skip
+                setattr(row, name, done[name])
+            if outcome.value["trace"]:
+                trace = folder / Path(done["trace"]).name
+                atomic_write_bytes(trace, outcome.value["trace"])
+                row.trace = str(trace)
+        else:
+            row.status, row.reason = "failed", f"failed twice on Ray: {outcome.error}"
+        row.attempts, row.node = outcome.attempts, outcome.node
+        if outcome.first_error and outcome.status == "ok":
+            row.reason = (row.reason + "; " if row.reason else "") + (
+                f"retried once: the first try failed ({outcome.first_error})"
+            )
+        ctx.progress(finished / max(len(runnable), 1), f"{row.label}: {row.status}",
+                     data={"point": asdict(row)})  # fmt: skip
+
+    ray_cluster.fan_out(calls, landed, lambda: ctx.cancelled)
 
 
 def _runs_on_cpu(request: Any) -> bool:

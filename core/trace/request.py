@@ -19,12 +19,15 @@ BACKENDS: tuple[str, ...] = ("ort", "torch", "trt")
 Mode = Literal["serial", "pipelined", "cudagraph"]
 MODES: tuple[str, ...] = ("serial", "pipelined", "cudagraph")
 Host = Literal["pinned", "pageable"]
+Executor = Literal["auto", "worker", "ray"]
+EXECUTORS = ("auto", "worker", "ray")
 
 
 @dataclass
 class ProfileRequest(Request):
     JOB: ClassVar[str] = "trace.profile"
     COMMAND: ClassVar[str] = "profile"
+    FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "out"}
 
     model: str  # ort: an ONNX file; torch: an export spec; trt: an engine file
     out: str  # the trace file (Chrome JSON)
@@ -67,7 +70,13 @@ class ProfileRequest(Request):
         )
         group.add_argument("--batch", type=int, default=1)
         group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")
-        group.add_argument("--host", choices=("pinned", "pageable"), default="pinned")
+        group.add_argument(
+            "--host-buffers",
+            dest="host",
+            choices=("pinned", "pageable"),
+            default="pinned",
+            help="host memory for the copies (--host names a remote machine)",
+        )
         group.add_argument("--warmup", type=int, default=5, help="untimed batches first")
         group.add_argument("--iterations", type=int, default=20)
         group.add_argument("--device", default="", help="torch device (default: cuda when there)")
@@ -86,15 +95,19 @@ class ProfileRequest(Request):
             warmup=args.warmup,
             iterations=args.iterations,
             device=args.device or "",
+            executor=args.executor,
+            ray_address=args.ray_address,
         )
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--out", self.out]
+        flag(args, "--executor", self.executor, "auto")
+        flag(args, "--ray-address", self.ray_address, "")
         flag(args, "--backend", self.backend, "ort")
         flag(args, "--mode", self.mode, "serial")
         flag(args, "--batch", self.batch, 1)
         flag(args, "--streams", self.streams, 1)
-        flag(args, "--host", self.host, "pinned")
+        flag(args, "--host-buffers", self.host, "pinned")
         flag(args, "--warmup", self.warmup, 5)
         flag(args, "--iterations", self.iterations, 20)
         flag(args, "--device", self.device, "")
@@ -139,6 +152,7 @@ class SweepRequest(Request):
 
     JOB: ClassVar[str] = "trace.sweep"
     COMMAND: ClassVar[str] = "sweep"
+    FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "outdir"}
 
     model: str
     out: str  # a folder: one trace per point, sweep.json/.csv/.png
@@ -150,6 +164,8 @@ class SweepRequest(Request):
     warmup: int = 5
     iterations: int = 20
     device: str = ""
+    executor: Executor = "auto"  # auto: Ray where the worker's interpreter has it
+    ray_address: str = ""  # a running Ray cluster ("" : Ray started on this machine)
 
     def base(self) -> ProfileRequest:
         return ProfileRequest(self.model, "", backend=self.backend, host=self.host,
@@ -166,12 +182,32 @@ class SweepRequest(Request):
         group.add_argument(
             "--mode", default="serial", help="modes, e.g. serial,pipelined,cudagraph"
         )
-        group.add_argument("--host", choices=("pinned", "pageable"), default="pinned")
+        group.add_argument(
+            "--host-buffers",
+            dest="host",
+            choices=("pinned", "pageable"),
+            default="pinned",
+            help="host memory for the copies (--host names a remote machine)",
+        )
         group.add_argument("--warmup", type=int, default=5)
         group.add_argument("--iterations", type=int, default=20)
         group.add_argument("--device", default="")
         group.add_argument(
             "--out", type=Path, required=True, help="folder for the traces and tables"
+        )
+        fan = parser.add_argument_group("where the points run")
+        fan.add_argument(
+            "--executor",
+            choices=EXECUTORS,
+            default="auto",
+            help="ray: each point a Ray task (GPU points need a GPU each); worker: one after "
+            "another in the worker; auto (default): ray when installed (deploylens[cluster])",
+        )
+        fan.add_argument(
+            "--ray-address",
+            default="",
+            help="a running Ray cluster (host:port or ray://host:10001); default: Ray on this "
+            "machine, started and stopped with the sweep",
         )
 
     @classmethod
@@ -187,15 +223,19 @@ class SweepRequest(Request):
             warmup=args.warmup,
             iterations=args.iterations,
             device=args.device or "",
+            executor=args.executor,
+            ray_address=args.ray_address,
         )
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--out", self.out]
+        flag(args, "--executor", self.executor, "auto")
+        flag(args, "--ray-address", self.ray_address, "")
         flag(args, "--backend", self.backend, "torch")
         flag(args, "--batch", ",".join(map(str, self.batches)), "1")
         flag(args, "--streams", ",".join(map(str, self.streams)), "1")
         flag(args, "--mode", ",".join(self.modes), "serial")
-        flag(args, "--host", self.host, "pinned")
+        flag(args, "--host-buffers", self.host, "pinned")
         flag(args, "--warmup", self.warmup, 5)
         flag(args, "--iterations", self.iterations, 20)
         flag(args, "--device", self.device, "")
@@ -213,6 +253,7 @@ class LabRequest(Request):
 
     JOB: ClassVar[str] = "trace.lab"
     COMMAND: ClassVar[str] = "lab"
+    FILES: ClassVar[dict[str, str]] = {"out": "out"}
 
     name: str
     out: str

@@ -8,13 +8,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text, csv_text, write_json
 from deploylens.core.trace.request import ProfileRequest
 
 COLUMNS = ("mode", "streams", "batch", "status", "latency_ms_median", "throughput_per_s",
-           "pattern", "trace", "reason")  # fmt: skip
+           "pattern", "trace", "reason", "attempts", "node")  # fmt: skip
 
 
 @dataclass
@@ -29,6 +30,8 @@ class SweepPoint:
     trace: str = ""
     reason: str = ""
     flags: list[str] = field(default_factory=list)
+    attempts: int = 1  # 2: its first try failed (on Ray) and it ran again
+    node: str = ""  # the Ray node that ran it ("" in the worker)
 
     @property
     def label(self) -> str:
@@ -49,8 +52,9 @@ def points(base: ProfileRequest, batches: list[int], streams: list[int], modes: 
     return result
 
 
-def run_point(base: ProfileRequest, point: SweepPoint, folder: Path) -> None:
-    """Capture one point in this process (the sweep job's worker) and diagnose its trace."""
+def run_point(base: ProfileRequest, point: SweepPoint, folder: Path, threads: int = 0) -> None:
+    """Capture one point in this process (the sweep job's worker, or a Ray task) and diagnose
+    its trace; ``threads`` caps ONNX Runtime's (0: its default, every core)."""
     from deploylens.core.trace.diagnosis import diagnosis
     from deploylens.core.trace.job import profile
     from deploylens.core.trace.load import load_trace
@@ -59,7 +63,7 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path) -> None:
     request = replace(base, out=str(trace), mode=point.mode, streams=point.streams,
                       batch=point.batch)  # fmt: skip
     try:
-        result = profile(request)
+        result = profile(request, threads)
     except UserError as exc:
         point.status, point.reason = "skipped", exc.message
         return
@@ -75,6 +79,25 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path) -> None:
         point.pattern = diagnosis(load_trace(trace))["pattern"]
     except UserError as exc:
         point.reason = f"trace not diagnosed: {exc.message}"
+
+
+def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threads: int
+                  ) -> dict[str, Any]:  # fmt: skip
+    """A Ray task: one point captured on whichever node Ray chose (the model shipped by
+    content when it is a file); the row and the trace's bytes go back to the sweep's folder."""
+    import tempfile
+    from dataclasses import asdict
+
+    request = ProfileRequest.from_params(base)
+    if model is not None:
+        from deploylens.core.cluster import materialize
+
+        request = replace(request, model=materialize(model))
+    row = SweepPoint(**point)
+    with tempfile.TemporaryDirectory(prefix="deploylens-point-") as folder:
+        run_point(request, row, Path(folder), threads)
+        trace = Path(row.trace).read_bytes() if row.trace else b""
+    return {"point": asdict(row), "trace": trace}
 
 
 def write_outputs(folder: Path, rows: list[SweepPoint], title: str) -> dict[str, str]:

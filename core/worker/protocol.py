@@ -34,8 +34,13 @@ def hello(python: dict[str, Any], packages: dict[str, Any]) -> Message:
     return {"type": "hello", "protocol": PROTOCOL_VERSION, "python": python, "packages": packages}
 
 
-def progress(job: str, fraction: float | None, text: str = "") -> Message:
-    return {"type": "progress", "job": job, "fraction": fraction, "text": text}
+def progress(job: str, fraction: float | None, text: str = "", data: Any = None) -> Message:
+    """``data`` (optional): a piece of the result that is ready now, e.g. a sweep's finished
+    point; an app that does not read it loses nothing, the result carries it too."""
+    message = {"type": "progress", "job": job, "fraction": fraction, "text": text}
+    if data is not None:
+        message["data"] = data
+    return message
 
 
 def log(job: str | None, level: str, text: str) -> Message:

@@ -63,9 +63,9 @@ class JobContext:
         if self._cancel.is_set():
             raise Cancelled()
 
-    def progress(self, fraction: float | None, text: str = "") -> None:
+    def progress(self, fraction: float | None, text: str = "", data: Any = None) -> None:
         self.check_cancelled()
-        self._channel.send(protocol.progress(self.job, fraction, text))
+        self._channel.send(protocol.progress(self.job, fraction, text, data))
 
     def log(self, text: str, level: str = "info") -> None:
         self._channel.send(protocol.log(self.job, level, text))

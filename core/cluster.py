@@ -1,0 +1,261 @@
+"""Independent points of a study fanned out as Ray tasks (the ``cluster`` extra).
+
+Why Ray and not our own pool: it already schedules by resources (a GPU point waits for a GPU,
+on whichever node has one), runs on one machine with no setup (``ray.init()``: the same code
+path as a cluster) and on a cluster by address, and moves results through its object store.
+What we add: the code a task needs travels with the job (Ray's ``py_modules``, built from the
+same byte-stable archive as the remote worker's, so a cluster needs no DeployLens install),
+a task's inputs travel by content (``put_files``), each result is handed over as it finishes,
+a point that fails — an exception or a dead Ray worker — is retried once and reported with
+its first error, and one failure never loses the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import os
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.errors import UserError
+
+INSTALL_HINT = "pip install 'deploylens[cluster]' (Ray) into the worker's interpreter"
+FAULT_ENV = "DEPLOYLENS_FAULT_POINT"  # tests only: "LABEL" kills the first try, "LABEL:always" each
+FORWARDED_ENV = (FAULT_ENV, "DEPLOYLENS_CONFIG_DIR")
+
+
+def available() -> bool:
+    """Whether Ray imports in this interpreter (a real import: a broken or shadowed install
+    counts as missing; only sweeps ask, and they start Ray next anyway)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass
+class Call:
+    """One point: ``target`` ("module:function") called with ``args`` on a Ray worker."""
+
+    key: str
+    target: str
+    args: dict[str, Any]
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+
+@dataclass
+class Outcome:
+    key: str
+    status: str  # "ok" | "failed"
+    value: Any = None
+    error: str = ""
+    attempts: int = 1
+    first_error: str = ""  # why the first try failed, when a retry was needed
+    node: str = ""
+
+
+@dataclass
+class Cluster:
+    """What the sweep ran on: for the report and the note."""
+
+    address: str  # "" for one started here
+    nodes: int = 0
+    cpus: float = 0.0
+    gpus: float = 0.0
+    started_here: bool = False
+    seconds_to_start: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def code_modules() -> list[str]:
+    """``py_modules`` for Ray: our packages unpacked once per content hash (the archive the
+    remote worker gets), so every node imports the same code the driver runs."""
+    from deploylens.core.settings import cache_dir
+    from deploylens.core.worker.remote import code_archive
+
+    digest, archive = code_archive()
+    root = cache_dir() / "ray-code" / digest
+    if not (root / ".complete").exists():
+        partial = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=_made(root.parent)))
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            tar.extractall(partial, filter="data")
+        (partial / ".complete").touch()
+        try:
+            os.replace(partial, root)
+        except OSError:  # another process finished first: theirs is the same bytes
+            import shutil
+
+            shutil.rmtree(partial, ignore_errors=True)
+    return [str(root / "deploylens")]
+
+
+def start(address: str = "", cpus: int | None = None) -> Cluster:
+    """Connect to ``address`` (a running cluster) or start Ray on this machine; the caller
+    stops it with ``stop()`` when it was started here."""
+    try:
+        import ray
+    except ImportError:
+        raise UserError(f"Ray is not installed: {INSTALL_HINT}.") from None
+    began = time.perf_counter()
+    env = {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}
+    runtime_env: dict[str, Any] = {"py_modules": code_modules(), "env_vars": env}
+    options: dict[str, Any] = {"log_to_driver": False, "runtime_env": runtime_env}
+    started_here = not address and not ray.is_initialized()
+    try:
+        if address:
+            ray.init(address=address, **options)
+        elif started_here:
+            ray.init(num_cpus=cpus, include_dashboard=False, **options)
+    except ConnectionError as exc:
+        raise UserError(
+            f"Could not reach the Ray cluster at {address}: {exc}",
+            "Check the address (ray status on the head node prints it) and the network.",
+        ) from None
+    resources = ray.cluster_resources()
+    nodes = sum(1 for key in resources if key.startswith("node:") and "internal" not in key)
+    return Cluster(address, len([n for n in ray.nodes() if n.get("Alive")]) or nodes,
+                   float(resources.get("CPU", 0)), float(resources.get("GPU", 0)),
+                   started_here, time.perf_counter() - began)  # fmt: skip
+
+
+def stop(cluster: Cluster) -> None:
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def _run_on_node(target: str, args: dict[str, Any], label: str) -> tuple[Any, str]:
+    """What a Ray worker runs: the named function, after the test-only fault hook."""
+    fault = os.environ.get(FAULT_ENV, "")
+    wanted, _, mode = fault.partition(":")
+    if wanted and wanted == label:
+        marker = Path(tempfile.gettempdir()) / f"deploylens-fault-{os.getppid()}-{_slug(label)}"
+        if mode == "always" or not marker.exists():
+            marker.touch()
+            os._exit(17)  # a dead worker, as a segfault or the OOM killer leaves it
+    module, _, name = target.partition(":")
+    value = getattr(importlib.import_module(module), name)(**args)
+    import ray
+
+    return value, ray.get_runtime_context().get_node_id()[:12]
+
+
+def _slug(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def fan_out(
+    calls: list[Call],
+    on_done: Callable[[Outcome], None],
+    should_stop: Callable[[], bool] = lambda: False,
+    retries: int = 1,
+) -> dict[str, Outcome]:
+    """Run every call (Ray must be started); ``on_done`` gets each outcome as it finishes.
+    A failed call is tried ``retries`` more times; ``should_stop`` cancels what is left."""
+    import ray
+
+    task = ray.remote(_run_on_node)
+    pending: dict[Any, tuple[Call, int, str]] = {}
+
+    def submit(call: Call, attempt: int, first_error: str) -> None:
+        options = task.options(
+            num_cpus=call.cpus, num_gpus=call.gpus, max_retries=0, name=f"deploylens:{call.key}"
+        )
+        ref = options.remote(call.target, call.args, call.key)
+        pending[ref] = (call, attempt, first_error)
+
+    for call in calls:
+        submit(call, 1, "")
+    outcomes: dict[str, Outcome] = {}
+    try:
+        while pending:
+            if should_stop():
+                for ref in pending:
+                    ray.cancel(ref, force=True)
+                pending.clear()
+                break
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
+            for ref in done:
+                call, attempt, first_error = pending.pop(ref)
+                try:
+                    value, node = ray.get(ref)
+                except Exception as exc:  # the task raised, or its worker died
+                    error = _describe(exc)
+                    if attempt <= retries:
+                        submit(call, attempt + 1, first_error or error)
+                        continue
+                    outcome = Outcome(call.key, "failed", None, error, attempt, first_error)
+                else:
+                    outcome = Outcome(call.key, "ok", value, "", attempt, first_error, node)
+                outcomes[call.key] = outcome
+                on_done(outcome)
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+    return outcomes
+
+
+def _describe(exc: BaseException) -> str:
+    """One line: the task's own exception, or how its worker died."""
+    cause = getattr(exc, "cause", None)
+    if cause is not None and not isinstance(cause, type):
+        return f"{type(cause).__name__}: {cause}"
+    text = str(exc).strip().splitlines()
+    name = type(exc).__name__
+    if "WorkerCrashed" in name or "died" in " ".join(text[:3]).lower():
+        return f"the Ray worker running it died ({name})"
+    return f"{name}: {text[0] if text else ''}"
+
+
+# -- inputs by content ----------------------------------------------------------------------
+def put_files(paths: Iterable[Path]) -> dict[str, Any]:
+    """Files a task must read, in Ray's object store once: {local path: (digest, name, ref)}."""
+    import ray
+
+    from deploylens.core.worker.transfer import bundle
+
+    shipped: dict[str, Any] = {}
+    for path in paths:
+        item = bundle(path)
+        blobs = {relative: local.read_bytes() for local, relative, _, _ in item.files}
+        shipped[str(path)] = (item.digest, item.name, ray.put(blobs))
+    return shipped
+
+
+def materialize(shipped: tuple[str, str, Any]) -> str:
+    """On the node: the shipped file (with its companions) in a node-local folder named by its
+    digest, written once; returns the path the task reads."""
+    digest, name, blobs = shipped
+    import ray
+
+    folder = Path(tempfile.gettempdir()) / "deploylens-ray-files" / digest
+    if not (folder / ".complete").exists():
+        partial = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=_made(folder.parent)))
+        data = ray.get(blobs) if isinstance(blobs, ray.ObjectRef) else blobs
+        for relative, content in data.items():
+            target = partial / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        (partial / ".complete").touch()
+        try:
+            os.replace(partial, folder)
+        except OSError:  # another task on this node got there first, with the same bytes
+            import shutil
+
+            shutil.rmtree(partial, ignore_errors=True)
+    return str(folder / name)
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

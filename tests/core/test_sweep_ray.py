@@ -1,0 +1,172 @@
+"""Sweeps on Ray, for real: Ray started by the sweep on this machine (the default where Ray is
+installed), and a local two-node cluster the test starts (``ray start --head`` and a second
+node joining it; Ray binds this machine's own address, so nothing leaves it). A point whose Ray
+worker dies is retried once and reported; one that dies twice is reported failed and the other
+points stand. The fault is injected through ``DEPLOYLENS_FAULT_POINT`` (a test-only hook in
+``core/cluster.py``: the task's process exits, as after a segfault or the OOM killer).
+
+Where Ray is not installed these tests skip, except under ``DEPLOYLENS_REQUIRE_RAY=1`` (make
+test sets it: CI installs ``.[cluster]``), where that is a failure."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from deploylens.core.cluster import FAULT_ENV
+
+DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
+RAY = str(Path(sys.executable).with_name("ray"))
+HAVE_RAY = importlib.util.find_spec("ray") is not None
+if not HAVE_RAY and os.environ.get("DEPLOYLENS_REQUIRE_RAY") == "1":
+    raise RuntimeError("Ray is not installed but DEPLOYLENS_REQUIRE_RAY=1 (pip install .[cluster])")
+pytestmark = pytest.mark.skipif(not HAVE_RAY, reason="Ray not installed (.[cluster])")
+
+BATCHES = "1,2,3,4,5,6,7,8"  # eight points: batch 1..8, serial, one stream (CPU)
+
+
+def dynamic_mlp(folder: Path) -> Path:
+    """A small MLP with a dynamic batch axis, written by the test (any batch runs)."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((256, 256)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((256, 10)).astype(np.float32), "w2")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("MatMul", ["r", "w2"], ["y"]),
+        ],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+        [w1, w2],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what the installed ONNX Runtime reads
+    path = folder / "mlp.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def sweep(
+    model: Path, out: Path, *extra: str, env: dict[str, str] | None = None, status: int = 0
+) -> dict:
+    """The sweep's JSON report; ``status``: the exit status expected (1: a point failed)."""
+    run = subprocess.run(
+        [DEPLOYLENS, "sweep", str(model), "--backend", "ort", "--batch", BATCHES,
+         "--iterations", "3", "--warmup", "1", "--out", str(out), "--json", *extra],
+        capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert run.returncode == status, run.stderr[-3000:]
+    return json.loads(run.stdout)
+
+
+def by_label(report: dict) -> dict[str, dict]:
+    return {f"b{p['batch']} s{p['streams']} {p['mode']}": p for p in report["points"]}
+
+
+def test_an_embedded_ray_sweep_retries_a_dead_point_once_and_matches_the_worker(
+    tmp_path: Path,
+) -> None:
+    model = dynamic_mlp(tmp_path)
+    once = f"b3 s1 serial:once:{uuid.uuid4().hex}"
+    report = sweep(model, tmp_path / "ray", env={FAULT_ENV: once})
+    assert report["executor"] == "ray" and report["cluster"]["started_here"]
+    points = by_label(report)
+    assert len(points) == 8 and report["ran"] == 8 and report["failed"] == 0
+    assert points["b3 s1 serial"]["attempts"] == 2 and report["retried"] == 1
+    assert "retried once" in points["b3 s1 serial"]["reason"]
+    assert "died" in points["b3 s1 serial"]["reason"]
+    assert all(p["attempts"] == 1 for label, p in points.items() if label != "b3 s1 serial")
+    for point in points.values():  # every trace came back to the folder and is a real capture
+        trace = Path(point["trace"])
+        assert trace.parent == tmp_path / "ray" and trace.is_file()
+        events = json.loads(trace.read_text())
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        assert sum(1 for e in events if e.get("ph") == "X") >= 3
+    saved = json.loads((tmp_path / "ray" / "sweep.json").read_text())
+    assert [p["status"] for p in saved["points"]] == ["ok"] * 8
+    # the same sweep in the worker: the same points, the same verdicts
+    worker = sweep(model, tmp_path / "worker", "--executor", "worker")
+    assert worker["executor"] == "worker" and worker["cluster"] is None
+    assert {k: p["status"] for k, p in by_label(worker).items()} == {
+        k: p["status"] for k, p in points.items()
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``ray start --head`` and one worker node joining it, one CPU each; stopped after."""
+    temp = Path("/tmp") / f"ray-{uuid.uuid4().hex[:8]}"  # Ray's socket paths must stay short
+    port = _free_port()
+    env = {**os.environ, "RAY_AUTH_MODE": "token"}
+    common = ["--num-cpus", "1", "--disable-usage-stats"]
+    head = [RAY, "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1",
+            "--include-dashboard=false", "--temp-dir", str(temp), *common]  # fmt: skip
+    started = subprocess.run(head, capture_output=True, text=True, timeout=120, env=env)
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        join = [RAY, "start", "--address", f"127.0.0.1:{port}", *common]
+        joined = subprocess.run(join, capture_output=True, text=True, timeout=120, env=env)
+        assert joined.returncode == 0, joined.stderr[-2000:]
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120, env=env)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_sweep_on_a_two_node_cluster_reports_a_point_that_dies_twice_and_keeps_the_rest(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    model = dynamic_mlp(tmp_path)
+    env = {"RAY_AUTH_MODE": "token", FAULT_ENV: "b5 s1 serial:always"}
+    report = sweep(model, tmp_path / "out", "--ray-address", ray_cluster, env=env, status=1)
+    assert report["executor"] == "ray" and not report["cluster"]["started_here"]
+    assert report["cluster"]["nodes"] == 2 and report["cluster"]["cpus"] == 2
+    points = by_label(report)
+    failed = points["b5 s1 serial"]
+    assert failed["status"] == "failed" and failed["attempts"] == 2
+    assert "failed twice" in failed["reason"] and "died" in failed["reason"]
+    others = [p for label, p in points.items() if label != "b5 s1 serial"]
+    assert len(others) == 7 and all(p["status"] == "ok" for p in others)
+    assert len({p["node"] for p in others}) == 2  # both nodes ran points
+    assert report["ran"] == 7 and report["failed"] == 1
+    csv = (tmp_path / "out" / "sweep.csv").read_text().splitlines()
+    assert len(csv) == 9 and "attempts" in csv[0]
+
+
+def test_asking_for_ray_without_it_says_how_to_get_it(tmp_path: Path) -> None:
+    """The worker's interpreter has no Ray (a blocker on its import path): auto runs the sweep
+    in the worker, --executor ray is a clear error naming the extra."""
+    blocker = tmp_path / "no_ray"
+    (blocker / "ray").mkdir(parents=True)
+    (blocker / "ray" / "__init__.py").write_text("raise ModuleNotFoundError('no ray here')\n")
+    hide = {"PYTHONPATH": str(blocker)}
+    model = dynamic_mlp(tmp_path)
+    run = subprocess.run(
+        [DEPLOYLENS, "sweep", str(model), "--backend", "ort", "--batch", "1", "--iterations",
+         "2", "--warmup", "1", "--out", str(tmp_path / "o"), "--executor", "ray"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **hide},
+    )  # fmt: skip
+    assert run.returncode == 1 and "deploylens[cluster]" in run.stderr, run.stderr[-2000:]
+    auto = sweep(model, tmp_path / "auto", env=hide)
+    assert auto["executor"] == "worker" and auto["ran"] == 8
