@@ -31,6 +31,8 @@ def cache_dir() -> Path:
 @dataclass
 class AppSettings:
     worker_python: str = ""  # empty: the app's own interpreter
+    remote_host: str = ""  # user@server[:port]: workers run there over ssh ("" : here)
+    remote_python: str = "python3"  # the interpreter on that host
 
     @classmethod
     def load(cls) -> AppSettings:

@@ -28,8 +28,22 @@ class JobManager(QObject):
         params: dict[str, Any] | None = None,
         title: str = "",
         python: str | None = None,
+        remote: str | None = None,
+        remote_python: str | None = None,
     ) -> WorkerJob:
-        job = WorkerJob(method, params, python or self.worker_python(), title, parent=self)
+        """Start ``method`` in a worker: on the Preferences' remote host unless ``remote`` says
+        otherwise ("" : here; Preferences' check asks a host that is not saved yet)."""
+        settings = AppSettings.load()
+        host = settings.remote_host if remote is None else remote
+        job = WorkerJob(
+            method,
+            params,
+            python or settings.worker_python or None,
+            title,
+            parent=self,
+            host=host,
+            remote_python=remote_python or settings.remote_python or "python3",
+        )
         self.jobs.append(job)
         self.sig_job_added.emit(job)
         if self.closed:

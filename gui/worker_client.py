@@ -1,20 +1,24 @@
 """Run worker jobs with ``QProcess``: the GUI never blocks on a job and survives its crash.
 
 Protocol state and failure wording come from ``core/worker/client.py``, shared with the CLI.
-One process per job: a crash or a kill never takes another job with it.
+One process per job: a crash or a kill never takes another job with it. With a remote host
+(Preferences), the process is ``ssh``; sending the code and the job's inputs before it starts
+and fetching its outputs after run in a thread, so the window never waits on the network.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
 from deploylens.core.jobs import CANCEL_GRACE_S, TERMINATE_GRACE_S
 from deploylens.core.worker import protocol
-from deploylens.core.worker.client import START_FAILED, JobFailure, WorkerSession
+from deploylens.core.worker.client import DISCONNECTED, START_FAILED, JobFailure, WorkerSession
 from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
 
 _ids = itertools.count(1)
@@ -31,6 +35,8 @@ class WorkerJob(QObject):
     sig_finished = Signal(object)  # payload
     sig_failed = Signal(object)  # JobFailure
     sig_state = Signal(str)
+    sig_data = Signal(object)  # a piece of the result sent early (a sweep's finished point)
+    _sig_step = Signal(object, object)  # (what to do next on the GUI thread, its value)
 
     def __init__(
         self,
@@ -39,6 +45,8 @@ class WorkerJob(QObject):
         python: str | None = None,
         title: str = "",
         parent: QObject | None = None,
+        host: str = "",
+        remote_python: str = "python3",
     ) -> None:
         super().__init__(parent)
         self.id = f"g{next(_ids)}"
@@ -46,8 +54,11 @@ class WorkerJob(QObject):
         self.params = params or {}
         self.title = title or method
         self.workdir: str | None = None  # made at start, removed once the process is gone
-        self.argv = worker_argv(python)
-        self.session = WorkerSession(self.argv[0])
+        self.host = host
+        self.argv = worker_argv(python) if not host else ["ssh"]
+        self.session = WorkerSession(remote_python if host else self.argv[0], host)
+        self.remote_files: Any = None  # core.worker.transfer.RemoteFiles of a remote job
+        self._sig_step.connect(self._on_step)
         self.state = STARTING
         self.started_at = time.monotonic()
         self.ended_at: float | None = None
@@ -63,12 +74,78 @@ class WorkerJob(QObject):
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:
         self.started_at = time.monotonic()
+        if self.host:  # code and inputs first, off the GUI thread; the process after
+            self.sig_progress.emit(None, f"connecting to {self.host}")
+            self._in_thread(self._prepare_remote, self._launch)
+            return
+        self._launch(None)
+
+    def _launch(self, prepared: Any) -> None:
+        if self.state != STARTING:  # cancelled while the inputs were on their way
+            return
+        if prepared is not None:
+            self.argv, self.params = prepared
         self.workdir = new_workdir()
         environment = QProcessEnvironment()
         for key, value in worker_env(self.workdir).items():
             environment.insert(key, value)
         self.process.setProcessEnvironment(environment)
         self.process.start(self.argv[0], self.argv[1:])
+
+    # -- remote: the slow steps in a thread, their answers back on the GUI thread --------------
+    def _in_thread(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
+        def run() -> None:
+            step: Callable[[Any], None]
+            try:
+                value = work()
+            except JobFailure as failure:
+                step, value = self._end_failed, failure
+            except Exception as exc:  # a bug in the transfer: said, never a dead window
+                step, value = self._end_failed, JobFailure("internal", f"{exc}")
+            else:
+                step = then
+            try:
+                self._sig_step.emit(step, value)
+            except RuntimeError:  # the job (its window) is gone: nobody is left to tell
+                pass
+
+        threading.Thread(target=run, name=f"deploylens-{self.id}", daemon=True).start()
+
+    def _on_step(self, then: Callable[[Any], None], value: Any) -> None:
+        then(value)
+
+    def _end_failed(self, failure: JobFailure) -> None:
+        self._end(failure)
+
+    def _prepare_remote(self) -> tuple[list[str], dict[str, Any]]:
+        from deploylens.core.jobs import request_files
+        from deploylens.core.worker.remote import Host, RemoteError, ensure_code, remote_worker_argv
+        from deploylens.core.worker.transfer import RemoteFiles
+
+        host = Host.parse(self.host)
+
+        def progress(fraction: float | None, text: str) -> None:
+            if self.state == CANCELLING:
+                raise JobFailure(protocol.CANCELLED, "cancelled")
+            self.sig_progress.emit(fraction, text)
+
+        try:
+            code, _ = ensure_code(host)
+            params = self.params
+            files = request_files(self.method)
+            if files:
+                self.remote_files = RemoteFiles(host, files, progress)
+                params = self.remote_files.send(params)
+        except RemoteError as exc:
+            kind = DISCONNECTED if exc.kind in ("connect", "host_key") else START_FAILED
+            raise JobFailure(kind, exc.message, exc.hint) from None
+        return remote_worker_argv(host, self.session.python, code), params
+
+    def _fetch_remote(self, payload: Any) -> Any:
+        try:
+            return self.remote_files.fetch(payload)
+        finally:
+            self.remote_files.clean()
 
     def cancel_unstarted(self) -> None:
         """End a job that never got a process (its window is closing)."""
@@ -78,7 +155,11 @@ class WorkerJob(QObject):
         """Ask politely, then terminate, then kill (DESIGN.md §4)."""
         if self.state in (DONE, FAILED, CANCELLING):
             return
+        preparing = self.host and self.process.state() == QProcess.ProcessState.NotRunning
         self._set_state(CANCELLING)
+        if preparing:  # no process yet: the sending thread stops at its next block
+            self._end(JobFailure(protocol.CANCELLED, "cancelled"))
+            return
         if self.process.state() == QProcess.ProcessState.Running:
             self._send(protocol.cancel(self.id))
         QTimer.singleShot(int(CANCEL_GRACE_S * 1000), self._terminate_if_alive)
@@ -129,10 +210,15 @@ class WorkerJob(QObject):
             self.failure = failure
             self._set_state(FAILED)
             self.sig_failed.emit(failure)
+            if self.remote_files is not None:  # the host's scratch folder goes, off the thread
+                threading.Thread(target=self.remote_files.clean, daemon=True).start()
         if self.process.state() == QProcess.ProcessState.Running:
             self._send(protocol.shutdown())
             self.process.closeWriteChannel()
             QTimer.singleShot(3000, self._kill_if_alive)
+
+    def _fetched(self, payload: Any) -> None:
+        self._end(None, payload)
 
     def _on_stderr(self) -> None:
         self.session.feed_stderr(bytes(self.process.readAllStandardError().data()))
@@ -161,8 +247,13 @@ class WorkerJob(QObject):
         elif kind == "progress":
             self.fraction = message.get("fraction")
             self.sig_progress.emit(self.fraction, str(message.get("text", "")))
+            if "data" in message:
+                self.sig_data.emit(message["data"])
         elif kind == "log":
             self.sig_log.emit(str(message.get("level")), str(message.get("text")))
+        elif kind == "result" and self.remote_files is not None:
+            self.sig_progress.emit(None, f"copying the outputs back from {self.host}")
+            self._in_thread(lambda: self._fetch_remote(message.get("payload")), self._fetched)
         elif kind == "result":
             self._end(None, message.get("payload"))
         elif kind == "error" and message.get("job") == self.id:

@@ -42,7 +42,13 @@ class EnvironmentDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("<b>App process</b>"))
         layout.addWidget(self.gui_table, 1)
-        layout.addWidget(QLabel("<b>Worker interpreter</b> (runs exports, ONNX Runtime, builds)"))
+        from deploylens.core.settings import AppSettings
+
+        self.host = AppSettings.load().remote_host
+        where = f" on {self.host} (over SSH)" if self.host else ""
+        layout.addWidget(
+            QLabel(f"<b>Worker interpreter</b>{where} (runs exports, ONNX Runtime, builds)")
+        )
         layout.addWidget(self.status)
         layout.addWidget(self.worker_table, 3)
         layout.addWidget(buttons)
@@ -51,7 +57,9 @@ class EnvironmentDialog(QDialog):
         self.job.sig_failed.connect(self._on_failed)
 
     def _on_report(self, report: dict[str, Any]) -> None:
-        self.status.setText(f"Interpreter: {report['python']['executable']}")
+        python = report["python"]
+        where = f" on {self.host} (machine {python.get('host', '?')})" if self.host else ""
+        self.status.setText(f"Interpreter: {python['executable']}{where}")
         self.worker_table.show_report(report)
 
     def _on_failed(self, failure: JobFailure) -> None:

@@ -71,6 +71,17 @@ class CaptureForm(QWidget):
         form.addRow("Host buffers", self.host)
         form.addRow("Warm-up batches", self.warmup)
         form.addRow("Timed batches", self.iterations)
+        self.executor = QComboBox()
+        self.executor.addItems(["auto", "ray", "worker"])
+        self.executor.setToolTip(
+            "ray: each point a Ray task (a GPU each for GPU points); worker: one after another; "
+            "auto: Ray where the worker's interpreter has it (pip install 'deploylens[cluster]')"
+        )
+        self.ray_address = QLineEdit()
+        self.ray_address.setPlaceholderText("none: Ray on the worker's machine")
+        if sweep:
+            form.addRow("Run points on", self.executor)
+            form.addRow("Ray cluster", self.ray_address)
 
     def profile_request(self, out: str) -> ProfileRequest:
         assert isinstance(self.mode, QComboBox) and isinstance(self.batch, QSpinBox)
@@ -92,6 +103,8 @@ class CaptureForm(QWidget):
             batches=_int_list(self.batch.text()), streams=_int_list(self.streams.text()),
             modes=_mode_list(self.mode.text()), host=self.host.currentText(),
             warmup=self.warmup.value(), iterations=self.iterations.value(),
+            executor=self.executor.currentText(),  # type: ignore[arg-type]
+            ray_address=self.ray_address.text().strip(),
         )  # fmt: skip
 
 
@@ -146,17 +159,35 @@ class SweepView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
 
+    def start(self) -> None:
+        """A sweep was submitted: empty table, rows arrive as points finish (``add_point``)."""
+        self.points = []
+        self.table.setRowCount(0)
+        self.scatter.setData([])
+
+    def add_point(self, point: dict[str, Any]) -> None:
+        """One finished point, as the worker (or Ray) hands it over; the final result
+        replaces the whole table in its order."""
+        self.points.append(point)
+        self._fill()
+
     def show_result(self, result: dict[str, Any]) -> None:
         self.points = result["points"]
+        self._fill()
+
+    def _fill(self) -> None:
         self.table.setRowCount(len(self.points))
         spots = []
         for row, point in enumerate(self.points):
             ok = point["status"] == "ok"
+            status = "ok" if ok else f"{point['status']}: {point['reason']}"
+            if ok and point.get("attempts", 1) > 1:
+                status = f"ok after {point['attempts']} tries: {point['reason']}"
             cells = [
                 point["mode"], str(point["streams"]), str(point["batch"]),
                 f"{point['latency_ms_median']:.3f}" if ok else "",
                 f"{point['throughput_per_s']:.1f}" if ok else "",
-                point["pattern"] or "", "ok" if ok else f"{point['status']}: {point['reason']}",
+                point["pattern"] or "", status,
             ]  # fmt: skip
             for column, text in enumerate(cells):
                 self.table.setItem(row, column, QTableWidgetItem(text))

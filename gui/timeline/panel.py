@@ -328,6 +328,10 @@ class TimelinePanel(QWidget):
         job.sig_progress.connect(lambda f, t: self.status.setText(f"{dialog.windowTitle()}: {t}"))
         job.sig_finished.connect(self._swept if dialog.form.sweep else self._captured)
         job.sig_failed.connect(self._capture_failed)
+        if dialog.form.sweep:  # points show up as they finish, in whatever order
+            self.sweep_view.start()
+            self.tabs.setCurrentWidget(self.sweep_view)
+            job.sig_data.connect(lambda data: self.sweep_view.add_point(data["point"]))
 
     def sweep(self, accept: bool = True) -> CaptureDialog | None:
         if self.jobs is None:
@@ -374,10 +378,14 @@ class TimelinePanel(QWidget):
         self._idle()
         self.sweep_view.show_result(result)
         self.tabs.setCurrentWidget(self.sweep_view)
+        cluster = result.get("cluster")
+        where = f" on Ray ({cluster['nodes']} node(s), {cluster['cpus']:g} CPUs, " \
+            f"{cluster['gpus']:g} GPUs)" if cluster else " in the worker"  # fmt: skip
+        retried = f", {result['retried']} retried" if result.get("retried") else ""
         self.status.setText(
-            f"Sweep: {result['ran']} points ran, {result['skipped']} skipped, "
-            f"{result['failed']} failed — double-click a row or click a point to open its trace "
-            f"({result['outputs']['csv']})"
+            f"Sweep{where}: {result['ran']} points ran, {result['skipped']} skipped, "
+            f"{result['failed']} failed{retried} — double-click a row or click a point to open "
+            f"its trace ({result['outputs']['csv']})"
         )
 
     def _idle(self) -> None:

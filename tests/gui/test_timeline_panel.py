@@ -201,10 +201,13 @@ def test_sweep_and_lab_from_the_timeline(qtbot, make_window, samples: Path) -> N
     form.iterations.setValue(3)
     form.warmup.setValue(1)
     timeline.submit_capture(dialog)
+    arrived: list[dict] = []
+    timeline.job.sig_data.connect(arrived.append)  # each point as it finishes
     view = timeline.sweep_view
     qtbot.waitUntil(lambda: view.table.rowCount() == 4, timeout=JOB_TIMEOUT_MS)
     statuses = [view.table.item(r, 6).text() for r in range(4)]
     assert statuses.count("ok") == 2
+    assert sorted(d["point"]["batch"] for d in arrived) == [1, 2]  # streamed before the result
     assert all("needs a CUDA device" in s for s in statuses if s != "ok")
     assert len(view.scatter.points()) == 2
     view.table.cellDoubleClicked.emit(0, 0)
