@@ -103,7 +103,7 @@ class CaptureForm(QWidget):
             batches=_int_list(self.batch.text()), streams=_int_list(self.streams.text()),
             modes=_mode_list(self.mode.text()), host=self.host.currentText(),
             warmup=self.warmup.value(), iterations=self.iterations.value(),
-            executor=self.executor.currentText(),  # type: ignore[arg-type]
+            executor=self.executor.currentText(),
             ray_address=self.ray_address.text().strip(),
         )  # fmt: skip
 
