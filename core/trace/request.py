@@ -95,14 +95,10 @@ class ProfileRequest(Request):
             warmup=args.warmup,
             iterations=args.iterations,
             device=args.device or "",
-            executor=args.executor,
-            ray_address=args.ray_address,
         )
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--out", self.out]
-        flag(args, "--executor", self.executor, "auto")
-        flag(args, "--ray-address", self.ray_address, "")
         flag(args, "--backend", self.backend, "ort")
         flag(args, "--mode", self.mode, "serial")
         flag(args, "--batch", self.batch, 1)
