@@ -141,6 +141,7 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
                   on_cpu: bool) -> None:  # fmt: skip
     """Each runnable point a Ray task (a GPU each for GPU points, one core each on the CPU);
     traces come back as bytes and are written here, atomically, as each point finishes."""
+    import socket
     from dataclasses import asdict
 
     from deploylens.core import cluster as ray_cluster
@@ -150,10 +151,11 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
     shipped = ray_cluster.put_files([model]).get(str(model)) if model.is_file() else None
     params = base.to_params()
     by_label = {row.label: row for row in runnable}
+    here = {"folder": str(folder.resolve()), "machine": socket.gethostname()}
     calls = [
         ray_cluster.Call(row.label, "deploylens.core.trace.sweep:point_on_node",
-                         {"base": params, "point": asdict(row), "model": shipped, "threads": 1},
-                         cpus=1.0, gpus=0.0 if on_cpu else 1.0)
+                         {"base": params, "point": asdict(row), "model": shipped, "threads": 1,
+                          **here}, cpus=1.0, gpus=0.0 if on_cpu else 1.0)
         for row in runnable
     ]  # fmt: skip
     finished = 0
@@ -167,10 +169,10 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
             for name in ("status", "latency_ms_median", "throughput_per_s", "pattern", "reason",
                          "flags"):  # fmt: skip
                 setattr(row, name, done[name])
-            if outcome.value["trace"]:
-                trace = folder / Path(done["trace"]).name
-                atomic_write_bytes(trace, outcome.value["trace"])
-                row.trace = str(trace)
+            for name, data in outcome.value["files"].items():  # from another machine
+                atomic_write_bytes(folder / name, data)
+            if done["trace"]:
+                row.trace = str(folder / Path(done["trace"]).name)
         else:
             row.status, row.reason = "failed", f"failed twice on Ray: {outcome.error}"
         row.attempts, row.node = outcome.attempts, outcome.node

@@ -81,10 +81,13 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path, threads: in
         point.reason = f"trace not diagnosed: {exc.message}"
 
 
-def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threads: int
-                  ) -> dict[str, Any]:  # fmt: skip
+def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threads: int,
+                  folder: str = "", machine: str = "") -> dict[str, Any]:  # fmt: skip
     """A Ray task: one point captured on whichever node Ray chose (the model shipped by
-    content when it is a file); the row and the trace's bytes go back to the sweep's folder."""
+    content when it is a file). On the sweep's own machine (``machine``) its files are written
+    straight into the sweep's ``folder`` (a trace can be 100 MB: no copy through Ray); on
+    another node they go back as bytes ({name: bytes}) and the sweep writes them."""
+    import socket
     import tempfile
     from dataclasses import asdict
 
@@ -94,10 +97,13 @@ def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threa
 
         request = replace(request, model=materialize(model))
     row = SweepPoint(**point)
-    with tempfile.TemporaryDirectory(prefix="deploylens-point-") as folder:
+    if machine == socket.gethostname() and folder and Path(folder).is_dir():
         run_point(request, row, Path(folder), threads)
-        trace = Path(row.trace).read_bytes() if row.trace else b""
-    return {"point": asdict(row), "trace": trace}
+        return {"point": asdict(row), "files": {}}
+    with tempfile.TemporaryDirectory(prefix="deploylens-point-") as scratch:
+        run_point(request, row, Path(scratch), threads)
+        files = {p.name: p.read_bytes() for p in Path(scratch).iterdir() if p.is_file()}
+    return {"point": asdict(row), "files": files}
 
 
 def write_outputs(folder: Path, rows: list[SweepPoint], title: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ import os
 import shlex
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,8 @@ OPTIONS_ENV = "DEPLOYLENS_SSH_OPTIONS"  # extra ssh options, e.g. "-i key -o Use
 CACHE = ".cache/deploylens/code"  # under the remote $HOME
 SSH_FAILED = 255  # ssh's own exit status: connection, authentication or host key
 CONNECT_TIMEOUT_S = 15
+SHARE_ENV = "DEPLOYLENS_SSH_SHARE"  # "0": one connection per command (no ControlMaster)
+PERSIST_S = 60  # a shared connection outlives its last command by this much
 
 
 class RemoteError(Exception):
@@ -61,8 +64,7 @@ class Host:
         return self.destination + (f":{self.port}" if self.port else "")
 
 
-def ssh_command(host: Host, remote: str) -> list[str]:
-    """``ssh`` that never prompts and never accepts an unknown host key, running ``remote``."""
+def _options(host: Host) -> list[str]:
     options = [
         "-T",
         "-o", "BatchMode=yes",
@@ -73,7 +75,57 @@ def ssh_command(host: Host, remote: str) -> list[str]:
     ]  # fmt: skip
     extra = shlex.split(os.environ.get(OPTIONS_ENV, ""))
     port = ["-p", str(host.port)] if host.port else []
-    return ["ssh", *options, *extra, *port, host.destination, remote]
+    return [*options, *extra, *port]
+
+
+def ssh_command(host: Host, remote: str) -> list[str]:
+    """``ssh`` that never prompts and never accepts an unknown host key, running ``remote``
+    over the host's shared connection when there is one (``shared_connection``)."""
+    return ["ssh", *_options(host), *shared_connection(host), host.destination, remote]
+
+
+def _control_path(host: Host) -> Path | None:
+    """A private socket per host and ssh options (other options, another connection), in a
+    folder only we may enter; None when sharing is off (``DEPLOYLENS_SSH_SHARE=0``)."""
+    if os.environ.get(SHARE_ENV) == "0" or not hasattr(os, "getuid"):
+        return None
+    folder = Path(tempfile.gettempdir()) / f"deploylens-ssh-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        status = folder.stat()
+    except OSError:
+        return None
+    if status.st_uid != os.getuid() or status.st_mode & 0o077:
+        return None  # someone else's folder, or one others can enter: no sharing through it
+    key = f"{host.destination}\0{host.port}\0{os.environ.get(OPTIONS_ENV, '')}"
+    return folder / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def shared_connection(host: Host) -> list[str]:
+    """Options that run a command over one SSH connection kept open for a minute
+    (OpenSSH's ControlMaster): a job's probe, worker, sends and fetches then cost one
+    handshake instead of one each. The master is started here, detached (``-f``, its output
+    to /dev/null — a master holding our pipe would keep a caller waiting for a minute); when
+    it cannot start, the command connects by itself and reports why."""
+    path = _control_path(host)
+    if path is None:
+        return []
+    use = ["-o", f"ControlPath={path}", "-o", "ControlMaster=no"]
+    port = ["-p", str(host.port)] if host.port else []
+    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
+             "stderr": subprocess.DEVNULL}  # fmt: skip
+    try:
+        alive = subprocess.run(["ssh", *use, *port, "-O", "check", host.destination],
+                               timeout=10, **quiet)  # fmt: skip
+        if alive.returncode == 0:
+            return use
+        master = ["-o", f"ControlPath={path}", "-o", "ControlMaster=yes",
+                  "-o", f"ControlPersist={PERSIST_S}", "-N", "-f"]  # fmt: skip
+        started = subprocess.run(["ssh", *_options(host), *master, host.destination],
+                                 timeout=CONNECT_TIMEOUT_S + 10, **quiet)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return use if started.returncode == 0 else []
 
 
 def explain_ssh_failure(host: Host, stderr: str) -> RemoteError:
@@ -111,7 +163,9 @@ def code_archive() -> tuple[str, bytes]:
             continue
         root = Path(folder)
         for path in sorted(root.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            inside = path.relative_to(root).parts  # caches (__pycache__, .ruff_cache) stay here
+            hidden = any(p == "__pycache__" or p.startswith(".") for p in inside)
+            if path.is_file() and not hidden and path.suffix != ".pyc":
                 members.append((f"{name.replace('.', '/')}/{path.relative_to(root)}", path))
     digest = hashlib.sha256()
     buffer = io.BytesIO()

@@ -26,7 +26,14 @@ import pytest
 
 from deploylens.core.jobs import Worker
 from deploylens.core.worker.client import CRASHED, DISCONNECTED, JobFailure
-from deploylens.core.worker.remote import OPTIONS_ENV, code_archive
+from deploylens.core.worker.remote import (
+    OPTIONS_ENV,
+    SHARE_ENV,
+    Host,
+    code_archive,
+    shared_connection,
+    ssh_command,
+)
 from tests.helpers.loopback_sshd import available, drop_connections, loopback_sshd
 
 DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
@@ -68,6 +75,17 @@ def test_jobs_run_on_the_host_and_its_code_is_sent_once(
     second.start()
     second.close()
     assert first.code_sent is True and second.code_sent is False  # cached by content hash
+    # both workers went over one shared connection (ControlMaster), which is still up
+    host = Host.parse(sshd["host"])
+    shared = shared_connection(host)
+    assert shared and any(o.startswith("ControlPath=") for o in shared)
+    control = next(o for o in shared if o.startswith("ControlPath=")).split("=", 1)[1]
+    check = subprocess.run(["ssh", *shared, "-p", str(host.port), "-O", "check",
+                            host.destination], capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0 and Path(control).stat().st_mode & 0o077 == 0
+    monkeypatch.setenv(SHARE_ENV, "0")  # sharing off: a command of its own
+    assert not any(o.startswith("ControlPath=") for o in ssh_command(host, "true"))
+    monkeypatch.delenv(SHARE_ENV)
     assert hello["python"]["host"] == socket.gethostname() and first.argv[0] == "ssh"
     env = cli(sshd, "env", "--json")
     assert env.returncode == 0, env.stderr[-2000:]

@@ -170,3 +170,23 @@ def test_asking_for_ray_without_it_says_how_to_get_it(tmp_path: Path) -> None:
     assert run.returncode == 1 and "deploylens[cluster]" in run.stderr, run.stderr[-2000:]
     auto = sweep(model, tmp_path / "auto", env=hide)
     assert auto["executor"] == "worker" and auto["ran"] == 8
+
+
+def test_a_point_run_on_another_machine_sends_back_every_file_it_made(tmp_path: Path) -> None:
+    """On a node that is not the sweep's machine the files come back as bytes: the trace and
+    its capture sidecar, nothing left in the node's scratch folder."""
+    from dataclasses import asdict
+
+    from deploylens.core.trace.request import ProfileRequest
+    from deploylens.core.trace.sweep import SweepPoint, point_on_node
+
+    model = dynamic_mlp(tmp_path)
+    base = ProfileRequest(str(model), "", backend="ort", warmup=1, iterations=2).to_params()
+    point = asdict(SweepPoint("serial", 1, 4))
+    away = point_on_node(base, point, None, 1, str(tmp_path), "another-machine")
+    assert away["point"]["status"] == "ok" and not list(tmp_path.glob("point-*"))
+    trace = Path(away["point"]["trace"]).name
+    assert set(away["files"]) == {trace, trace.replace(".json", ".capture.json")}
+    assert json.loads(away["files"][trace])  # the capture itself, as bytes
+    here = point_on_node(base, point, None, 1, str(tmp_path), socket.gethostname())
+    assert here["files"] == {} and (tmp_path / trace).is_file()
