@@ -112,17 +112,17 @@ def shared_connection(host: Host) -> list[str]:
         return []
     use = ["-o", f"ControlPath={path}", "-o", "ControlMaster=no"]
     port = ["-p", str(host.port)] if host.port else []
-    quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
-             "stderr": subprocess.DEVNULL}  # fmt: skip
+    null = subprocess.DEVNULL
     try:
         alive = subprocess.run(["ssh", *use, *port, "-O", "check", host.destination],
-                               timeout=10, **quiet)  # fmt: skip
+                               stdin=null, stdout=null, stderr=null, timeout=10)  # fmt: skip
         if alive.returncode == 0:
             return use
         master = ["-o", f"ControlPath={path}", "-o", "ControlMaster=yes",
                   "-o", f"ControlPersist={PERSIST_S}", "-N", "-f"]  # fmt: skip
         started = subprocess.run(["ssh", *_options(host), *master, host.destination],
-                                 timeout=CONNECT_TIMEOUT_S + 10, **quiet)  # fmt: skip
+                                 stdin=null, stdout=null, stderr=null,
+                                 timeout=CONNECT_TIMEOUT_S + 10)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return []
     return use if started.returncode == 0 else []
