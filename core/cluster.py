@@ -41,6 +41,19 @@ def available() -> bool:
     return True
 
 
+def choose(executor: str, address: str = "") -> str:
+    """ "ray" or "worker" for a study's points: auto is Ray when this interpreter has it; asking
+    for Ray (or naming a cluster) without it is an error that says how to get it."""
+    if executor == "ray" or address:
+        if not available():
+            raise UserError(
+                "This job asks for Ray, which the worker's interpreter does not have.",
+                INSTALL_HINT + "; or run it in the worker: --executor worker.",
+            )
+        return "ray"
+    return "ray" if executor == "auto" and available() else "worker"
+
+
 @dataclass
 class Call:
     """One point: ``target`` ("module:function") called with ``args`` on a Ray worker."""

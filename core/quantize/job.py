@@ -108,11 +108,32 @@ def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import asdict
     from pathlib import Path
 
+    from deploylens.core import cluster
     from deploylens.core.quantize.request import StudyRequest
-    from deploylens.core.quantize.study import run_study
+    from deploylens.core.quantize.study import run_study, run_study_on_ray
 
     request = StudyRequest.from_params(params)
-    result = run_study(request.sensitivity(), ctx.progress, Path(ctx.workdir))
+
+    def on_row(row: Any) -> None:  # each configuration reaches the app as it is done
+        ctx.progress(None, f"{row.label}: {row.status}", data={"row": asdict(row)})
+
+    executor = cluster.choose(request.executor, request.ray_address)
+    if executor == "ray":
+        ctx.progress(
+            0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address else "")
+        )
+        started = cluster.start(request.ray_address)
+        try:
+            result = run_study_on_ray(request.sensitivity(), ctx.progress, lambda: ctx.cancelled,
+                                      on_row)  # fmt: skip
+        finally:
+            if started.started_here:
+                cluster.stop(started)
+        result["cluster"] = asdict(started)
+    else:
+        result = run_study(request.sensitivity(), ctx.progress, Path(ctx.workdir), on_row)
+        result["cluster"] = None
+    result["executor"] = executor
     result["rows"] = [asdict(row) for row in result["rows"]]
-    result["fp32"] = asdict(result["fp32"])
+    result["fp32"] = asdict(result["fp32"]) if result["fp32"] is not None else None
     return result

@@ -285,10 +285,18 @@ class StudyRequest(Request):
     eval_data: str = ""
     labels: str = ""
     threads: int = 0
+    executor: Literal["auto", "worker", "ray"] = "auto"  # auto: Ray where installed
+    ray_address: str = ""
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group("the study")
+        group.add_argument(
+            "--executor", choices=("auto", "ray", "worker"), default="auto",
+            help="ray: each configuration a Ray task; worker: one after another; auto "
+            "(default): ray when installed (deploylens[cluster])",
+        )  # fmt: skip
+        group.add_argument("--ray-address", default="", help="a running Ray cluster")
         group.add_argument("model", type=Path)
         group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
         group.add_argument("--preprocess", default="")
@@ -305,6 +313,7 @@ class StudyRequest(Request):
             batches=args.batches, evaluate=args.evaluate,
             eval_data=str(args.eval_data) if args.eval_data else "",
             labels=str(args.labels) if args.labels else "", threads=args.threads,
+            executor=args.executor, ray_address=args.ray_address,
         )  # fmt: skip
 
     def cli_args(self) -> list[str]:
@@ -315,6 +324,8 @@ class StudyRequest(Request):
         flag(args, "--eval-data", self.eval_data, "")
         flag(args, "--labels", self.labels, "")
         flag(args, "--threads", self.threads, 0)
+        flag(args, "--executor", self.executor, "auto")
+        flag(args, "--ray-address", self.ray_address, "")
         return args
 
     def sensitivity(self) -> SensitivityRequest:

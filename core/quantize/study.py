@@ -33,8 +33,16 @@ class StudyRow:
     seconds: float = 0.0
 
 
-def run_study(request: SensitivityRequest, progress: Any, workdir: Path) -> dict[str, Any]:
-    """Every configuration through one prepared model and one evaluation set."""
+def study_rows() -> list[StudyRow]:
+    rows = [StudyRow(f"{m} {p}" if m == "percentile" else m, m, p if m == "percentile" else None,
+                     None) for m, p in METHOD_CONFIGS]  # fmt: skip
+    return rows + [StudyRow(f"entropy, batch {b}", "entropy", None, b) for b in BATCH_SIZES]
+
+
+def run_study(request: SensitivityRequest, progress: Any, workdir: Path,
+              on_row: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Every configuration through one prepared model and one evaluation set, one after
+    another in this process; ``on_row`` gets each row as it is done."""
     import time
 
     from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
@@ -44,9 +52,7 @@ def run_study(request: SensitivityRequest, progress: Any, workdir: Path) -> dict
     evaluator = Evaluator(request.model, eval_feeds(request), labels, request.threads)
     base = CalibrateRequest(request.model, request.data, preprocess=request.preprocess,
                             batches=request.batches)  # fmt: skip
-    rows = [StudyRow(f"{m} {p}" if m == "percentile" else m, m, p if m == "percentile" else None,
-                     None) for m, p in METHOD_CONFIGS]  # fmt: skip
-    rows += [StudyRow(f"entropy, batch {b}", "entropy", None, b) for b in BATCH_SIZES]
+    rows = study_rows()
     ranges: dict[str, dict[str, tuple[float, float]]] = {}
     prepared = ""
     for number, row in enumerate(rows):
@@ -59,20 +65,106 @@ def run_study(request: SensitivityRequest, progress: Any, workdir: Path) -> dict
             calibrated = collect_ranges(config, folder, lambda f, m: None, prepared)
         except UserError as exc:  # a batch size the model's fixed batch axis refuses
             row.status, row.reason = "skipped", exc.message
-            continue
-        prepared = calibrated.prepared
-        write_qdq(calibrated, folder / "q.onnx", config)
-        row.score = evaluator.score(onnx.load(folder / "q.onnx"))
-        row.seconds = time.perf_counter() - started
-        ranges[row.label] = load_ranges(calibrated.ranges_path)
+        else:
+            prepared = calibrated.prepared
+            write_qdq(calibrated, folder / "q.onnx", config)
+            row.score = evaluator.score(onnx.load(folder / "q.onnx"))
+            row.seconds = time.perf_counter() - started
+            ranges[row.label] = load_ranges(calibrated.ranges_path)
+        if on_row is not None:
+            on_row(row)
     progress(1.0, "study done")
-    return {
-        "model": request.model,
-        "samples": evaluator.samples,
-        "fp32": evaluator.fp32(),
-        "rows": rows,
-        "differing_ranges": differing_ranges(ranges),
-    }
+    return _report(request, evaluator.samples, evaluator.fp32(), rows, ranges)
+
+
+def _report(request: SensitivityRequest, samples: int, fp32: Any, rows: list[StudyRow],
+            ranges: dict[str, dict[str, tuple[float, float]]]) -> dict[str, Any]:  # fmt: skip
+    ordered = {row.label: ranges[row.label] for row in rows if row.label in ranges}
+    return {"model": request.model, "samples": samples, "fp32": fp32, "rows": rows,
+            "differing_ranges": differing_ranges(ordered)}  # fmt: skip
+
+
+def row_on_node(request: dict[str, Any], row: dict[str, Any], shipped: dict[str, Any]
+                ) -> dict[str, Any]:  # fmt: skip
+    """A Ray task: one configuration — calibrate, write the Q/DQ model, score it against FP32
+    on the evaluation set — on whichever node Ray chose (inputs shipped by content)."""
+    import tempfile
+    import time
+    from dataclasses import asdict
+
+    from deploylens.core.cluster import materialize
+    from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
+    from deploylens.core.quantize.sensitivity import Evaluator, _labels, eval_feeds
+
+    checked = SensitivityRequest.from_params(request)
+    checked = replace(checked, **{name: materialize(item) for name, item in shipped.items()})
+    done = StudyRow(**row)
+    labels = _labels(checked.labels) if checked.labels else None
+    evaluator = Evaluator(checked.model, eval_feeds(checked), labels, 1)
+    base = CalibrateRequest(checked.model, checked.data, preprocess=checked.preprocess,
+                            batches=checked.batches)  # fmt: skip
+    config = replace(base, method=done.method, percentile=done.percentile or 99.99,
+                     batch_size=done.batch_size)  # fmt: skip
+    started = time.perf_counter()
+    ranges = None
+    with tempfile.TemporaryDirectory(prefix="deploylens-study-") as scratch:
+        try:
+            calibrated = collect_ranges(config, Path(scratch), lambda f, m: None, "")
+        except UserError as exc:
+            done.status, done.reason = "skipped", exc.message
+        else:
+            write_qdq(calibrated, Path(scratch) / "q.onnx", config)
+            done.score = evaluator.score(onnx.load(Path(scratch) / "q.onnx"))
+            done.seconds = time.perf_counter() - started
+            ranges = load_ranges(calibrated.ranges_path)
+    return {"row": asdict(done), "ranges": ranges, "samples": evaluator.samples,
+            "fp32": asdict(evaluator.fp32())}  # fmt: skip
+
+
+def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: Any,
+                     on_row: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Every configuration a Ray task (one core each); rows land as they finish, a failed one
+    is retried once and reported, the others kept."""
+    from dataclasses import asdict
+
+    from deploylens.core import cluster
+    from deploylens.core.quantize.sensitivity import Score
+
+    paths = {name: getattr(request, name) for name in ("model", "data", "eval_data", "labels")}
+    paths = {name: value for name, value in paths.items() if value}
+    shipped_by_path = cluster.put_files(Path(value) for value in paths.values())
+    shipped = {name: shipped_by_path[str(Path(value))] for name, value in paths.items()}
+    rows = study_rows()
+    by_label = {row.label: row for row in rows}
+    ranges: dict[str, dict[str, tuple[float, float]]] = {}
+    facts: dict[str, Any] = {}
+    calls = [cluster.Call(row.label, "deploylens.core.quantize.study:row_on_node",
+                          {"request": request.to_params(), "row": asdict(row),
+                           "shipped": shipped}) for row in rows]  # fmt: skip
+
+    finished = 0
+
+    def landed(outcome: Any) -> None:
+        nonlocal finished
+        finished += 1
+        row = by_label[outcome.key]
+        if outcome.status == "ok":
+            for name, value in outcome.value["row"].items():
+                setattr(row, name, value)
+            if outcome.value["ranges"] is not None:
+                ranges[row.label] = outcome.value["ranges"]
+            facts.setdefault("samples", outcome.value["samples"])
+            facts.setdefault("fp32", Score(**outcome.value["fp32"]))
+            if outcome.first_error:
+                row.reason = f"retried once: the first try failed ({outcome.first_error})"
+        else:
+            row.status, row.reason = "failed", f"failed twice on Ray: {outcome.error}"
+        progress(finished / len(rows), f"{row.label}: {row.status}")
+        if on_row is not None:
+            on_row(row)
+
+    cluster.fan_out(calls, landed, should_stop)
+    return _report(request, facts.get("samples", 0), facts.get("fp32"), rows, ranges)
 
 
 def differing_ranges(

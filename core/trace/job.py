@@ -63,7 +63,9 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     base.check()
     folder = Path(request.out)
     folder.mkdir(parents=True, exist_ok=True)
-    executor = _executor(request)
+    from deploylens.core.cluster import choose
+
+    executor = choose(request.executor, request.ray_address)
     cluster = None
     if executor == "ray":
         from deploylens.core import cluster as ray_cluster
@@ -108,22 +110,6 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "executor": executor,
         "cluster": asdict(cluster) if cluster is not None else None,
     }
-
-
-def _executor(request: Any) -> str:
-    """ "ray" or "worker": auto is Ray when the worker's interpreter has it."""
-    from deploylens.core import cluster
-
-    if request.executor == "ray" or request.ray_address:
-        if not cluster.available():
-            raise UserError(
-                "This sweep asks for Ray, which the worker's interpreter does not have.",
-                cluster.INSTALL_HINT + "; or run it in the worker: --executor worker.",
-            )
-        return "ray"
-    if request.executor == "auto" and cluster.available():
-        return "ray"
-    return "worker"
 
 
 def _cluster_cpu_only(request: Any, cluster: Any) -> bool:

@@ -365,3 +365,38 @@ def test_a_fetch_cut_off_midway_is_disconnected_and_writes_nothing(
     assert (tmp_path / "whole.bin").stat().st_size == 200_000_000
     assert not pull(host, f"{folder}/never-written.bin", tmp_path / "never.bin")
     run_ssh(host, f"rm -rf {folder}", b"", 60)
+
+
+def test_a_cancel_over_ssh_is_a_cancel_and_a_killed_client_leaves_no_remote_worker(
+    sshd: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancel reads as locally; when the local ssh is killed (the escalation's last step, or
+    the app dying), the remote worker sees its stdin close and is gone within seconds — it
+    never keeps a GPU busy for nobody."""
+    monkeypatch.setenv(OPTIONS_ENV, sshd["options"])
+    digest, _ = code_archive()
+    marker = f"code/{digest}/deploylens/core/worker/boot.py"
+    worker = Worker(sys.executable, host=sshd["host"])
+    worker.start()
+    failure = _sleep_failure(worker, worker.cancel)
+    worker.close()
+    assert failure.kind == "cancelled"
+    worker = Worker(sys.executable, host=sshd["host"])
+    worker.start()
+    (pid,) = _remote_worker_pids(marker, sys.executable)
+    thread = threading.Thread(target=lambda: _quiet(worker))
+    thread.start()
+    time.sleep(1.0)
+    worker.kill()  # SIGKILL to the local ssh: no goodbye reaches the host
+    thread.join(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.1)
+    assert not Path(f"/proc/{pid}").exists(), "the remote worker outlived its connection"
+
+
+def _quiet(worker: Worker) -> None:
+    try:
+        worker.run("selftest.sleep", {"seconds": 60})
+    except JobFailure:
+        pass

@@ -211,11 +211,27 @@ def test_fp16_names_the_activations_fp16_cannot_hold(tmp_path: Path) -> None:
 
 
 def test_calibration_study_compares_methods_and_batch_sizes(digits: dict[str, Path]) -> None:
-    result = run_cli("calibration-study", str(digits["model"]), "--data", str(digits["calib"]),
-                     "--eval-data", str(digits["eval"]), "--labels", str(digits["labels"]),
-                     "--evaluate", "297", "--json")  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
-    study = json.loads(result.stdout)
+    """In the worker and as Ray tasks (where Ray is installed): the same rows, the same
+    scores (each configuration calibrates from scratch on Ray, ONNX Runtime on one thread)."""
+    import importlib.util
+
+    executors = ["worker"] + (["ray"] if importlib.util.find_spec("ray") else [])
+    studies = {}
+    for executor in executors:
+        result = run_cli("calibration-study", str(digits["model"]), "--data",
+                         str(digits["calib"]), "--eval-data", str(digits["eval"]), "--labels",
+                         str(digits["labels"]), "--evaluate", "297", "--json",
+                         "--executor", executor)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        studies[executor] = json.loads(result.stdout)
+        assert studies[executor]["executor"] == executor
+    if "ray" in studies:
+        for ours, theirs in zip(studies["ray"]["rows"], studies["worker"]["rows"], strict=True):
+            assert ours["label"] == theirs["label"] and ours["status"] == theirs["status"]
+            assert ours["score"]["top1"] == theirs["score"]["top1"]
+            assert abs(ours["score"]["rel_l2"] - theirs["score"]["rel_l2"]) < 1e-5
+        assert studies["ray"]["fp32"] == studies["worker"]["fp32"]
+    study = studies[executors[-1]]
     labels = [row["label"] for row in study["rows"]]
     assert labels == ["entropy", "minmax", "percentile 99.9", "percentile 99.99",
                       "percentile 99.999", "entropy, batch 1", "entropy, batch 8",
