@@ -65,6 +65,7 @@ bench: install
 	$(BIN)/python bench/calibrate.py --json bench/results/calibrate.json
 	$(BIN)/python bench/sensitivity.py --json bench/results/sensitivity.json
 	$(BIN)/python bench/surgery.py --json bench/results/surgery.json
+	$(BIN)/python bench/remote.py --json bench/results/remote.json
 	$(BIN)/python bench/timeline.py --json bench/results/timeline.json
 	$(BIN)/python bench/trt_build.py --json bench/results/trt_build.json
 	$(BIN)/python bench/trt_crosscheck.py --json bench/results/trt_crosscheck.json
