@@ -102,8 +102,7 @@ class Worker:
             code, self.code_sent = ensure_code(host)
         except RemoteError as exc:
             remove_workdir(self.workdir)
-            kind = DISCONNECTED if exc.kind == "connect" else START_FAILED
-            raise JobFailure(kind, exc.message, exc.hint) from None
+            raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None
         return remote_worker_argv(host, self.python, code)
 
     def close(self) -> None:
@@ -279,34 +278,56 @@ def run_job(
     timeout: float | None = None,
 ) -> Any:
     """Start a worker, run one job in it, and stop it again. Without a progress callback of
-    the caller's, a terminal gets a progress line on stderr (core/progress_bar.py)."""
+    the caller's, a terminal gets a progress line on stderr (core/progress_bar.py). On a
+    remote host a dropped connection is tried once more (the code and every input that
+    arrived stay there; a cut-off send resumes), and said on stderr."""
+    import sys
+
     from deploylens.core.progress_bar import terminal_progress
 
     bar = terminal_progress(JOB_TITLES.get(method, method)) if on_progress is None else None
-    worker = Worker(python)
     progress = on_progress or bar
     try:
-        files = request_files(method) if worker.host else {}
-        if files:  # a remote worker: send its inputs, fetch its outputs
-            from deploylens.core.worker.remote import Host, RemoteError
-            from deploylens.core.worker.transfer import run_remote_files
-
+        for attempt in (1, 2):
+            worker = Worker(python)
             try:
-                return run_remote_files(
-                    Host.parse(worker.host),
-                    dict(params or {}),
-                    files,
-                    lambda sent: worker.run(method, sent, on_progress=progress, timeout=timeout),
-                    progress,
-                )
-            except RemoteError as exc:  # the host went away or refused, around the job
-                kind = DISCONNECTED if exc.kind in ("connect", "host_key") else START_FAILED
-                raise JobFailure(kind, exc.message, exc.hint) from None
-        return worker.run(method, params, on_progress=progress, timeout=timeout)
+                return _run_once(worker, method, params, progress, timeout)
+            except JobFailure as failure:
+                if failure.kind != DISCONNECTED or attempt == 2:
+                    raise
+                print(f"deploylens: {failure.message} Trying once more.", file=sys.stderr)
+            finally:
+                worker.close()
     finally:
-        worker.close()
         if bar is not None:
             bar.close()
+    raise AssertionError("unreachable")
+
+
+def _run_once(worker: Worker, method: str, params: dict[str, Any] | None,
+              progress: ProgressCallback | None, timeout: float | None) -> Any:  # fmt: skip
+    files = request_files(method) if worker.host else {}
+    if not files:
+        return worker.run(method, params, on_progress=progress, timeout=timeout)
+    from deploylens.core.worker.remote import Host, RemoteError
+    from deploylens.core.worker.transfer import run_remote_files
+
+    try:  # a remote worker: send its inputs, fetch its outputs
+        return run_remote_files(
+            Host.parse(worker.host),
+            dict(params or {}),
+            files,
+            lambda sent: worker.run(method, sent, on_progress=progress, timeout=timeout),
+            progress,
+        )
+    except RemoteError as exc:  # the host went away or refused, around the job
+        raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None
+
+
+def remote_failure_kind(exc: Any) -> str:
+    """A ``RemoteError`` as a failure kind: only a lost or unreachable connection is
+    ``disconnected`` (worth a retry); a refused key or login is not."""
+    return DISCONNECTED if exc.kind == "connect" else START_FAILED
 
 
 def request_files(method: str) -> dict[str, str]:

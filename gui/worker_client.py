@@ -58,6 +58,8 @@ class WorkerJob(QObject):
         self.argv = worker_argv(python) if not host else ["ssh"]
         self.session = WorkerSession(remote_python if host else self.argv[0], host)
         self.remote_files: Any = None  # core.worker.transfer.RemoteFiles of a remote job
+        self.retried = False  # a dropped connection is tried once more
+        self._request_params = self.params
         self._sig_step.connect(self._on_step)
         self.state = STARTING
         self.started_at = time.monotonic()
@@ -65,11 +67,15 @@ class WorkerJob(QObject):
         self.fraction: float | None = None
         self.failure: JobFailure | None = None
         self.payload: Any = None
-        self.process = QProcess(self)
-        self.process.readyReadStandardOutput.connect(self._on_stdout)
-        self.process.readyReadStandardError.connect(self._on_stderr)
-        self.process.finished.connect(self._on_finished)
-        self.process.errorOccurred.connect(self._on_error)
+        self.process = self._new_process()
+
+    def _new_process(self) -> QProcess:
+        process = QProcess(self)
+        process.readyReadStandardOutput.connect(self._on_stdout)
+        process.readyReadStandardError.connect(self._on_stderr)
+        process.finished.connect(self._on_finished)
+        process.errorOccurred.connect(self._on_error)
+        return process
 
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -118,7 +124,7 @@ class WorkerJob(QObject):
         self._end(failure)
 
     def _prepare_remote(self) -> tuple[list[str], dict[str, Any]]:
-        from deploylens.core.jobs import request_files
+        from deploylens.core.jobs import remote_failure_kind, request_files
         from deploylens.core.worker.remote import Host, RemoteError, ensure_code, remote_worker_argv
         from deploylens.core.worker.transfer import RemoteFiles
 
@@ -137,8 +143,7 @@ class WorkerJob(QObject):
                 self.remote_files = RemoteFiles(host, files, progress)
                 params = self.remote_files.send(params)
         except RemoteError as exc:
-            kind = DISCONNECTED if exc.kind in ("connect", "host_key") else START_FAILED
-            raise JobFailure(kind, exc.message, exc.hint) from None
+            raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None
         return remote_worker_argv(host, self.session.python, code), params
 
     def _fetch_remote(self, payload: Any) -> Any:
@@ -198,8 +203,34 @@ class WorkerJob(QObject):
         self.state = state
         self.sig_state.emit(state)
 
+    def _retry_after_drop(self, failure: JobFailure) -> bool:
+        """A remote job whose connection dropped starts once more (its code and the inputs
+        that arrived are on the host; a cut-off send resumes); True when it did."""
+        if failure.kind != DISCONNECTED or not self.host or self.retried:
+            return False
+        if self.state not in (STARTING, RUNNING):
+            return False
+        self.retried = True
+        self.sig_log.emit("warning", f"{failure.message} Trying once more.")
+        self.sig_progress.emit(None, f"the connection to {self.host} dropped: trying once more")
+        old, self.process = self.process, self._new_process()
+        old.blockSignals(True)  # its late signals belong to the dropped attempt
+        if old.state() != QProcess.ProcessState.NotRunning:
+            old.kill()
+        remove_workdir(self.workdir)
+        if self.remote_files is not None:
+            threading.Thread(target=self.remote_files.clean, daemon=True).start()
+            self.remote_files = None
+        self.session = WorkerSession(self.session.python, self.host)
+        self.params = self._request_params
+        self._set_state(STARTING)
+        QTimer.singleShot(500, self.start)
+        return True
+
     def _end(self, failure: JobFailure | None, payload: Any = None) -> None:
         if self.state in (DONE, FAILED):
+            return
+        if failure is not None and self._retry_after_drop(failure):
             return
         self.ended_at = time.monotonic()
         if failure is None:

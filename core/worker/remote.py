@@ -36,7 +36,8 @@ PERSIST_S = 60  # a shared connection outlives its last command by this much
 
 
 class RemoteError(Exception):
-    """The host could not be used: ``kind`` is "host_key", "connect", "python" or "code"."""
+    """The host could not be used: ``kind`` is "host_key", "login", "connect" (unreachable or
+    dropped: worth a retry), "python" or "code"."""
 
     def __init__(self, kind: str, message: str, hint: str) -> None:
         super().__init__(message)
@@ -141,7 +142,7 @@ def explain_ssh_failure(host: Host, stderr: str) -> RemoteError:
         )
     if "Permission denied" in text:
         return RemoteError(
-            "connect",
+            "login",
             f"{host} refused the login ({last}).",
             "DeployLens logs in with your SSH keys or agent, never a password: add your public "
             "key to the server's ~/.ssh/authorized_keys or load it into ssh-agent.",

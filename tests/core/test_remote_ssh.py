@@ -400,3 +400,41 @@ def _quiet(worker: Worker) -> None:
         worker.run("selftest.sleep", {"seconds": 60})
     except JobFailure:
         pass
+
+
+def _drop_once_while_sending(sshd: dict[str, str], over_bytes: int) -> threading.Thread:
+    """A thread that drops every connection once a partial send on the host passes
+    ``over_bytes`` (the network failing mid-transfer)."""
+    cache = Path(sshd["home"]) / ".cache/deploylens/files"
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            partial = sum(
+                f.stat().st_size for d in cache.glob("*.partial") for f in d.iterdir()
+            ) if cache.exists() else 0  # fmt: skip
+            if partial > over_bytes:
+                drop_connections(sshd)
+                return
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_connection_dropped_mid_transfer_is_tried_once_more_and_the_job_completes(
+    sshd: dict[str, str], tmp_path: Path
+) -> None:
+    """validate over ssh with 64 MB of weights; the network drops while they travel: the CLI
+    says so, tries once more (the send resumes), and gives the local verdict."""
+    from tests.helpers.onnx_models import external_data_matmul
+
+    model = external_data_matmul(tmp_path, megabytes=64)
+    watcher = _drop_once_while_sending(sshd, 16 << 20)
+    remote = cli(sshd, "validate", str(model), "--json")
+    watcher.join(timeout=5)
+    assert remote.returncode == 0, remote.stderr[-2000:]
+    assert "dropped" in remote.stderr and "Trying once more." in remote.stderr
+    local = local_cli("validate", str(model), "--json")
+    assert json.loads(remote.stdout)["outputs"] == json.loads(local.stdout)["outputs"]

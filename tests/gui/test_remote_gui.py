@@ -11,10 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from deploylens.core.settings import AppSettings
 from deploylens.core.worker import protocol
@@ -22,7 +19,8 @@ from deploylens.core.worker.remote import OPTIONS_ENV
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.job_manager import JobManager
-from tests.helpers.loopback_sshd import available, loopback_sshd
+from tests.helpers.loopback_sshd import available, drop_connections, loopback_sshd
+from tests.helpers.onnx_models import external_data_matmul
 
 REQUIRE = os.environ.get("DEPLOYLENS_REQUIRE_SSHD") == "1"
 TIMEOUT = 120_000
@@ -45,30 +43,11 @@ def remote(sshd: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, s
     return sshd
 
 
-def big_model(folder: Path, megabytes: int = 48) -> Path:
-    """A model whose weights (external data) are ``megabytes`` large, made here."""
-    count = megabytes * (1 << 20) // 4
-    side = int(count**0.5)
-    weight = np.random.default_rng(0).standard_normal((side, side)).astype(np.float32)
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"])],
-        "big",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, side])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])],
-        [numpy_helper.from_array(weight, "w")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    path = folder / "big.onnx"
-    onnx.save(model, path, save_as_external_data=True, location="big.weights")
-    return path
-
-
 def test_a_remote_job_sends_its_model_while_the_window_lives_and_answers_locally(
     qtbot, remote: dict[str, str], tmp_path: Path
 ) -> None:
     manager = JobManager()
-    model = big_model(tmp_path)
+    model = external_data_matmul(tmp_path)
     seen: list[tuple[float | None, str]] = []
     job = manager.submit("model.inspect", {"path": str(model)}, "inspect remotely")
     job.sig_progress.connect(lambda fraction, text: seen.append((fraction, text)))
@@ -114,7 +93,7 @@ def test_a_cancel_while_the_model_is_on_its_way_ends_the_job(
     qtbot, remote: dict[str, str], tmp_path: Path
 ) -> None:
     manager = JobManager()
-    model = big_model(tmp_path, 96)
+    model = external_data_matmul(tmp_path, 96)
     job = manager.submit("model.inspect", {"path": str(model)}, "inspect remotely")
     sent: list[float] = []
 
@@ -129,4 +108,26 @@ def test_a_cancel_while_the_model_is_on_its_way_ends_the_job(
     assert sent and sent[0] < 1
     assert failed.args[0].kind == protocol.CANCELLED
     assert job.process.state() == job.process.ProcessState.NotRunning  # no worker was started
+    manager.shutdown()
+
+
+def test_a_connection_dropped_while_sending_is_tried_once_more_from_the_gui(
+    qtbot, remote: dict[str, str], tmp_path: Path
+) -> None:
+    manager = JobManager()
+    model = external_data_matmul(tmp_path, 64)
+    job = manager.submit("model.inspect", {"path": str(model)}, "inspect remotely")
+    logs: list[str] = []
+    job.sig_log.connect(lambda level, text: logs.append(text))
+    dropped: list[int] = []
+
+    def drop_midway(fraction: float | None, text: str) -> None:
+        if text.startswith("sending") and fraction is not None and fraction > 0.3 and not dropped:
+            dropped.append(drop_connections(remote))
+
+    job.sig_progress.connect(drop_midway)
+    with qtbot.waitSignal(job.sig_finished, timeout=TIMEOUT) as done:
+        pass
+    assert dropped and job.retried and any("Trying once more" in text for text in logs)
+    assert done.args[0]["path"] == str(model)
     manager.shutdown()

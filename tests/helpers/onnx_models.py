@@ -158,3 +158,22 @@ def layer_norm_model(opset: int = 17, width: int = 16) -> onnx.ModelProto:
         [scale, bias],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR)
+
+
+def external_data_matmul(folder: Path, megabytes: int = 48) -> Path:
+    """``y = x @ w`` with ``w`` of about ``megabytes`` MB in an external-data file beside the
+    model (``big.onnx`` + ``big.weights``): a model whose weights take a while to send."""
+    side = int((megabytes * (1 << 20) // 4) ** 0.5)
+    weight = np.random.default_rng(0).standard_normal((side, side)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, side])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, side])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # what the installed ONNX Runtime reads
+    path = folder / "big.onnx"
+    onnx.save(model, path, save_as_external_data=True, location="big.weights")
+    return path
