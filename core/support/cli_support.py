@@ -99,7 +99,12 @@ def default_targets(python: str | None) -> list[str]:
     installed (a real parse beats the bundled table), else from onnx-tensorrt's 10.1 table."""
     import importlib.util
 
-    live = python is None and importlib.util.find_spec("tensorrt_rtx") is not None
+    from deploylens.core.jobs import REMOTE
+
+    # what is installed here says nothing of another interpreter or a remote host: the table
+    # there, unless --target trt-rtx asks that parser
+    here = python is None and not REMOTE["host"]
+    live = here and importlib.util.find_spec("tensorrt_rtx") is not None
     return ["ort-cpu", "trt-rtx" if live else "trt-10.1"]
 
 
