@@ -39,7 +39,7 @@ demo: install
 # TensorRT-RTX is installed by .[trt]: its real-library tests must run, never skip.
 test: install
 	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 DEPLOYLENS_REQUIRE_RAY=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt tests/core
-	DEPLOYLENS_REQUIRE_TRT_RTX=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
+	DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests --ignore=tests/core
 
 # The screenshot suite under Xvfb; its 1920x1080 set is what docs/screenshots/ shows (README).
 screenshots: install

@@ -74,6 +74,16 @@ class Outcome:
     attempts: int = 1
     first_error: str = ""  # why the first try failed, when a retry was needed
     node: str = ""
+    done: int = 0  # how many calls had finished with this one
+    of: int = 0  # how many calls there are
+
+    def note(self) -> str:
+        """What the table says of a retried or failed point ("" for a first-try success)."""
+        if self.status != "ok":
+            return f"failed {'twice' if self.attempts > 1 else 'once'} on Ray: {self.error}"
+        if self.first_error:
+            return f"retried once: the first try failed ({self.first_error})"
+        return ""
 
 
 @dataclass
@@ -211,6 +221,7 @@ def fan_out(
                 else:
                     outcome = Outcome(call.key, "ok", value, "", attempt, first_error, node)
                 outcomes[call.key] = outcome
+                outcome.done, outcome.of = len(outcomes), len(calls)
                 on_done(outcome)
     finally:
         for ref in pending:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.abc
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,21 @@ def artifacts_dir() -> Path | None:
     override = os.environ.get("DEPLOYLENS_ARTIFACTS")
     candidate = Path(override) if override else REPO.parent / "shared" / "artifacts"
     return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture(scope="module")
+def sshd() -> Iterator[dict[str, str]]:
+    """OpenSSH's server on a loopback port with a throwaway user and key, per test module
+    (tests/helpers/loopback_sshd.py). Skips where it is not installed, fails instead under
+    ``DEPLOYLENS_REQUIRE_SSHD=1`` (make test: the Makefile installs openssh-server)."""
+    from tests.helpers.loopback_sshd import available, loopback_sshd
+
+    if not available():
+        if os.environ.get("DEPLOYLENS_REQUIRE_SSHD") == "1":
+            pytest.fail("sshd/ssh are not installed but DEPLOYLENS_REQUIRE_SSHD=1")
+        pytest.skip("OpenSSH server not installed (apt install openssh-server)")
+    with loopback_sshd() as server:
+        yield server
 
 
 @pytest.fixture

@@ -142,11 +142,7 @@ def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: An
                           {"request": request.to_params(), "row": asdict(row),
                            "shipped": shipped}) for row in rows]  # fmt: skip
 
-    finished = 0
-
     def landed(outcome: Any) -> None:
-        nonlocal finished
-        finished += 1
         row = by_label[outcome.key]
         if outcome.status == "ok":
             for name, value in outcome.value["row"].items():
@@ -155,11 +151,10 @@ def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: An
                 ranges[row.label] = outcome.value["ranges"]
             facts.setdefault("samples", outcome.value["samples"])
             facts.setdefault("fp32", Score(**outcome.value["fp32"]))
-            if outcome.first_error:
-                row.reason = f"retried once: the first try failed ({outcome.first_error})"
         else:
-            row.status, row.reason = "failed", f"failed twice on Ray: {outcome.error}"
-        progress(finished / len(rows), f"{row.label}: {row.status}")
+            row.status = "failed"
+        row.reason = "; ".join(text for text in (row.reason, outcome.note()) if text)
+        progress(outcome.done / outcome.of, f"{row.label}: {row.status}")
         if on_row is not None:
             on_row(row)
 

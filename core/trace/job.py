@@ -144,11 +144,8 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
                           **here}, cpus=1.0, gpus=0.0 if on_cpu else 1.0)
         for row in runnable
     ]  # fmt: skip
-    finished = 0
 
     def landed(outcome: Any) -> None:
-        nonlocal finished
-        finished += 1
         row = by_label[outcome.key]
         if outcome.status == "ok":
             done = outcome.value["point"]
@@ -160,13 +157,10 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
             if done["trace"]:
                 row.trace = str(folder / Path(done["trace"]).name)
         else:
-            row.status, row.reason = "failed", f"failed twice on Ray: {outcome.error}"
+            row.status = "failed"
         row.attempts, row.node = outcome.attempts, outcome.node
-        if outcome.first_error and outcome.status == "ok":
-            row.reason = (row.reason + "; " if row.reason else "") + (
-                f"retried once: the first try failed ({outcome.first_error})"
-            )
-        ctx.progress(finished / max(len(runnable), 1), f"{row.label}: {row.status}",
+        row.reason = "; ".join(text for text in (row.reason, outcome.note()) if text)
+        ctx.progress(outcome.done / outcome.of, f"{row.label}: {row.status}",
                      data={"point": asdict(row)})  # fmt: skip
 
     ray_cluster.fan_out(calls, landed, lambda: ctx.cancelled)

@@ -70,13 +70,7 @@ class ProfileRequest(Request):
         )
         group.add_argument("--batch", type=int, default=1)
         group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")
-        group.add_argument(
-            "--host-buffers",
-            dest="host",
-            choices=("pinned", "pageable"),
-            default="pinned",
-            help="host memory for the copies (--host names a remote machine)",
-        )
+        add_host_buffers(group)
         group.add_argument("--warmup", type=int, default=5, help="untimed batches first")
         group.add_argument("--iterations", type=int, default=20)
         group.add_argument("--device", default="", help="torch device (default: cuda when there)")
@@ -178,13 +172,7 @@ class SweepRequest(Request):
         group.add_argument(
             "--mode", default="serial", help="modes, e.g. serial,pipelined,cudagraph"
         )
-        group.add_argument(
-            "--host-buffers",
-            dest="host",
-            choices=("pinned", "pageable"),
-            default="pinned",
-            help="host memory for the copies (--host names a remote machine)",
-        )
+        add_host_buffers(group)
         group.add_argument("--warmup", type=int, default=5)
         group.add_argument("--iterations", type=int, default=20)
         group.add_argument("--device", default="")
@@ -273,3 +261,14 @@ class LabRequest(Request):
 
     def prepared(self) -> LabRequest:
         return replace(self, out=str(Path(self.out).resolve()))
+
+
+def add_host_buffers(group: argparse._ArgumentGroup) -> None:
+    """``--host-buffers``: profile's and sweep's host memory (``--host`` names a machine)."""
+    group.add_argument(
+        "--host-buffers",
+        dest="host",
+        choices=("pinned", "pageable"),
+        default="pinned",
+        help="host memory for the copies (pinned: page-locked)",
+    )

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,21 +33,9 @@ from deploylens.core.worker.remote import (
     shared_connection,
     ssh_command,
 )
-from tests.helpers.loopback_sshd import available, drop_connections, loopback_sshd
+from tests.helpers.loopback_sshd import drop_connections
 
 DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
-REQUIRE = os.environ.get("DEPLOYLENS_REQUIRE_SSHD") == "1"
-
-
-@pytest.fixture(scope="module")
-def sshd() -> Iterator[dict[str, str]]:
-    """A private sshd on 127.0.0.1 with a throwaway user and key (tests/helpers/loopback_sshd)."""
-    if not available():
-        if REQUIRE:
-            pytest.fail("sshd/ssh are not installed but DEPLOYLENS_REQUIRE_SSHD=1")
-        pytest.skip("OpenSSH server not installed (apt install openssh-server)")
-    with loopback_sshd() as server:
-        yield server
 
 
 def cli(sshd: dict[str, str], *args: str, options: str = "") -> subprocess.CompletedProcess[str]:

@@ -6,9 +6,7 @@ checks a host before saving it; a cancel while sending ends the job at once."""
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,21 +17,10 @@ from deploylens.core.worker.remote import OPTIONS_ENV
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.job_manager import JobManager
-from tests.helpers.loopback_sshd import available, drop_connections, loopback_sshd
+from tests.helpers.loopback_sshd import drop_connections
 from tests.helpers.onnx_models import external_data_matmul
 
-REQUIRE = os.environ.get("DEPLOYLENS_REQUIRE_SSHD") == "1"
 TIMEOUT = 120_000
-
-
-@pytest.fixture(scope="module")
-def sshd() -> Iterator[dict[str, str]]:
-    if not available():
-        if REQUIRE:
-            pytest.fail("sshd/ssh are not installed but DEPLOYLENS_REQUIRE_SSHD=1")
-        pytest.skip("OpenSSH server not installed (apt install openssh-server)")
-    with loopback_sshd() as server:
-        yield server
 
 
 @pytest.fixture
