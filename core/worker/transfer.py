@@ -402,8 +402,3 @@ def _rewrite(value: Any, mapping: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_rewrite(v, mapping) for v in value]
     return value
-
-
-def clear_cache(host: Host) -> None:
-    """Forget every file sent to ``host`` (Preferences → Remote → Clear the host's cache)."""
-    run_ssh(host, f'rm -rf "$HOME/{FILES_CACHE}" "$HOME/{SCRATCH}"', b"", 120)
