@@ -78,7 +78,10 @@ class CaptureForm(QWidget):
             "auto: Ray where the worker's interpreter has it (pip install 'deploylens[cluster]')"
         )
         self.ray_address = QLineEdit()
-        self.ray_address.setPlaceholderText("none: Ray on the worker's machine")
+        self.ray_address.setPlaceholderText("none: Ray here")
+        self.ray_address.setToolTip(
+            "a running Ray cluster, host:port (default: Ray on the worker's machine)"
+        )
         if sweep:
             form.addRow("Run points on", self.executor)
             form.addRow("Ray cluster", self.ray_address)
