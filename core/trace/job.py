@@ -78,6 +78,13 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         on_cpu = _runs_on_cpu(request) if cluster is None else _cluster_cpu_only(request, cluster)
         rows = points(base, request.batches, request.streams, request.modes, on_cpu)
         runnable = [row for row in rows if row.status == "pending"]
+        if cluster is not None and not on_cpu and cluster.gpus < 1:
+            for row in runnable:  # a GPU point would wait for a GPU forever
+                row.status = "skipped"
+                row.reason = (
+                    f"it needs a GPU and the Ray cluster has none ({cluster.nodes} node(s))"
+                )
+            runnable = []
         if cluster is not None:
             _sweep_on_ray(ctx, request, base, runnable, folder, on_cpu)
         else:

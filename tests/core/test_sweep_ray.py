@@ -190,3 +190,22 @@ def test_a_point_run_on_another_machine_sends_back_every_file_it_made(tmp_path: 
     assert json.loads(away["files"][trace])  # the capture itself, as bytes
     here = point_on_node(base, point, None, 1, str(tmp_path), socket.gethostname())
     assert here["files"] == {} and (tmp_path / trace).is_file()
+
+
+def test_gpu_points_on_a_ray_without_gpus_are_skipped_with_the_reason_not_left_waiting(
+    tmp_path: Path,
+) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: Ray would have one to give")
+    run = subprocess.run(
+        [DEPLOYLENS, "sweep", "sample:small_cnn", "--backend", "torch", "--device", "cuda",
+         "--batch", "1,2", "--iterations", "2", "--warmup", "1", "--out", str(tmp_path / "o"),
+         "--executor", "ray", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    assert report["executor"] == "ray" and report["cluster"]["gpus"] == 0
+    assert report["skipped"] == 2 and report["ran"] == 0
+    assert all("Ray cluster has none" in p["reason"] for p in report["points"])
