@@ -27,7 +27,8 @@ from typing import Any
 from deploylens.core.errors import UserError
 
 INSTALL_HINT = "pip install 'deploylens[cluster]' (Ray) into the worker's interpreter"
-FAULT_ENV = "DEPLOYLENS_FAULT_POINT"  # tests only: "LABEL" kills the first try, "LABEL:always" each
+# tests only: "LABEL:once:NONCE" kills a point's first try, "LABEL:always" each; comma-separated
+FAULT_ENV = "DEPLOYLENS_FAULT_POINT"
 FORWARDED_ENV = (FAULT_ENV, "DEPLOYLENS_CONFIG_DIR")
 
 
@@ -159,11 +160,12 @@ def stop(cluster: Cluster) -> None:
 
 def _run_on_node(target: str, args: dict[str, Any], label: str) -> tuple[Any, str]:
     """What a Ray worker runs: the named function, after the test-only fault hook."""
-    fault = os.environ.get(FAULT_ENV, "")
-    wanted, _, mode = fault.partition(":")
-    if wanted and wanted == label:
-        marker = Path(tempfile.gettempdir()) / f"deploylens-fault-{os.getppid()}-{_slug(label)}"
-        if mode == "always" or not marker.exists():
+    for fault in filter(None, os.environ.get(FAULT_ENV, "").split(",")):
+        wanted, _, mode = fault.partition(":")
+        if wanted != label:
+            continue
+        marker = Path(tempfile.gettempdir()) / f"deploylens-fault-{_slug(fault)}"
+        if mode.startswith("always") or not marker.exists():
             marker.touch()
             os._exit(17)  # a dead worker, as a segfault or the OOM killer leaves it
     module, _, name = target.partition(":")

@@ -66,18 +66,46 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     from deploylens.core.cluster import choose
 
     executor = choose(request.executor, request.ray_address)
-    cluster = None
+    # CPU points need no answer from Ray to be laid out: Ray starts in the background (~2-3 s)
+    # while the cheapest points run here, on one core
+    early = (
+        executor == "ray"
+        and not request.ray_address
+        and (request.backend == "ort" or request.device == "cpu")
+    )
+    cluster: Any = None
+    starting: _Starting | None = None
     if executor == "ray":
         from deploylens.core import cluster as ray_cluster
 
         ctx.progress(
             0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address else "")
         )
-        cluster = ray_cluster.start(request.ray_address)
+        if early:
+            starting = _Starting(request.ray_address)
+        else:
+            cluster = ray_cluster.start(request.ray_address)
     try:
-        on_cpu = _runs_on_cpu(request) if cluster is None else _cluster_cpu_only(request, cluster)
+        if early:
+            on_cpu = True
+        elif cluster is None:
+            on_cpu = _runs_on_cpu(request)
+        else:
+            on_cpu = _cluster_cpu_only(request, cluster)
         rows = points(base, request.batches, request.streams, request.modes, on_cpu)
         runnable = [row for row in rows if row.status == "pending"]
+        total, done_here = len(runnable), 0
+        if starting is not None:
+            waiting = sorted(runnable, key=_cost)
+            while waiting and not starting.ready():
+                row = waiting.pop(0)
+                run_point(base, row, folder, threads=1)
+                row.node = "this worker, while Ray started"
+                done_here += 1
+                ctx.progress(done_here / max(total, 1), f"{row.label}: {row.status}",
+                             data={"point": asdict(row)})  # fmt: skip
+            cluster = starting.result()
+            runnable = waiting
         if cluster is not None and not on_cpu and cluster.gpus < 1:
             for row in runnable:  # a GPU point would wait for a GPU forever
                 row.status = "skipped"
@@ -86,7 +114,7 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 )
             runnable = []
         if cluster is not None:
-            _sweep_on_ray(ctx, request, base, runnable, folder, on_cpu)
+            _sweep_on_ray(ctx, request, base, runnable, folder, on_cpu, done_here, total)
         else:
             for number, row in enumerate(runnable):
                 ctx.progress(
@@ -97,7 +125,10 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 ctx.progress((number + 1) / max(len(runnable), 1), f"{row.label}: {row.status}",
                              data={"point": asdict(row)})  # fmt: skip
     finally:
-        if cluster is not None and cluster.started_here:
+        if starting is not None:  # Ray stops in the thread that started it, even after a cancel
+            starting.result(quiet=True)
+            starting.stop()
+        elif cluster is not None and cluster.started_here:
             from deploylens.core import cluster as ray_cluster
 
             ray_cluster.stop(cluster)
@@ -119,6 +150,55 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class _Starting:
+    """Ray started in a thread of its own that stays until the sweep stops it: the sweep runs
+    points meanwhile. It must stay: Ray's processes die with the thread that started them
+    (their parent-death signal is per thread), so the starting thread also shuts Ray down."""
+
+    def __init__(self, address: str) -> None:
+        import threading
+
+        self.cluster: Any = None
+        self.error: BaseException | None = None
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(address,), daemon=True)
+        self.thread.start()
+
+    def _run(self, address: str) -> None:
+        from deploylens.core import cluster
+
+        try:
+            self.cluster = cluster.start(address)
+        except BaseException as exc:  # said by result(), on the job's thread
+            self.error = exc
+        self._ready.set()
+        if self.cluster is None:
+            return
+        self._stop.wait()
+        if self.cluster.started_here:
+            cluster.stop(self.cluster)
+
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def result(self, quiet: bool = False) -> Any:
+        self._ready.wait()
+        if self.error is not None and not quiet:
+            raise self.error
+        return self.cluster
+
+    def stop(self) -> None:
+        """Shut Ray down (from its own thread) and wait for it."""
+        self._stop.set()
+        self.thread.join()
+
+
+def _cost(row: Any) -> tuple[int, int]:
+    """How big a point is, roughly: what it feeds per batch."""
+    return (row.batch * row.streams, row.batch)
+
+
 def _cluster_cpu_only(request: Any, cluster: Any) -> bool:
     """On Ray, GPU points need a GPU somewhere in the cluster, not in this worker."""
     if request.backend == "ort":
@@ -131,7 +211,7 @@ def _cluster_cpu_only(request: Any, cluster: Any) -> bool:
 
 
 def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder: Path,
-                  on_cpu: bool) -> None:  # fmt: skip
+                  on_cpu: bool, done_before: int = 0, total: int = 0) -> None:  # fmt: skip
     """Each runnable point a Ray task (a GPU each for GPU points, one core each on the CPU);
     traces come back as bytes and are written here, atomically, as each point finishes."""
     import socket
@@ -149,8 +229,8 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
         ray_cluster.Call(row.label, "deploylens.core.trace.sweep:point_on_node",
                          {"base": params, "point": asdict(row), "model": shipped, "threads": 1,
                           **here}, cpus=1.0, gpus=0.0 if on_cpu else 1.0)
-        for row in runnable
-    ]  # fmt: skip
+        for row in sorted(runnable, key=_cost, reverse=True)
+    ]  # fmt: skip  # biggest points first: the last ones to finish are the short ones
 
     def landed(outcome: Any) -> None:
         row = by_label[outcome.key]
@@ -167,8 +247,8 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
             row.status = "failed"
         row.attempts, row.node = outcome.attempts, outcome.node
         row.reason = "; ".join(text for text in (row.reason, outcome.note()) if text)
-        ctx.progress(outcome.done / outcome.of, f"{row.label}: {row.status}",
-                     data={"point": asdict(row)})  # fmt: skip
+        ctx.progress((done_before + outcome.done) / max(total, outcome.of),
+                     f"{row.label}: {row.status}", data={"point": asdict(row)})  # fmt: skip
 
     ray_cluster.fan_out(calls, landed, lambda: ctx.cancelled)
 

@@ -38,36 +38,46 @@ pytestmark = pytest.mark.skipif(not HAVE_RAY, reason="Ray not installed (.[clust
 BATCHES = "1,2,3,4,5,6,7,8"  # eight points: batch 1..8, serial, one stream (CPU)
 
 
-def dynamic_mlp(folder: Path) -> Path:
-    """A small MLP with a dynamic batch axis, written by the test (any batch runs)."""
+def dynamic_mlp(folder: Path, width: int = 256, layers: int = 1) -> Path:
+    """An MLP with a dynamic batch axis, written by the test (any batch runs): ``layers``
+    MatMul+Relu of ``width``, then a MatMul to 10 outputs."""
     rng = np.random.default_rng(0)
-    w1 = numpy_helper.from_array(rng.standard_normal((256, 256)).astype(np.float32), "w1")
-    w2 = numpy_helper.from_array(rng.standard_normal((256, 10)).astype(np.float32), "w2")
+    weights, nodes, last = [], [], "x"
+    for i in range(layers):
+        matrix = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        weights.append(numpy_helper.from_array(matrix, f"w{i}"))
+        nodes += [helper.make_node("MatMul", [last, f"w{i}"], [f"h{i}"]),
+                  helper.make_node("Relu", [f"h{i}"], [f"r{i}"])]  # fmt: skip
+        last = f"r{i}"
+    head = rng.standard_normal((width, 10)).astype(np.float32)
+    weights.append(numpy_helper.from_array(head, "head"))
+    nodes.append(helper.make_node("MatMul", [last, "head"], ["y"]))
     graph = helper.make_graph(
-        [
-            helper.make_node("MatMul", ["x", "w1"], ["h"]),
-            helper.make_node("Relu", ["h"], ["r"]),
-            helper.make_node("MatMul", ["r", "w2"], ["y"]),
-        ],
+        nodes,
         "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
-        [w1, w2],
+        weights,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8  # what the installed ONNX Runtime reads
-    path = folder / "mlp.onnx"
+    path = folder / f"mlp{width}x{layers}.onnx"
     onnx.save(model, path)
     return path
 
 
 def sweep(
-    model: Path, out: Path, *extra: str, env: dict[str, str] | None = None, status: int = 0
+    model: Path,
+    out: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    status: int = 0,
+    iterations: int = 3,
 ) -> dict:
     """The sweep's JSON report; ``status``: the exit status expected (1: a point failed)."""
     run = subprocess.run(
         [DEPLOYLENS, "sweep", str(model), "--backend", "ort", "--batch", BATCHES,
-         "--iterations", "3", "--warmup", "1", "--out", str(out), "--json", *extra],
+         "--iterations", str(iterations), "--warmup", "1", "--out", str(out), "--json", *extra],
         capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})},
     )  # fmt: skip
     assert run.returncode == status, run.stderr[-3000:]
@@ -78,19 +88,28 @@ def by_label(report: dict) -> dict[str, dict]:
     return {f"b{p['batch']} s{p['streams']} {p['mode']}": p for p in report["points"]}
 
 
-def test_an_embedded_ray_sweep_retries_a_dead_point_once_and_matches_the_worker(
+def test_an_embedded_ray_sweep_matches_the_worker_and_runs_the_cheap_points_while_ray_starts(
     tmp_path: Path,
 ) -> None:
-    model = dynamic_mlp(tmp_path)
-    once = f"b3 s1 serial:once:{uuid.uuid4().hex}"
-    report = sweep(model, tmp_path / "ray", env={FAULT_ENV: once})
+    """Ray started by the sweep: every point ok with a real trace in the folder, the same
+    verdicts as in the worker; while Ray starts, the cheapest points run in the worker (their
+    node says so). The biggest point's first try is killed: where it ran on Ray (it goes
+    there first) it was retried once."""
+    # points from ~0.1 s (batch 1) to ~1 s (batch 8) on one core: a few run here while Ray
+    # starts (~2-4 s), the biggest go to Ray
+    model = dynamic_mlp(tmp_path, width=1024, layers=4)
+    once = f"b8 s1 serial:once:{uuid.uuid4().hex}"
+    report = sweep(model, tmp_path / "ray", env={FAULT_ENV: once}, iterations=200)
     assert report["executor"] == "ray" and report["cluster"]["started_here"]
     points = by_label(report)
     assert len(points) == 8 and report["ran"] == 8 and report["failed"] == 0
-    assert points["b3 s1 serial"]["attempts"] == 2 and report["retried"] == 1
-    assert "retried once" in points["b3 s1 serial"]["reason"]
-    assert "died" in points["b3 s1 serial"]["reason"]
-    assert all(p["attempts"] == 1 for label, p in points.items() if label != "b3 s1 serial")
+    here = [p["batch"] for p in points.values() if p["node"].startswith("this worker")]
+    assert here == list(range(1, len(here) + 1))  # the cheapest first, in order
+    on_ray = [label for label, p in points.items() if not p["node"].startswith("this worker")]
+    retried = [label for label, p in points.items() if p["attempts"] == 2]
+    assert "b8 s1 serial" in on_ray and retried == ["b8 s1 serial"]
+    for label in retried:
+        assert "retried once" in points[label]["reason"] and "died" in points[label]["reason"]
     for point in points.values():  # every trace came back to the folder and is a real capture
         trace = Path(point["trace"])
         assert trace.parent == tmp_path / "ray" and trace.is_file()
@@ -100,7 +119,7 @@ def test_an_embedded_ray_sweep_retries_a_dead_point_once_and_matches_the_worker(
     saved = json.loads((tmp_path / "ray" / "sweep.json").read_text())
     assert [p["status"] for p in saved["points"]] == ["ok"] * 8
     # the same sweep in the worker: the same points, the same verdicts
-    worker = sweep(model, tmp_path / "worker", "--executor", "worker")
+    worker = sweep(model, tmp_path / "worker", "--executor", "worker", iterations=200)
     assert worker["executor"] == "worker" and worker["cluster"] is None
     assert {k: p["status"] for k, p in by_label(worker).items()} == {
         k: p["status"] for k, p in points.items()
@@ -134,11 +153,14 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def test_a_sweep_on_a_two_node_cluster_reports_a_point_that_dies_twice_and_keeps_the_rest(
+def test_a_sweep_on_a_two_node_cluster_retries_a_dead_point_and_reports_one_that_dies_twice(
     ray_cluster: str, tmp_path: Path
 ) -> None:
+    """On a cluster every point is a Ray task: b3's worker dies on its first try (retried,
+    then ok), b5's on every try (failed after two, the other seven stand), on both nodes."""
     model = dynamic_mlp(tmp_path)
-    env = {"RAY_AUTH_MODE": "token", FAULT_ENV: "b5 s1 serial:always"}
+    faults = f"b3 s1 serial:once:{uuid.uuid4().hex},b5 s1 serial:always"
+    env = {"RAY_AUTH_MODE": "token", FAULT_ENV: faults}
     report = sweep(model, tmp_path / "out", "--ray-address", ray_cluster, env=env, status=1)
     assert report["executor"] == "ray" and not report["cluster"]["started_here"]
     assert report["cluster"]["nodes"] == 2 and report["cluster"]["cpus"] == 2
@@ -146,10 +168,14 @@ def test_a_sweep_on_a_two_node_cluster_reports_a_point_that_dies_twice_and_keeps
     failed = points["b5 s1 serial"]
     assert failed["status"] == "failed" and failed["attempts"] == 2
     assert "failed twice" in failed["reason"] and "died" in failed["reason"]
+    retried = points["b3 s1 serial"]
+    assert retried["status"] == "ok" and retried["attempts"] == 2
+    assert "retried once" in retried["reason"] and "died" in retried["reason"]
     others = [p for label, p in points.items() if label != "b5 s1 serial"]
     assert len(others) == 7 and all(p["status"] == "ok" for p in others)
+    assert all(p["attempts"] == 1 for label, p in points.items() if label[:2] not in ("b3", "b5"))
     assert len({p["node"] for p in others}) == 2  # both nodes ran points
-    assert report["ran"] == 7 and report["failed"] == 1
+    assert report["ran"] == 7 and report["failed"] == 1 and report["retried"] == 2
     csv = (tmp_path / "out" / "sweep.csv").read_text().splitlines()
     assert len(csv) == 9 and "attempts" in csv[0]
 
