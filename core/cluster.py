@@ -109,19 +109,12 @@ def code_modules() -> list[str]:
     from deploylens.core.worker.remote import code_archive
 
     digest, archive = code_archive()
-    root = cache_dir() / "ray-code" / digest
-    if not (root / ".complete").exists():
-        partial = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=_made(root.parent)))
+
+    def unpack(partial: Path) -> None:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
             tar.extractall(partial, filter="data")
-        (partial / ".complete").touch()
-        try:
-            os.replace(partial, root)
-        except OSError:  # another process finished first: theirs is the same bytes
-            import shutil
 
-            shutil.rmtree(partial, ignore_errors=True)
-    return [str(root / "deploylens")]
+    return [str(_once(cache_dir() / "ray-code" / digest, unpack) / "deploylens")]
 
 
 def start(address: str = "", cpus: int | None = None) -> Cluster:
@@ -303,24 +296,33 @@ def materialize(shipped: tuple[str, str, Any]) -> str:
     digest, name, blobs = shipped
     import ray
 
-    folder = Path(tempfile.gettempdir()) / "deploylens-ray-files" / digest
-    if not (folder / ".complete").exists():
-        partial = Path(tempfile.mkdtemp(prefix=f"{digest}.", dir=_made(folder.parent)))
+    def write(partial: Path) -> None:
         data = ray.get(blobs) if isinstance(blobs, ray.ObjectRef) else blobs
         for relative, content in data.items():
             target = partial / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
+
+    folder = Path(tempfile.gettempdir()) / "deploylens-ray-files" / digest
+    return str(_once(folder, write) / name)
+
+
+def _once(folder: Path, fill: Callable[[Path], None]) -> Path:
+    """``folder``, filled by ``fill`` the first time only: in a temporary folder beside it,
+    renamed when complete, so a reader never sees half of it (its name is its content's
+    digest: a process that finished first has the same bytes, and its copy stays)."""
+    if (folder / ".complete").exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", dir=folder.parent))
+    try:
+        fill(partial)
         (partial / ".complete").touch()
-        try:
-            os.replace(partial, folder)
-        except OSError:  # another task on this node got there first, with the same bytes
-            import shutil
+        os.replace(partial, folder)
+    except BaseException as exc:  # nothing half-made stays behind
+        import shutil
 
-            shutil.rmtree(partial, ignore_errors=True)
-    return str(folder / name)
-
-
-def _made(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(partial, ignore_errors=True)
+        if not (isinstance(exc, OSError) and (folder / ".complete").exists()):
+            raise
     return folder

@@ -105,9 +105,9 @@ class WorkerJob(QObject):
             try:
                 value = work()
             except JobFailure as failure:
-                step, value = self._end_failed, failure
+                step, value = self._end, failure
             except Exception as exc:  # a bug in the transfer: said, never a dead window
-                step, value = self._end_failed, JobFailure("internal", f"{exc}")
+                step, value = self._end, JobFailure("internal", f"{exc}")
             else:
                 step = then
             try:
@@ -119,9 +119,6 @@ class WorkerJob(QObject):
 
     def _on_step(self, then: Callable[[Any], None], value: Any) -> None:
         then(value)
-
-    def _end_failed(self, failure: JobFailure) -> None:
-        self._end(failure)
 
     def _prepare_remote(self) -> tuple[list[str], dict[str, Any]]:
         from deploylens.core.jobs import remote_failure_kind, request_files

@@ -39,38 +39,53 @@ def study_rows() -> list[StudyRow]:
     return rows + [StudyRow(f"entropy, batch {b}", "entropy", None, b) for b in BATCH_SIZES]
 
 
+def _evaluation(request: SensitivityRequest, threads: int) -> tuple[Any, CalibrateRequest]:
+    """The FP32 evaluator and the calibration every row varies, from the study's request."""
+    from deploylens.core.quantize.sensitivity import Evaluator, _labels, eval_feeds
+
+    labels = _labels(request.labels) if request.labels else None
+    evaluator = Evaluator(request.model, eval_feeds(request), labels, threads)
+    base = CalibrateRequest(request.model, request.data, preprocess=request.preprocess,
+                            batches=request.batches)  # fmt: skip
+    return evaluator, base
+
+
+def run_row(row: StudyRow, base: CalibrateRequest, evaluator: Any, folder: Path,
+            prepared: str = "") -> tuple[str, dict[str, tuple[float, float]] | None]:  # fmt: skip
+    """One configuration, in ``folder``: calibrate, write the Q/DQ model, score it against
+    FP32 (filled into ``row``). Returns (the prepared model, to reuse; its ranges, or None
+    when the configuration was skipped)."""
+    import time
+
+    from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
+
+    config = replace(base, method=row.method, percentile=row.percentile or 99.99,
+                     batch_size=row.batch_size)  # fmt: skip
+    started = time.perf_counter()
+    try:
+        calibrated = collect_ranges(config, folder, lambda f, m: None, prepared)
+    except UserError as exc:  # a batch size the model's fixed batch axis refuses
+        row.status, row.reason = "skipped", exc.message
+        return prepared, None
+    write_qdq(calibrated, folder / "q.onnx", config)
+    row.score = evaluator.score(onnx.load(folder / "q.onnx"))
+    row.seconds = time.perf_counter() - started
+    return calibrated.prepared, load_ranges(calibrated.ranges_path)
+
+
 def run_study(request: SensitivityRequest, progress: Any, workdir: Path,
               on_row: Any = None) -> dict[str, Any]:  # fmt: skip
     """Every configuration through one prepared model and one evaluation set, one after
     another in this process; ``on_row`` gets each row as it is done."""
-    import time
-
-    from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
-    from deploylens.core.quantize.sensitivity import Evaluator, _labels, eval_feeds
-
-    labels = _labels(request.labels) if request.labels else None
-    evaluator = Evaluator(request.model, eval_feeds(request), labels, request.threads)
-    base = CalibrateRequest(request.model, request.data, preprocess=request.preprocess,
-                            batches=request.batches)  # fmt: skip
+    evaluator, base = _evaluation(request, request.threads)
     rows = study_rows()
     ranges: dict[str, dict[str, tuple[float, float]]] = {}
     prepared = ""
     for number, row in enumerate(rows):
         progress(number / len(rows), f"calibrating: {row.label}")
-        folder = workdir / f"study-{number}"
-        config = replace(base, method=row.method, percentile=row.percentile or 99.99,
-                         batch_size=row.batch_size)  # fmt: skip
-        started = time.perf_counter()
-        try:
-            calibrated = collect_ranges(config, folder, lambda f, m: None, prepared)
-        except UserError as exc:  # a batch size the model's fixed batch axis refuses
-            row.status, row.reason = "skipped", exc.message
-        else:
-            prepared = calibrated.prepared
-            write_qdq(calibrated, folder / "q.onnx", config)
-            row.score = evaluator.score(onnx.load(folder / "q.onnx"))
-            row.seconds = time.perf_counter() - started
-            ranges[row.label] = load_ranges(calibrated.ranges_path)
+        prepared, found = run_row(row, base, evaluator, workdir / f"study-{number}", prepared)
+        if found is not None:
+            ranges[row.label] = found
         if on_row is not None:
             on_row(row)
     progress(1.0, "study done")
@@ -86,37 +101,19 @@ def _report(request: SensitivityRequest, samples: int, fp32: Any, rows: list[Stu
 
 def row_on_node(request: dict[str, Any], row: dict[str, Any], shipped: dict[str, Any]
                 ) -> dict[str, Any]:  # fmt: skip
-    """A Ray task: one configuration — calibrate, write the Q/DQ model, score it against FP32
-    on the evaluation set — on whichever node Ray chose (inputs shipped by content)."""
+    """A Ray task: one configuration (``run_row``) on whichever node Ray chose, inputs
+    shipped by content, on one thread (the other cores run other rows)."""
     import tempfile
-    import time
     from dataclasses import asdict
 
     from deploylens.core.cluster import materialize
-    from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
-    from deploylens.core.quantize.sensitivity import Evaluator, _labels, eval_feeds
 
     checked = SensitivityRequest.from_params(request)
     checked = replace(checked, **{name: materialize(item) for name, item in shipped.items()})
     done = StudyRow(**row)
-    labels = _labels(checked.labels) if checked.labels else None
-    evaluator = Evaluator(checked.model, eval_feeds(checked), labels, 1)
-    base = CalibrateRequest(checked.model, checked.data, preprocess=checked.preprocess,
-                            batches=checked.batches)  # fmt: skip
-    config = replace(base, method=done.method, percentile=done.percentile or 99.99,
-                     batch_size=done.batch_size)  # fmt: skip
-    started = time.perf_counter()
-    ranges = None
+    evaluator, base = _evaluation(checked, 1)
     with tempfile.TemporaryDirectory(prefix="deploylens-study-") as scratch:
-        try:
-            calibrated = collect_ranges(config, Path(scratch), lambda f, m: None, "")
-        except UserError as exc:
-            done.status, done.reason = "skipped", exc.message
-        else:
-            write_qdq(calibrated, Path(scratch) / "q.onnx", config)
-            done.score = evaluator.score(onnx.load(Path(scratch) / "q.onnx"))
-            done.seconds = time.perf_counter() - started
-            ranges = load_ranges(calibrated.ranges_path)
+        _, ranges = run_row(done, base, evaluator, Path(scratch))
     return {"row": asdict(done), "ranges": ranges, "samples": evaluator.samples,
             "fp32": asdict(evaluator.fp32())}  # fmt: skip
 

@@ -214,7 +214,7 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
                   on_cpu: bool, done_before: int = 0, total: int = 0) -> None:  # fmt: skip
     """Each runnable point a Ray task (a GPU each for GPU points, one core each on the CPU);
     traces come back as bytes and are written here, atomically, as each point finishes."""
-    import socket
+    import uuid
     from dataclasses import asdict
 
     from deploylens.core import cluster as ray_cluster
@@ -224,7 +224,9 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
     shipped = ray_cluster.put_files([model]).get(str(model)) if model.is_file() else None
     params = base.to_params()
     by_label = {row.label: row for row in runnable}
-    here = {"folder": str(folder.resolve()), "machine": socket.gethostname()}
+    marker = folder / f".deploylens-sweep-{uuid.uuid4().hex}"  # a node that sees it shares it
+    marker.touch()
+    here = {"folder": str(folder.resolve()), "marker": marker.name}
     calls = [
         ray_cluster.Call(row.label, "deploylens.core.trace.sweep:point_on_node",
                          {"base": params, "point": asdict(row), "model": shipped, "threads": 1,
@@ -240,7 +242,7 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
                          "flags"):  # fmt: skip
                 setattr(row, name, done[name])
             for name, data in outcome.value["files"].items():  # from another machine
-                atomic_write_bytes(folder / name, data)
+                atomic_write_bytes(folder / Path(name).name, data)
             if done["trace"]:
                 row.trace = str(folder / Path(done["trace"]).name)
         else:
@@ -250,7 +252,10 @@ def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder
         ctx.progress((done_before + outcome.done) / max(total, outcome.of),
                      f"{row.label}: {row.status}", data={"point": asdict(row)})  # fmt: skip
 
-    ray_cluster.fan_out(calls, landed, lambda: ctx.cancelled)
+    try:
+        ray_cluster.fan_out(calls, landed, lambda: ctx.cancelled)
+    finally:
+        marker.unlink(missing_ok=True)
 
 
 def _runs_on_cpu(request: Any) -> bool:

@@ -82,12 +82,12 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path, threads: in
 
 
 def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threads: int,
-                  folder: str = "", machine: str = "") -> dict[str, Any]:  # fmt: skip
+                  folder: str = "", marker: str = "") -> dict[str, Any]:  # fmt: skip
     """A Ray task: one point captured on whichever node Ray chose (the model shipped by
-    content when it is a file). On the sweep's own machine (``machine``) its files are written
-    straight into the sweep's ``folder`` (a trace can be 100 MB: no copy through Ray); on
-    another node they go back as bytes ({name: bytes}) and the sweep writes them."""
-    import socket
+    content when it is a file). Where the sweep's ``folder`` is this node's too — its
+    ``marker``, a file named at random by the sweep, is there: the same machine or a shared
+    disk, which a host name cannot tell — the files are written straight into it (a trace can
+    be 100 MB: no copy through Ray); elsewhere they go back as bytes ({name: bytes})."""
     import tempfile
     from dataclasses import asdict
 
@@ -97,7 +97,7 @@ def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threa
 
         request = replace(request, model=materialize(model))
     row = SweepPoint(**point)
-    if machine == socket.gethostname() and folder and Path(folder).is_dir():
+    if folder and marker and (Path(folder) / marker).is_file():
         run_point(request, row, Path(folder), threads)
         return {"point": asdict(row), "files": {}}
     with tempfile.TemporaryDirectory(prefix="deploylens-point-") as scratch:

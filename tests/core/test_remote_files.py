@@ -91,3 +91,27 @@ def test_remote_paths_in_a_result_become_local_ones_also_inside_sentences() -> N
         "rows": ["/mine/data/s1.npy"],
         "note": "the first 8 samples of /mine/data (calibration)",
     }
+
+
+def test_a_content_folder_is_filled_once_and_never_left_half_made(tmp_path: Path) -> None:
+    """Ray's code and a task's inputs unpack into a folder named by their digest: a fill that
+    fails leaves nothing there, a complete one is never filled again."""
+    from deploylens.core.cluster import _once
+
+    target = tmp_path / "0123abcd"
+
+    def broken(partial: Path) -> None:
+        (partial / "model.onnx").write_bytes(b"half")
+        raise ConnectionError("the object store went away")
+
+    with pytest.raises(ConnectionError):
+        _once(target, broken)
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    calls: list[Path] = []
+
+    def fill(partial: Path) -> None:
+        calls.append(partial)
+        (partial / "model.onnx").write_bytes(b"whole")
+
+    assert _once(target, fill) == target and _once(target, fill) == target
+    assert len(calls) == 1 and (target / "model.onnx").read_bytes() == b"whole"
