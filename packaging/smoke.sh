@@ -20,7 +20,7 @@ trap cleanup EXIT
 step() { printf '\n--- smoke: %s\n' "$1"; }
 
 step "bare Debian 12 root (debootstrap --variant=minbase bookworm)"
-command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >/dev/null
+command -v debootstrap >/dev/null || apt-get -o DPkg::Lock::Timeout=600 install -y -qq debootstrap >/dev/null
 debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >"$root.debootstrap.log" 2>&1 ||
 	{ tail -20 "$root.debootstrap.log"; exit 1; }
 rm -f "$root.debootstrap.log"

@@ -79,6 +79,14 @@ def isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     return folder
 
 
+@pytest.fixture(scope="session")
+def shared_exports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the heaviest exports are made once per run (tests/helpers/shared_exports.py)."""
+    from tests.helpers.shared_exports import shared_folder
+
+    return shared_folder(tmp_path_factory)
+
+
 @pytest.fixture
 def samples() -> Path:
     return REPO / "resources" / "samples"

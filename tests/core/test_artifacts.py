@@ -33,11 +33,17 @@ def test_curated_artifact_models(path: Path) -> None:
     _open_or_explain(path)
 
 
-def test_all_backend_node_test_models(artifacts: Path) -> None:
+@pytest.mark.parametrize(
+    "stride",
+    [pytest.param(8, id="every-8th"), pytest.param(1, id="all", marks=pytest.mark.slow_tier)],
+)
+def test_all_backend_node_test_models(artifacts: Path, stride: int) -> None:
+    """Every ONNX backend node test model opens (the slower tier); make test opens a fixed
+    eighth of them (every 8th by name)."""
     models = sorted((artifacts / "onnx-pip-1.21.0-backend-test-data").rglob("model.onnx"))
     assert len(models) > 1500
-    outcomes = [_open_or_explain(path) for path in models]
-    assert outcomes.count("opened") == len(models)
+    outcomes = [_open_or_explain(path) for path in models[::stride]]
+    assert outcomes.count("opened") == len(models[::stride])
 
 
 def test_tensorflow_graph_is_refused_clearly(artifacts: Path) -> None:

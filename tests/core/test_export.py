@@ -133,10 +133,15 @@ def test_autograd_function_symbolic(worker, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_swin_t(worker, matrix, tmp_path: Path) -> None:
+@pytest.mark.slow_tier
+def test_swin_t(worker, matrix, tmp_path: Path, shared_exports: Path) -> None:
+    """The heaviest torchvision model: both exporters at opset 14 and 18 (the opset-18 files
+    are the ones test_tensorrt_rtx builds: exported once per run)."""
+    from tests.helpers.shared_exports import torchvision_export
+
     for exporter in ("torchscript", "dynamo"):
         for opset in (14, 18):
-            result = export(worker, tmp_path, "torchvision:swin_t", exporter=exporter, opset=opset)
+            result = torchvision_export(shared_exports, "swin_t", exporter, opset)
             assert result["ok"], result.get("findings")
     failed = export(worker, tmp_path, "torchvision:swin_t", exporter="torchscript", opset=9)
     (finding,) = failed["findings"]
@@ -189,7 +194,7 @@ def test_sources_refuse_what_would_run_code(tmp_path: Path) -> None:
     worker.start()
     with pytest.raises(JobFailure, match="only with your consent"):
         worker.run("export.run", params)
-    from deploylens.core.pytorch.source import grant_consent
+    from deploylens.core.consent import grant_consent
 
     grant_consent(user)
     assert worker.run("export.run", params)["ok"]
@@ -319,7 +324,7 @@ def make():
 
 
 def test_dynamo_failure_on_an_op_without_translation(tmp_path: Path) -> None:
-    from deploylens.core.pytorch.source import grant_consent
+    from deploylens.core.consent import grant_consent
 
     user = tmp_path / "net.py"
     user.write_text(DYNAMO_CUSTOM_OP)

@@ -246,13 +246,19 @@ def test_the_int8_qdq_model_from_calibrate_builds_strongly_typed(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
-@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v3_small", "swin_t"])
+@pytest.mark.parametrize(
+    "name",
+    ["resnet50", "mobilenet_v3_small", pytest.param("swin_t", marks=pytest.mark.slow_tier)],
+)
 def test_torchvision_exports_parse_and_build_for_sm89(
-    rtx: Any, name: str, exporter: str, tmp_path: Path
+    rtx: Any, name: str, exporter: str, tmp_path: Path, shared_exports: Path
 ) -> None:
-    model = tmp_path / f"{name}.onnx"
-    export = cli("export", f"torchvision:{name}", "--exporter", exporter, "--out", str(model))
-    assert export.returncode == 0, export.stderr[-1500:]
+    """Exported at opset 18 (swin_t's files are test_export's: made once per run)."""
+    from tests.helpers.shared_exports import torchvision_export
+
+    export = torchvision_export(shared_exports, name, exporter, 18)
+    assert export["ok"], export.get("findings")
+    model = Path(export["path"])
     adapter = TensorRTAdapter(rtx)
     report = adapter.build(str(model), BuildSettings(compute_capabilities=["sm89"]),
                            str(tmp_path / "e.engine"))  # fmt: skip
