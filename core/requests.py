@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import shlex
 from typing import Any, ClassVar, TypeVar
 
 from deploylens.core import typed
+from deploylens.core.guard import check_model_inputs
 
 R = TypeVar("R", bound="Request")
 
@@ -54,6 +54,9 @@ class Request:
     COMMAND: ClassVar[str] = ""  # the ``deploylens`` command that fills it ("" for none)
     # the fields that name files, "in" or "out": what a remote worker is sent and sends back
     FILES: ClassVar[dict[str, str]] = {}
+    # whether the job reads a model's weights (its external data): then the model-folder guard
+    # stands in front of it; a job that only reports on the file (inspect) says what is wrong
+    READS_WEIGHTS: ClassVar[bool] = True
 
     # -- worker params ------------------------------------------------------------------------
     def to_params(self) -> dict[str, Any]:
@@ -62,7 +65,10 @@ class Request:
 
     @classmethod
     def from_params(cls: type[R], params: Any) -> R:
-        """The request a job was sent; unknown or misspelt keys and wrong types are errors."""
+        """The request a job was sent; unknown or misspelt keys and wrong types are errors,
+        and a model it reads must keep its external data in its own folder (``core/guard``)."""
+        if cls.READS_WEIGHTS:
+            check_model_inputs(cls.FILES, params)
         return typed.from_dict(cls, params, f"the {cls.JOB} request")
 
     # -- TOML (a project table, a saved request) -----------------------------------------------
@@ -107,13 +113,14 @@ class Request:
     def python_script(self) -> str:
         """A script that runs the same job through DeployLens's API (rooms with a tool-free
         reproducer — export, build — write that one instead)."""
-        params = json.dumps(self.to_params(), indent=4)
+        from deploylens.core.codegen import docstring, literal
+
         return (
-            f'"""Runs the DeployLens job {self.JOB} with the settings it was given."""\n\n'
-            "import json\n\n"
+            docstring(f"Runs the DeployLens job {self.JOB} with the settings it was given.")
+            + "\n\nimport json\n\n"
             "from deploylens.core.jobs import run_job\n"
             f"from {type(self).__module__} import {type(self).__name__}\n\n"
-            f"request = {type(self).__name__}.from_params(json.loads('''{params}'''))\n"
+            f"request = {type(self).__name__}.from_params({literal(self.to_params())})\n"
             "print(json.dumps(run_job(request.JOB, request.to_params()), indent=2))\n"
         )
 

@@ -5,8 +5,11 @@ custom-domain op + runtime implementation (plugin) → edit the exported graph (
 
 from __future__ import annotations
 
+import keyword
+import re
 from typing import Any
 
+from deploylens.core.codegen import literal
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.plugin_api import OpPlugin, plugins_for
 from deploylens.core.support.compositions import COMPOSITIONS
@@ -40,32 +43,41 @@ SURGERY: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _py_name(text: str) -> str:
+    """A Python name made from an op's name (a function or class written into the pasted
+    code): anything but letters, digits and ``_`` becomes ``_``."""
+    name = re.sub(r"\W", "_", text, flags=re.ASCII) or "op"
+    return f"_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
+
+
 def _symbolic_code(op: str, onnx_op: str, letters: list[str], opset: int) -> str:
-    name = op.split("::")[-1]
+    name = "op"  # the function's name never comes from the model: the op is only a string
     tensors = [f"arg{i}" for i, letter in enumerate(letters)] or ["self"]
     args = ", ".join(tensors)
     tensor_args = ", ".join(
         a for a, letter in zip(tensors, letters or ["v"], strict=False) if letter == "v"
     )
-    parse = ", ".join(f'"{letter}"' for letter in (letters or ["v"]))
-    emitted = onnx_op or f"custom::{name}"
+    parse = ", ".join(literal(letter) for letter in (letters or ["v"]))
+    emitted = onnx_op or f"custom::{op.split('::')[-1]}"
     return (
         "import torch\n"
         "from torch.onnx import symbolic_helper\n\n\n"
         f"@symbolic_helper.parse_args({parse})\n"
         f"def {name}_symbolic(g, {args}):\n"
-        f'    return g.op("{emitted}", {tensor_args})\n\n\n'
-        f'torch.onnx.register_custom_op_symbolic("{op}", {name}_symbolic, {opset})\n'
+        f"    return g.op({literal(emitted)}, {tensor_args})\n\n\n"
+        f"torch.onnx.register_custom_op_symbolic({literal(op)}, {name}_symbolic, "
+        f"{literal(int(opset))})\n"
         + ("" if onnx_op else "# and pass custom_opsets={'custom': 1} to torch.onnx.export\n")
     )
 
 
 def _translation_code(op: str, onnx_op: str) -> str:
     namespace, _, name = op.partition("::")
+    function = "translation"  # never a name from the model: the op is only a string
     body = (
-        f"    return op.{onnx_op}(self)"
+        f"    return op.{_py_name(onnx_op)}(self)"
         if onnx_op
-        else f'    raise NotImplementedError("write {name} with onnxscript ops here")'
+        else f"    raise NotImplementedError({literal(f'write {name} with onnxscript ops here')})"
     )
     return (
         "import onnxscript\n"
@@ -73,29 +85,29 @@ def _translation_code(op: str, onnx_op: str) -> str:
         "from onnxscript import FLOAT\n"
         "from onnxscript import opset18 as op\n\n\n"
         "@onnxscript.script()\n"
-        f"def {name}(self: FLOAT) -> FLOAT:  # onnxscript needs the return annotation\n"
+        f"def {function}(self: FLOAT) -> FLOAT:  # onnxscript needs the return annotation\n"
         f"{body}\n\n\n"
+        f"target = getattr(getattr(torch.ops, {literal(namespace)}), {literal(name)}).default\n"
         "torch.onnx.export(model, example, 'model.onnx', dynamo=True,\n"
-        f"                  custom_translation_table={{torch.ops.{namespace}.{name}.default: "
-        f"{name}}})\n"
+        f"                  custom_translation_table={{target: {function}}})\n"
     )
 
 
 def _wrapper_code(op: str, composition: str) -> str:
     """A drop-in ``autograd.Function`` whose forward is ``composition`` (lines; the last is
-    the value)."""
-    name = op.split("::")[-1]
+    the value: DeployLens's own table of compositions, never text from a model)."""
+    name = _py_name(op.split("::")[-1])
     *lines, last = composition.splitlines()
     body = "".join(f"        {line}\n" for line in lines) + f"        return {last}\n"
+    title = name.title().replace("_", "")
     return (
         "import torch\n\n\n"
-        f"class {name.title().replace('_', '')}ForExport(torch.autograd.Function):\n"
+        f"class {title}ForExport(torch.autograd.Function):\n"
         '    """Same math as the original op, in ops every exporter knows."""\n\n'
         "    @staticmethod\n"
         "    def forward(ctx, x):\n"
         f"{body}\n\n"
-        f"# in the model: replace torch.{name}(x) with "
-        f"{name.title().replace('_', '')}ForExport.apply(x)\n"
+        f"# in the model: replace torch.{name}(x) with {title}ForExport.apply(x)\n"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from deploylens.core.codegen import docstring, identifier, literal
 from deploylens.core.pytorch.source import ModelSource
 
 TORCHSCRIPT, DYNAMO = "torchscript", "dynamo"
@@ -70,7 +71,12 @@ def parse_dynamic_axes(items: list[str]) -> dict[str, dict[int, str]]:
 
 def python_script(source: ModelSource, settings: ExportSettings) -> str:
     """A standalone script that performs the same export with torch.onnx alone."""
-    lines = ['"""Reproduces a DeployLens export with torch.onnx alone."""', "", "import torch", ""]
+    lines = [
+        docstring("Reproduces a DeployLens export with torch.onnx alone."),
+        "",
+        "import torch",
+        "",
+    ]
     if source.kind == "sample":
         lines += [
             "# the bundled sample's module (resources/samples/models.py in DeployLens)",
@@ -80,42 +86,43 @@ def python_script(source: ModelSource, settings: ExportSettings) -> str:
             'spec = importlib.util.spec_from_file_location("models", str(path))',
             "models = importlib.util.module_from_spec(spec)",
             "spec.loader.exec_module(models)",
-            f"model, example = models.build({source.target!r})",
+            f"model, example = models.build({literal(source.target)})",
         ]
     elif source.kind == "torchvision":
         lines += [
             "import torchvision",
             "",
-            f"model = torchvision.models.{source.target}(weights=None).eval()",
+            f"model = torchvision.models.get_model({literal(source.target)}, weights=None).eval()",
         ]
     elif source.kind == "python":
         lines += [
             "import importlib.util",
             "",
-            f"spec = importlib.util.spec_from_file_location('user_model', {source.target!r})",
+            "spec = importlib.util.spec_from_file_location("
+            f"'user_model', {literal(source.target)})",
             "user_model = importlib.util.module_from_spec(spec)",
             "spec.loader.exec_module(user_model)",
-            f"model = user_model.{source.factory}()",
+            f"model = getattr(user_model, {literal(source.factory)})()",
             "model = model[0] if isinstance(model, tuple) else model",
             "model.eval()",
         ]
     elif source.kind == "torchscript":
-        lines += [f"model = torch.jit.load({source.target!r}, map_location='cpu').eval()"]
+        lines += [f"model = torch.jit.load({literal(source.target)}, map_location='cpu').eval()"]
     else:
-        lines += [f"model = torch.export.load({source.target!r}).module()"]
+        lines += [f"model = torch.export.load({literal(source.target)}).module()"]
     if source.kind != "sample":
         if source.inputs_npz:
             lines += [
                 "import numpy as np",
-                f"with np.load({source.inputs_npz!r}, allow_pickle=False) as data:",
+                f"with np.load({literal(source.inputs_npz)}, allow_pickle=False) as data:",
                 "    example = tuple(torch.from_numpy(data[k]) for k in data.files)",
             ]
         else:
-            lines.append(f"generator = torch.Generator().manual_seed({source.seed})")
+            lines.append(f"generator = torch.Generator().manual_seed({literal(int(source.seed))})")
             shapes = (
                 ", ".join(
-                    f"torch.rand({spec.shape}, generator=generator) * {spec.high - spec.low:g} + "
-                    f"{spec.low:g}"
+                    f"torch.rand({literal([int(d) for d in spec.shape])}, generator=generator)"
+                    f" * {literal(float(spec.high - spec.low))} + {literal(float(spec.low))}"
                     for spec in source.inputs
                 )
                 or "torch.randn(1, 3, 224, 224)"
@@ -132,7 +139,7 @@ def python_script(source: ModelSource, settings: ExportSettings) -> str:
             "extra = {}",
         ]
     for plugin in settings.plugins:
-        lines.append(f"plugin = plugins[{plugin!r}]")
+        lines.append(f"plugin = plugins[{literal(plugin)}]")
         if settings.exporter == "dynamo":
             lines += [
                 "if plugin.custom_translation:",
@@ -142,17 +149,20 @@ def python_script(source: ModelSource, settings: ExportSettings) -> str:
         else:
             lines += [
                 "if plugin.register_torchscript:",
-                f"    plugin.register_torchscript({opset})",
+                f"    plugin.register_torchscript({literal(int(opset))})",
                 "if plugin.custom_opsets:",
                 "    extra.setdefault('custom_opsets', {}).update(plugin.custom_opsets)",
             ]
-    kwargs = ",\n    ".join(f"{k}={v!r}" for k, v in settings.export_kwargs().items())
+    kwargs = ",\n    ".join(
+        f"{identifier(k, 'export option')}={literal(v)}"
+        for k, v in settings.export_kwargs().items()
+    )
     lines += [
         "",
         "torch.onnx.export(",
         "    model,",
         "    example,",
-        f"    {settings.output!r},",
+        f"    {literal(settings.output)},",
         f"    {kwargs},",
     ]
     if settings.plugins:

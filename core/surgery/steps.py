@@ -4,15 +4,15 @@ down as the onnx-graphsurgeon / onnxslim script that does the same."""
 
 from __future__ import annotations
 
-import json
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import onnx
 
 from deploylens.core import typed
+from deploylens.core.codegen import comment, docstring, identifier, literal
 from deploylens.core.errors import UserError
 from deploylens.core.surgery import graph_ops
 from deploylens.core.surgery.patterns import PATTERNS
@@ -21,6 +21,16 @@ StepOp = Literal[
     "fold", "pattern", "extract", "replace", "rename_domain", "cut_outputs", "set_dims"
 ]
 STEP_OPS: tuple[str, ...] = typing.get_args(StepOp)
+# the fields each op reads: any other field set in a step is a mistake, not a no-op
+STEP_FIELDS: dict[str, tuple[str, ...]] = {
+    "fold": (),
+    "pattern": ("pattern",),
+    "extract": ("inputs", "outputs"),
+    "replace": ("nodes", "new_op", "domain", "attrs", "name", "inputs", "outputs", "inherit_attrs"),
+    "rename_domain": ("domain", "new_domain", "only_op", "new_op", "attrs"),
+    "cut_outputs": ("outputs",),
+    "set_dims": ("dims",),
+}
 
 
 @dataclass
@@ -43,6 +53,22 @@ class Step:
 
     def check(self) -> None:
         """Refuse a step that names what its op needs wrongly (before any model is read)."""
+        blank = Step(op=self.op)
+        ignored = [
+            name
+            for name in (f.name for f in fields(Step))
+            if name != "op"
+            and name not in STEP_FIELDS[self.op]
+            and getattr(self, name) != getattr(blank, name)
+        ]
+        if ignored:
+            raise UserError(
+                f"a {self.op} step does not read {', '.join(ignored)}",
+                f"a {self.op} step reads "
+                + (", ".join(STEP_FIELDS[self.op]) or "no other field")
+                + "; remove the rest (it would be silently ignored)",
+            )
+        _check_text(self)
         if self.op == "pattern" and self.pattern not in PATTERNS:
             raise UserError(
                 f"unknown pattern {self.pattern!r}",
@@ -73,6 +99,27 @@ class Step:
             "set_dims": "set dims " + ", ".join(f"{k}={v}" for k, v in self.dims.items()),
         }
         return detail[self.op]
+
+
+def _check_text(step: Step) -> None:
+    """Names, domains and attribute values as ONNX can hold them: no NUL byte (protobuf
+    strings cut there), attributes of the kinds ONNX has (numbers, text, lists of them)."""
+    texts = [step.pattern, step.new_op, step.domain, step.new_domain, step.only_op, step.name]
+    texts += [*step.inputs, *step.outputs, *step.nodes, *step.attrs, *step.dims]
+    if any("\x00" in text for text in texts):
+        raise UserError("a step's name, domain or op contains a NUL byte: not an ONNX name")
+    for key, value in step.attrs.items():
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(isinstance(v, int | float | str) for v in items):
+            raise UserError(
+                f"attribute {key!r} = {str(value)[:40]!r} is not a number, text or a "
+                "non-empty list of them (what an ONNX attribute holds)"
+            )
+        if any(isinstance(v, str) and "\x00" in v for v in items):
+            raise UserError(f"attribute {key!r} contains a NUL byte")
+    for key, dims in step.dims.items():
+        if not all(isinstance(d, int | str) and not isinstance(d, bool) for d in dims):
+            raise UserError(f"dims of {key!r}: each dim is a whole number or a name")
 
 
 def apply_step(model: onnx.ModelProto, step: Step) -> tuple[onnx.ModelProto, dict[str, Any]]:
@@ -159,23 +206,23 @@ def reproducer_script(model: str, output: str, steps: list[Step]) -> str:
     """A standalone script: onnxslim for folding, onnx-graphsurgeon for the edits that gs does
     one to one, and DeployLens's pattern function (itself onnx-graphsurgeon) for patterns."""
     lines = [
-        f'"""Graph surgery on {model}: {len(steps)} step(s), as DeployLens did them."""',
+        docstring(f"Graph surgery on {model}: {len(steps)} step(s), as DeployLens did them."),
         "",
         "import onnx",
         "import onnx_graphsurgeon as gs",
         "",
-        f"model = onnx.load({model!r})",
+        f"model = onnx.load({literal(model)})",
         "ir_version = model.ir_version  # gs writes the newest IR, which ONNX Runtime may not read",
     ]
     for step in steps:
-        lines += ["", f"# {step.title()}"]
+        lines += ["", comment(step.title())]
         lines += _step_code(step)
     lines += [
         "",
         "model.ir_version = ir_version",
         "onnx.checker.check_model(model)",
-        f"onnx.save(model, {output!r})",
-        f"print('wrote', {output!r}, len(model.graph.node), 'nodes')",
+        f"onnx.save(model, {literal(output)})",
+        f"print('wrote', {literal(output)}, len(model.graph.node), 'nodes')",
         "",
     ]
     return "\n".join(lines)
@@ -186,7 +233,7 @@ def _step_code(step: Step) -> list[str]:
         return ["import onnxslim", "", "model = onnxslim.slim(model)"]
     if step.op == "pattern":
         return [
-            f"from deploylens.core.surgery.patterns import {step.pattern}",
+            f"from deploylens.core.surgery.patterns import {identifier(step.pattern, 'pattern')}",
             "",
             f"model, _ = {step.pattern}(model)  # onnx-graphsurgeon inside",
         ]
@@ -195,10 +242,10 @@ def _step_code(step: Step) -> list[str]:
             "model = onnx.shape_inference.infer_shapes(model)",
             "graph = gs.import_onnx(model)",
             "tensors = graph.tensors()",
-            f"graph.inputs = [tensors[n] for n in {step.inputs!r}]" if step.inputs else "",
+            f"graph.inputs = [tensors[n] for n in {literal(step.inputs)}]" if step.inputs else "",
             "for t in graph.inputs:",
             "    t.inputs.clear()",
-            f"graph.outputs = [tensors[n] for n in {step.outputs!r}]",
+            f"graph.outputs = [tensors[n] for n in {literal(step.outputs)}]",
             "graph.cleanup().toposort()",
             "model = gs.export_onnx(graph)",
         ]
@@ -206,12 +253,12 @@ def _step_code(step: Step) -> list[str]:
         lines = [
             "graph = gs.import_onnx(model)",
             "tensors = graph.tensors()",
-            f"chosen = [n for n in graph.nodes if n.name in {step.nodes!r}]",
+            f"chosen = [n for n in graph.nodes if n.name in {literal(step.nodes)}]",
             "ids = {id(n) for n in chosen}",
             "made = {id(t) for n in chosen for t in n.outputs}",
         ]
         if step.inputs:
-            lines.append(f"inputs = [tensors[t] for t in {step.inputs!r}]")
+            lines.append(f"inputs = [tensors[t] for t in {literal(step.inputs)}]")
         else:
             lines += [
                 "inputs = []",
@@ -220,7 +267,7 @@ def _step_code(step: Step) -> list[str]:
                 "        inputs.append(t)",
             ]
         if step.outputs:
-            lines.append(f"outputs = [tensors[t] for t in {step.outputs!r}]")
+            lines.append(f"outputs = [tensors[t] for t in {literal(step.outputs)}]")
         else:
             lines += [
                 "finals = {id(t) for t in graph.outputs}",
@@ -243,12 +290,13 @@ def _step_code(step: Step) -> list[str]:
                 "            attrs[f'{prefix}_{key}'] = list(value) if listed else value",
             ]
         lines += [
-            f"attrs.update({json.dumps(step.attrs)})",
+            f"attrs.update({literal(step.attrs)})",
             "for n in chosen:",
             "    n.inputs.clear()",
             "    n.outputs.clear()",
-            f"graph.nodes.append(gs.Node({step.new_op!r}, name={step.name or step.new_op!r}, "
-            f"attrs=attrs, inputs=inputs, outputs=outputs, domain={step.domain or None!r}))",
+            f"graph.nodes.append(gs.Node({literal(step.new_op)}, "
+            f"name={literal(step.name or step.new_op)}, attrs=attrs, inputs=inputs, "
+            f"outputs=outputs, domain={literal(step.domain or None)}))",
             "graph.cleanup().toposort()",
             "model = gs.export_onnx(graph)",
         ]
@@ -257,23 +305,24 @@ def _step_code(step: Step) -> list[str]:
         return [
             "graph = gs.import_onnx(model)",
             "for node in graph.nodes:",
-            f"    if (node.domain or '') == {step.domain!r}"
-            + (f" and node.op == {step.only_op!r}:" if step.only_op else ":"),
-            f"        node.domain = {step.new_domain or None!r}",
-            *([f"        node.op = {step.new_op!r}"] if step.new_op else []),
-            f"        node.attrs.update({json.dumps(step.attrs)})",
+            f"    if (node.domain or '') == {literal(step.domain)}"
+            + (f" and node.op == {literal(step.only_op)}:" if step.only_op else ":"),
+            f"        node.domain = {literal(step.new_domain or None)}",
+            *([f"        node.op = {literal(step.new_op)}"] if step.new_op else []),
+            f"        node.attrs.update({literal(step.attrs)})",
             "model = gs.export_onnx(graph)",
         ]
     if step.op == "cut_outputs":
         return [
             "graph = gs.import_onnx(model)",
-            f"graph.outputs = [t for t in graph.outputs if t.name not in {step.outputs!r}]",
+            f"graph.outputs = [t for t in graph.outputs if t.name not in {literal(step.outputs)}]",
             "graph.cleanup().toposort()",
             "model = gs.export_onnx(graph)",
         ]
     return [  # set_dims
-        f"for graph_input in (i for i in model.graph.input if i.name in {list(step.dims)!r}):",
-        f"    dims = {json.dumps(step.dims)}[graph_input.name]",
+        "for graph_input in (i for i in model.graph.input"
+        f" if i.name in {literal(list(step.dims))}):",
+        f"    dims = {literal(step.dims)}[graph_input.name]",
         "    shape = graph_input.type.tensor_type.shape",
         "    for dim, value in zip(shape.dim, dims):",
         "        if isinstance(value, int):",

@@ -3,6 +3,7 @@ DeployLens would do, as plain TensorRT API calls an engineer can run and edit on
 
 from __future__ import annotations
 
+from deploylens.core.codegen import docstring, identifier, literal
 from deploylens.core.trt.flags import RTX, family
 from deploylens.core.trt.settings import (
     CURRENT_GPU,
@@ -22,7 +23,7 @@ def build_script(
     product = "TensorRT-RTX" if fam == RTX else f"TensorRT {version}"
     lines = [
         "#!/usr/bin/env python3",
-        f'"""Build {engine} from {model} with {product} (written by DeployLens)."""',
+        docstring(f"Build {engine} from {model} with {product} (written by DeployLens)."),
         "import ctypes" if fam == "8.6" and s.plugins else "",
         "from pathlib import Path",
         "",
@@ -33,9 +34,9 @@ def build_script(
     ]
     for plugin in s.plugins or []:
         lines.append(
-            f"ctypes.CDLL({plugin!r}, mode=ctypes.RTLD_GLOBAL)"
+            f"ctypes.CDLL({literal(plugin)}, mode=ctypes.RTLD_GLOBAL)"
             if fam == "8.6"
-            else f"trt.get_plugin_registry().load_library({plugin!r})"
+            else f"trt.get_plugin_registry().load_library({literal(plugin)})"
         )
     flags = "0"
     if fam == "8.6":
@@ -46,7 +47,7 @@ def build_script(
         "builder = trt.Builder(logger)",
         f"network = builder.create_network({flags})",
         "parser = trt.OnnxParser(network, logger)",
-        f"if not parser.parse_from_file({model!r}):",
+        f"if not parser.parse_from_file({literal(model)}):",
         "    for i in range(parser.num_errors):",
         "        print(parser.get_error(i))",
         '    raise SystemExit("the ONNX parser rejected the model")',
@@ -58,37 +59,43 @@ def build_script(
             "# ahead of time, for these GPUs (no GPU needed to build)"
             if targets != [CURRENT_GPU]
             else "# for the GPU this runs on",
-            f"config.num_compute_capabilities = {len(targets)}",
+            f"config.num_compute_capabilities = {literal(len(targets))}",
             *(
-                f"config.set_compute_capability(trt.ComputeCapability.{t.upper()}, {i})"
+                "config.set_compute_capability("
+                f"trt.ComputeCapability.{identifier(t.upper(), 'target')}, {i})"
                 for i, t in enumerate(targets)
             ),
         ]
     if s.workspace_mb is not None:
         lines.append(
-            f"config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, {s.workspace_mb} << 20)"
+            "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, "
+            f"{literal(s.workspace_mb)} << 20)"
         )
     if s.tactic_dram_mb is not None:
         lines.append(
             "config.set_memory_pool_limit(trt.MemoryPoolType.TACTIC_SHARED_MEMORY, "
-            f"{s.tactic_dram_mb} << 20)"
+            f"{literal(s.tactic_dram_mb)} << 20)"
         )
     if s.optimization_level is not None:
-        lines.append(f"config.builder_optimization_level = {s.optimization_level}")
+        lines.append(f"config.builder_optimization_level = {literal(s.optimization_level)}")
     if fam not in ("11", RTX):
         for precision in s.precisions or []:
             if precision != "tf32":
-                lines.append(f"config.set_flag(trt.BuilderFlag.{precision.upper()})")
+                lines.append(
+                    f"config.set_flag(trt.BuilderFlag.{identifier(precision.upper(), 'precision')})"
+                )
         if s.precision_constraints in ("obey", "prefer"):
             lines.append(
-                f"config.set_flag(trt.BuilderFlag.{s.precision_constraints.upper()}_PRECISION_CONSTRAINTS)"
+                "config.set_flag(trt.BuilderFlag."
+                f"{identifier(s.precision_constraints.upper(), 'precision constraint')}"
+                "_PRECISION_CONSTRAINTS)"
             )
         if s.layer_precisions or s.layer_output_types:
             lines += [
                 "import fnmatch",
                 "TYPES = {'fp32': trt.float32, 'fp16': trt.float16, 'int8': trt.int8}",
-                f"LAYER_PRECISIONS = {s.layer_precisions or {}!r}",
-                f"LAYER_OUTPUT_TYPES = {s.layer_output_types or {}!r}",
+                f"LAYER_PRECISIONS = {literal(s.layer_precisions or {})}",
+                f"LAYER_OUTPUT_TYPES = {literal(s.layer_output_types or {})}",
                 "for index in range(network.num_layers):",
                 "    layer = network.get_layer(index)",
                 "    for pattern, precision in LAYER_PRECISIONS.items():",
@@ -112,7 +119,7 @@ def build_script(
                 "    def get_batch(self, names):",
                 "        return None",
                 "    def read_calibration_cache(self):",
-                f"        return Path({s.calibration.cache!r}).read_bytes()",
+                f"        return Path({literal(s.calibration.cache)}).read_bytes()",
                 "    def write_calibration_cache(self, cache):",
                 "        pass",
                 "calibrator = CacheCalibrator()",
@@ -123,11 +130,14 @@ def build_script(
     for profile in s.profiles or []:
         lines.append("profile = builder.create_optimization_profile()")
         for name, (low, opt, high) in profile.shapes.items():
-            lines.append(f"profile.set_shape({name!r}, {tuple(low)}, {tuple(opt)}, {tuple(high)})")
+            lines.append(
+                f"profile.set_shape({literal(name)}, {literal(tuple(low))}, {literal(tuple(opt))}, "
+                f"{literal(tuple(high))})"
+            )
         lines.append("config.add_optimization_profile(profile)")
     if s.timing_cache:
         lines += [
-            f"cache_path = Path({s.timing_cache!r})",
+            f"cache_path = Path({literal(s.timing_cache)})",
             "timing_cache = config.create_timing_cache("
             'cache_path.read_bytes() if cache_path.is_file() else b"")',
             "config.set_timing_cache(timing_cache, False)",
@@ -136,14 +146,14 @@ def build_script(
         op = "|" if change.startswith("+") else "& ~"
         lines.append(
             f"config.set_tactic_sources(config.get_tactic_sources() {op} "
-            f"(1 << int(trt.TacticSource.{change[1:].upper()})))"
+            f"(1 << int(trt.TacticSource.{identifier(change[1:].upper(), 'tactic source')})))"
         )
     if s.sparsity in ("enable", "force"):
         lines.append("config.set_flag(trt.BuilderFlag.SPARSE_WEIGHTS)")
     if s.dla_core is not None:
         lines += [
             "config.default_device_type = trt.DeviceType.DLA",
-            f"config.DLA_core = {s.dla_core}",
+            f"config.DLA_core = {literal(s.dla_core)}",
         ]
         if s.gpu_fallback:
             lines.append("config.set_flag(trt.BuilderFlag.GPU_FALLBACK)")
@@ -153,7 +163,7 @@ def build_script(
             f"trt.HardwareCompatibilityLevel.{HARDWARE_LEVELS[s.hardware_compatibility]}"
         )
     if s.max_aux_streams is not None:
-        lines.append(f"config.max_aux_streams = {s.max_aux_streams}")
+        lines.append(f"config.max_aux_streams = {literal(s.max_aux_streams)}")
     if s.profiling_verbosity:
         lines.append(
             "config.profiling_verbosity = "
@@ -164,9 +174,9 @@ def build_script(
         "engine = builder.build_serialized_network(network, config)",
         "if engine is None:",
         '    raise SystemExit("the build failed: see the log above")',
-        f"Path({engine!r}).write_bytes(bytes(engine))",
+        f"Path({literal(engine)}).write_bytes(bytes(engine))",
     ]
     if s.timing_cache:
         lines.append("cache_path.write_bytes(bytes(config.get_timing_cache().serialize()))")
-    lines.append(f'print("wrote {engine}")')
+    lines.append(f"print('wrote', {literal(engine)})")
     return "\n".join(line for line in lines if line is not None) + "\n"
