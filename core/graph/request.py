@@ -12,6 +12,7 @@ from deploylens.core.requests import Request
 class ShapesRequest(Request):
     JOB: ClassVar[str] = "graph.shapes"
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
+    READS_WEIGHTS: ClassVar[bool] = False  # shape inference reads no weights
 
     path: str
 

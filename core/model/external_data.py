@@ -6,7 +6,6 @@ Only file sizes are read; the weights stay on disk.
 from __future__ import annotations
 
 import math
-import os
 import stat
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -16,6 +15,7 @@ from typing import Any
 import onnx
 
 from deploylens.core.errors import ModelLoadError
+from deploylens.core.guard import all_tensors, location_problem
 from deploylens.core.model.dtypes import tensor_bytes
 
 
@@ -66,39 +66,13 @@ def external_tensor_span(tensor: onnx.TensorProto) -> tuple[str, int, int]:
 
 
 def external_locations(model: onnx.ModelProto) -> set[str]:
-    """The external data file names a model's initializers (subgraphs included) refer to."""
-    from deploylens.core.model.summary import iter_subgraphs
-
-    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
+    """The external data file names a model's tensors (subgraphs, attributes and local
+    functions included) refer to."""
     return {
         _entries(tensor).get("location", "")
-        for graph in graphs
-        for tensor in graph.initializer
+        for tensor in all_tensors(model)
         if tensor_is_external(tensor)
     } - {""}
-
-
-def _location_problem(location: str, model_dir: Path) -> str | None:
-    """What is wrong with an external data location itself (before looking at the file)."""
-    shown = location[:60] + ("…" if len(location) > 60 else "")
-    if not location:
-        return "external tensors name no file (empty 'location')"
-    if "\x00" in location:
-        return f"external data location {shown!r} contains a NUL byte: not a file name"
-    if len(location.encode("utf-8", "replace")) > 4095 or any(
-        len(part.encode("utf-8", "replace")) > 255 for part in location.split("/")
-    ):
-        return f"external data location '{shown}' is longer than a file name can be"
-    if os.path.isabs(location):
-        return f"'{shown}' points outside the model's folder; runtimes refuse it"
-    try:
-        target = (model_dir / location).resolve()
-        inside = target.is_relative_to(model_dir.resolve())
-    except (OSError, RuntimeError):  # a symlink loop on the way
-        return f"external data file '{shown}' is a symbolic link loop"
-    if not inside:
-        return f"'{shown}' points outside the model's folder; runtimes refuse it"
-    return None
 
 
 def _missing_or_odd(location: str, target: Path, model_dir: Path) -> str:
@@ -128,7 +102,7 @@ def scan_external_data(
         referenced = sum(length for _, length in spans)
         end = max(offset + length for offset, length in spans)
         size: int | None = None
-        problem = broken.get(location) or _location_problem(location, model_dir)
+        problem = broken.get(location) or location_problem(location, model_dir)
         if problem is None:
             target = model_dir / location
             try:

@@ -12,6 +12,7 @@ from deploylens.core.requests import Request
 class InspectRequest(Request):
     JOB: ClassVar[str] = "model.inspect"
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
+    READS_WEIGHTS: ClassVar[bool] = False  # reports where the weights are, reads none
 
     path: str
     check: bool = True  # run onnx's checker and strict shape inference

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from deploylens.core import typed
 from deploylens.core.errors import UserError
+from deploylens.core.guard import check_model_inputs
 from deploylens.core.requests import Request, flag
 from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
 
@@ -51,6 +52,7 @@ class BuildRequest(Request):
         where = f"the {cls.JOB} request"
         if not isinstance(params, dict):
             raise UserError(f"{where} must be a table, not {typed.kind(params)}.")
+        check_model_inputs(cls.FILES, params)
         settings = BuildSettings.from_dict(params.get("settings") or {}, f"{where}.settings")
         rest = typed.from_dict(_Fields, {k: v for k, v in params.items() if k != "settings"}, where)
         return cls(settings=settings, **typed.to_dict(rest))

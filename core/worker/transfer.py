@@ -61,16 +61,20 @@ class Pushed:
 
 
 def companions(path: Path) -> list[Path]:
-    """The file and, for an ONNX model, the external-data files it names (same folder)."""
+    """The file and, for an ONNX model, the external-data files it names (same folder: the
+    model-folder guard refuses anything else before a byte is sent)."""
     files = [path]
-    if path.suffix == ".onnx":
+    if path.suffix.lower() == ".onnx":
         import onnx
 
+        from deploylens.core.guard import all_tensors, check_model_file
+
+        check_model_file(path)
         try:
             model = onnx.load(str(path), load_external_data=False)
         except Exception:  # not readable as ONNX: the job will say so; send the file as it is
             return files
-        for tensor in model.graph.initializer:
+        for tensor in all_tensors(model):
             for entry in tensor.external_data:
                 extra = path.parent / entry.value if entry.key == "location" else None
                 if extra is not None and extra.is_file() and extra not in files:
