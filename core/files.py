@@ -116,6 +116,21 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def save_png(image: Any, path: str | Path) -> None:
+    """A PIL image as PNG, atomically (``image.save(path)`` writes through a symlink and
+    leaves half a file when killed)."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def output_path(path: str | Path) -> str:
+    """An output's absolute path, symlinks *not* followed: the rename of an atomic write then
+    replaces a link the user named, never the file behind it (``Path.resolve`` would aim the
+    write, and the files written beside it, at the link's target)."""
+    return os.path.abspath(os.fspath(path))
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """A report (benchmark figures, statistics) as indented JSON, atomically, folders made;
     values JSON cannot spell (paths, numpy scalars) are written as their text."""

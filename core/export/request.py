@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import ClassVar
 
 from deploylens.core.export.settings import (
@@ -15,6 +14,7 @@ from deploylens.core.export.settings import (
     parse_dynamic_axes,
 )
 from deploylens.core.export.settings import python_script as standalone_script
+from deploylens.core.files import output_path
 from deploylens.core.pytorch.source import ModelSource, grant_consent, parse_input, parse_spec
 from deploylens.core.requests import Request
 
@@ -117,7 +117,5 @@ class ExportRequest(Request):
             source.inputs_npz = str(input_file(source.inputs_npz, "inputs .npz").resolve())
         if source.kind == "python" and trust:
             grant_consent(source.target)
-        settings = replace(
-            self.settings, output=str(Path(output or self.settings.output).resolve())
-        )
+        settings = replace(self.settings, output=output_path(output or self.settings.output))
         return replace(self, source=source, settings=settings, plugin_entries=plugin_entries())

@@ -17,7 +17,7 @@ from deploylens.core.export.diagnose import diagnose
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import DYNAMO, ExportSettings
 from deploylens.core.export.verify import verify_export
-from deploylens.core.files import staged_outputs
+from deploylens.core.files import output_path, staged_outputs
 from deploylens.core.model.staging import commit_staged
 from deploylens.core.plugin_api import OpPlugin, load_plugins
 from deploylens.core.pytorch.source import load_model
@@ -116,7 +116,7 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     if settings.exporter == DYNAMO:
         kwargs["verbose"] = False
     opset = settings.opset or DEFAULT_OPSET[settings.exporter]
-    out = Path(settings.output).resolve()
+    out = Path(output_path(settings.output))
     result: dict[str, Any] = {
         "source": source.to_dict(),
         "settings": settings.to_dict(),

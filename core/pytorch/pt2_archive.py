@@ -27,6 +27,39 @@ from deploylens.core.files import read_bytes
 # Constants stored as custom (TorchBind) or opaque Python objects: both load through a pickler.
 PICKLED_CONSTANT_PREFIXES = ("custom_obj_", "opaque_obj_")
 MAX_ARCHIVE_BYTES = 16 << 30
+# torch.export.load dlopens the AOTInductor packages it finds (data/aotinductor/<name>/*.so):
+# a library's constructor runs before any error. Native code, or source to compile, never loads.
+NATIVE_SUFFIXES = (
+    ".so",
+    ".dll",
+    ".dylib",
+    ".pyd",
+    ".o",
+    ".obj",
+    ".a",
+    ".lib",
+    ".cpp",
+    ".cc",
+    ".cxx",
+    ".c",
+    ".h",
+    ".hpp",
+    ".cu",
+    ".cuh",
+    ".cubin",
+    ".ptx",
+    ".fatbin",
+    ".hsaco",
+    ".spv",
+    ".py",
+)
+NATIVE_FOLDERS = ("aotinductor",)
+# Decompression bounds, checked from the zip's directory before any member is inflated: a
+# 6 MB archive whose member inflates to 6 GiB is refused, not read into memory.
+MAX_MEMBER_BYTES = 8 << 30
+MAX_TOTAL_BYTES = 16 << 30
+MAX_RATIO = 100  # torch stores weights uncompressed (1x); deflate tops out near 1000x
+RATIO_FLOOR_BYTES = 64 << 20  # small members (an all-zero bias) may deflate far more
 
 
 class _Refused(Exception):
@@ -51,7 +84,43 @@ def audit(data: bytes, name: str) -> None:
         archive.close()
 
 
+def _audit_members(archive: zipfile.ZipFile, name: str) -> None:
+    """Refuse native code and decompression bombs from the zip's directory alone."""
+    total = 0
+    for info in archive.infolist():
+        member = info.filename.replace("\\", "/")
+        parts = [p for p in member.lower().split("/") if p]
+        if any(p in NATIVE_FOLDERS for p in parts) or member.lower().endswith(NATIVE_SUFFIXES):
+            raise UserError(
+                f"{name} cannot be opened safely: it carries native code or source to compile "
+                f"({member[:120]!r}), which torch.export.load would load and run. "
+                "DeployLens refuses archives with compiled or compilable members.",
+                "Re-save the program with torch.export.save (no AOTInductor package), or give "
+                "FILE.py:factory.",
+            )
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise UserError(
+                f"{name}: its member {member[:80]!r} would inflate to "
+                f"{info.file_size / 2**30:.1f} GiB, more than the {MAX_MEMBER_BYTES >> 30} GiB "
+                "DeployLens reads from one member: refused unread."
+            )
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > RATIO_FLOOR_BYTES and ratio > MAX_RATIO:
+            raise UserError(
+                f"{name}: its member {member[:80]!r} inflates {ratio:,.0f}x "
+                f"({info.compress_size:,} → {info.file_size:,} bytes), which no model's weights "
+                "do: a decompression bomb, refused unread."
+            )
+        total += info.file_size
+    if total > MAX_TOTAL_BYTES:
+        raise UserError(
+            f"{name} would inflate to {total / 2**30:.1f} GiB in all, more than the "
+            f"{MAX_TOTAL_BYTES >> 30} GiB DeployLens reads from an archive: refused unread."
+        )
+
+
 def _audit_archive(archive: zipfile.ZipFile, name: str) -> None:
+    _audit_members(archive, name)
     names = set(archive.namelist())
     formats = [n for n in names if n.endswith("archive_format")]
     if not formats:

@@ -7,16 +7,16 @@ Specs: ``sample:asinh`` (bundled), ``torchvision:resnet18`` (weights=None), ``fi
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.consent import grant_consent, require_consent
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text, input_file
-from deploylens.core.settings import config_dir
+from deploylens.core.files import input_file
+
+__all__ = ["grant_consent", "require_consent"]  # user code's consent lives in core/consent
 
 
 @dataclass
@@ -84,41 +84,6 @@ def parse_input(text: str) -> InputSpec:
     except ValueError:
         raise UserError(f"Input '{text}': the shape must be integers like 1x3x224x224.") from None
     return spec
-
-
-# -- consent for user code ------------------------------------------------------------------------
-def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _consent_file() -> Path:
-    return config_dir() / "trusted_files.json"
-
-
-def trusted_hashes() -> set[str]:
-    try:
-        return set(json.loads(_consent_file().read_text()))
-    except (OSError, ValueError):
-        return set()
-
-
-def grant_consent(path: str | Path) -> str:
-    digest = file_hash(path)
-    atomic_write_text(_consent_file(), json.dumps(sorted(trusted_hashes() | {digest})))
-    return digest
-
-
-def require_consent(path: str | Path) -> None:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path} does not exist.")
-    if file_hash(path) not in trusted_hashes():
-        raise UserError(
-            f"Exporting from {path.name} runs its Python code; DeployLens runs user code only "
-            "with your consent.",
-            "Consent in the Export panel, or pass --trust on the command line (remembered for "
-            "this exact file content).",
-        )
 
 
 # -- loading (in the worker) ----------

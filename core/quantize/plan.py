@@ -12,7 +12,7 @@ from typing import Any
 
 import tomli_w
 
-from deploylens.core.files import atomic_write_bytes, atomic_write_text, write_json
+from deploylens.core.files import atomic_write_bytes, atomic_write_text, save_png, write_json
 from deploylens.core.quantize.sensitivity import Report
 
 CACHE_VERSION = "10.16"
@@ -96,4 +96,4 @@ def curve_png(report: Report, path: Path) -> None:
         draw.ellipse([x - 3, y - 3, x + 3, y + 3], fill="#1f77b4")
         if k == len(report.plan["kept"]):
             draw.ellipse([x - 6, y - 6, x + 6, y + 6], outline="#2ca02c", width=2)
-    image.save(path)
+    save_png(image, path)

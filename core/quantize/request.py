@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from deploylens.core.files import output_path
 from deploylens.core.requests import Request, flag
 
 Method = Literal["minmax", "entropy", "percentile"]
@@ -126,7 +127,7 @@ class CalibrateRequest(Request):
         from deploylens.core.quantize.calibrate import default_output
 
         def absolute(path: str) -> str:
-            return str(Path(path).resolve()) if path else ""
+            return output_path(path) if path else ""
 
         return replace(
             self,
@@ -259,7 +260,7 @@ class SensitivityRequest(Request):
             if self.eval_data
             else "",
             labels=str(input_file(self.labels, "labels").resolve()) if self.labels else "",
-            out=str(Path(self.out_dir).resolve()),
+            out=output_path(self.out_dir),
         )
 
 

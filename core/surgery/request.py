@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import output_path
 from deploylens.core.requests import Request
 from deploylens.core.surgery.patterns import PATTERNS
 from deploylens.core.surgery.steps import Step, steps_from_toml
@@ -62,10 +63,10 @@ class SurgeryRequest(Request):
         return cls(
             model=str(args.model.resolve()),
             steps=steps,
-            output=str(
-                args.out.resolve() if args.out else args.model.resolve().with_suffix(".edited.onnx")
-            ),  # always named: a remote worker's output comes back here
-            script=str(args.script.resolve()) if args.script else "",
+            output=output_path(
+                args.out or Path(output_path(args.model)).with_suffix(".edited.onnx")
+            ),  # always named: a remote worker's output comes back here; links not followed
+            script=output_path(args.script) if args.script else "",
             compare=not args.no_compare,
             check_tensorrt=not args.no_tensorrt,
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from deploylens.core.errors import UserError
+from deploylens.core.files import output_path
 from deploylens.core.requests import Request, flag
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class ProfileRequest(Request):
         """File paths absolute (a torch spec is the export spec, left as given)."""
         self.check()
         model = self.model if self.backend == "torch" else str(Path(self.model).resolve())
-        return replace(self, model=model, out=str(Path(self.out).resolve()))
+        return replace(self, model=model, out=output_path(self.out))
 
 
 def _int_list(text: str) -> list[int]:
@@ -228,7 +229,7 @@ class SweepRequest(Request):
     def prepared(self) -> SweepRequest:
         self.base().check()
         model = self.model if self.backend == "torch" else str(Path(self.model).resolve())
-        return replace(self, model=model, out=str(Path(self.out).resolve()))
+        return replace(self, model=model, out=output_path(self.out))
 
 
 @dataclass
@@ -260,7 +261,7 @@ class LabRequest(Request):
         return [self.name, "--out", self.out] + (["--synthetic"] if self.synthetic else [])
 
     def prepared(self) -> LabRequest:
-        return replace(self, out=str(Path(self.out).resolve()))
+        return replace(self, out=output_path(self.out))
 
 
 def add_host_buffers(group: argparse._ArgumentGroup) -> None:

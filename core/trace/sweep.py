@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text, csv_text, write_json
+from deploylens.core.files import atomic_write_text, csv_text, save_png, write_json
 from deploylens.core.trace.request import ProfileRequest
 
 COLUMNS = ("mode", "streams", "batch", "status", "latency_ms_median", "throughput_per_s",
@@ -149,4 +149,4 @@ def plot_png(rows: list[SweepPoint], path: Path, title: str) -> None:
             draw.text((x + 7, y - 7), row.label, fill=colour)
     else:
         draw.text((margin + 20, height // 2), "no point ran here (see the table)", fill="black")
-    image.save(path)
+    save_png(image, path)

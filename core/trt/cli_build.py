@@ -26,6 +26,12 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
         help="build for real with the installed TensorRT (GPU), or TensorRT-RTX (no GPU needed)",
     )
     out.add_argument("--python", help="worker interpreter for --build")
+    out.add_argument(
+        "--trust-plugins",
+        action="store_true",
+        help="consent to loading the settings' plugin libraries with --build (it runs their "
+        "native code; remembered for each file's content)",
+    )
     out.add_argument("--json", action="store_true")
 
 
@@ -92,6 +98,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _real_build(args: argparse.Namespace, request: BuildRequest) -> int:
+    if args.trust_plugins:
+        from deploylens.core.consent import check_library, grant_consent
+
+        for plugin in request.settings.plugins or []:
+            grant_consent(check_library(plugin))
     result = request.prepared().run(
         args.python,
     )

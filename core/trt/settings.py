@@ -132,6 +132,7 @@ class BuildSettings:
             raise UserError(
                 f"{source}: '{negative[0]}' must be 0 or more, not {values[negative[0]]}."
             )
+        _check_values(values, source)
         if "profiles" in data:
             values["profiles"] = _profiles(data["profiles"], f"{source}: 'profiles'")
         if "calibration" in data:
@@ -150,6 +151,33 @@ class BuildSettings:
 
     def to_toml(self) -> str:
         return tomli_w.dumps(self.to_dict())
+
+
+def _check_values(values: dict[str, Any], source: str) -> None:
+    """What a type check lets through but no build can mean: a zero workspace, empty or
+    repeated names, a plugin entry that names no file."""
+    if values.get("workspace_mb") == 0:
+        raise UserError(f"{source}: 'workspace_mb' must be at least 1 (MiB), not 0.")
+    for key in ("precisions", "tactic_sources", "compute_capabilities", "plugins"):
+        items = values.get(key) or []
+        if any(not item.strip() or "\x00" in item for item in items):
+            raise UserError(f"{source}: '{key}' has an empty entry (or one with a NUL byte).")
+        repeated = sorted({item for item in items if items.count(item) > 1})
+        if repeated:
+            raise UserError(f"{source}: '{key}' names {repeated[0]!r} more than once.")
+    for key in ("layer_precisions", "layer_output_types"):
+        names = list((values.get(key) or {}).keys())
+        if any(not name.strip() or "\x00" in name for name in names):
+            raise UserError(
+                f"{source}: '{key}' has an empty layer name (or one with a NUL byte): name a "
+                "layer or a pattern such as '*conv*'."
+            )
+        if any("," in name for name in names):
+            bad = next(name for name in names if "," in name)
+            raise UserError(
+                f"{source}: '{key}' layer name {bad[:60]!r} holds a comma, which trtexec's "
+                "--layerPrecisions cannot spell: use a pattern such as '*part*'."
+            )
 
 
 def _profiles(value: Any, where: str) -> list[Profile]:
@@ -323,6 +351,23 @@ def check(
     if settings.sparsity not in (None, "disable", "enable", "force"):
         problems.append(Problem("sparsity", "Use disable, enable or force."))
     problems.extend(_check_words(settings))
+    problems.extend(_check_plugins(settings.plugins or []))
+    return problems
+
+
+def _check_plugins(plugins: list[str]) -> list[Problem]:
+    """An empty entry, or a file here that is not a shared library (a library that is only on
+    the GPU machine may be missing here: the trtexec line is for that machine)."""
+    from deploylens.core.consent import check_library
+
+    problems = []
+    for plugin in plugins:
+        if plugin.strip() and not Path(plugin).exists():
+            continue
+        try:
+            check_library(plugin)
+        except UserError as exc:
+            problems.append(Problem("plugins", exc.message))
     return problems
 
 

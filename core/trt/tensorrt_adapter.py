@@ -183,9 +183,10 @@ class TensorRTAdapter:
     def load_plugins(self, libraries: list[str]) -> None:
         trt = self.trt
         trt.init_libnvinfer_plugins(self.logger, "")
-        for library in libraries:
-            if not Path(library).is_file():
-                raise UserError(f"The plugin library {library} does not exist.")
+        from deploylens.core.consent import require_library_consent
+
+        for name in libraries:
+            library = str(require_library_consent(name))  # a library, and consented to
             if self.family == "8.6":
                 import ctypes
 

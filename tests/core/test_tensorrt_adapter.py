@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from deploylens.core.consent import grant_consent
 from deploylens.core.engine.layers import parse_layer_info
 from deploylens.core.errors import UserError
 from deploylens.core.trt.job import build_engine
@@ -84,6 +85,7 @@ def test_tensorrt_10_strongly_typed_with_plugins_cache_profiles_and_progress(
     trt = make_fake_tensorrt("10.16.0")
     plugin = tmp_path / "libmyplugin.so"
     plugin.write_bytes(b"\x7fELF")
+    grant_consent(plugin)  # loading a plugin library needs the user's consent (per content)
     timing = tmp_path / "timing.cache"
     settings = BuildSettings(
         strongly_typed=True,
