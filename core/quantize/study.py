@@ -159,6 +159,25 @@ def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: An
     return _report(request, facts.get("samples", 0), facts.get("fp32"), rows, ranges)
 
 
+def study_verdict(result: dict[str, Any]) -> tuple[int, str]:
+    """(exit status, one sentence) of a study, for the CLI and the app alike: 1 when a row
+    failed or none could be scored (skipped rows — a batch the model refuses — are not
+    failures)."""
+    rows = result.get("rows") or []
+    ok = [row for row in rows if row.get("status") == "ok" and row.get("score") is not None]
+    failed = [row for row in rows if row.get("status") == "failed"]
+    if not ok:
+        first = next((row.get("reason") for row in rows if row.get("reason")), "")
+        return 1, (
+            f"no calibration could be scored ({len(failed)} failed, "
+            f"{len(rows) - len(failed)} skipped)" + (f": {first}" if first else "") + "."
+        )
+    if failed:
+        names = ", ".join(row["label"] for row in failed[:3])
+        return 1, f"{len(failed)} of {len(rows)} calibrations failed ({names}); the rest scored."
+    return 0, f"{len(ok)} of {len(rows)} calibrations scored."
+
+
 def differing_ranges(
     ranges: dict[str, dict[str, tuple[float, float]]], top: int = 10
 ) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from user code with consent, TensorRT engines) — a crash there never takes the
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,12 @@ def profile_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
 def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Every point of the sweep, in this worker one after another or as Ray tasks (embedded
     or on a cluster); each finished point goes to the app at once (progress ``data``), skipped
-    and failed points are kept with reasons."""
+    and failed points are kept with reasons. ``auto`` takes Ray only where it pays: a cluster
+    address, several GPUs, or CPU work (estimated from the cheapest point, run first) long
+    enough to repay Ray's start; a Ray that cannot start leaves the points to the worker."""
     from dataclasses import asdict
 
+    from deploylens.core import cluster as ray_cluster
     from deploylens.core.trace.request import SweepRequest
     from deploylens.core.trace.sweep import points, run_point, write_outputs
 
@@ -63,49 +67,68 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     base.check()
     folder = Path(request.out)
     folder.mkdir(parents=True, exist_ok=True)
-    from deploylens.core.cluster import choose
-
-    executor = choose(request.executor, request.ray_address)
-    # CPU points need no answer from Ray to be laid out: Ray starts in the background (~2-3 s)
-    # while the cheapest points run here, on one core
-    early = (
-        executor == "ray"
-        and not request.ray_address
-        and (request.backend == "ort" or request.device == "cpu")
-    )
     cluster: Any = None
-    starting: _Starting | None = None
-    if executor == "ray":
-        from deploylens.core import cluster as ray_cluster
-
-        ctx.progress(
-            0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address else "")
-        )
-        if early:
-            starting = _Starting(request.ray_address)
-        else:
-            cluster = ray_cluster.start(request.ray_address)
+    starting: Any = None
+    fell_back = ""
     try:
-        if early:
-            on_cpu = True
-        elif cluster is None:
-            on_cpu = _runs_on_cpu(request)
-        else:
+        asked = ray_cluster.choose(request.executor, request.ray_address)
+        on_cpu = _runs_on_cpu(request)
+        if asked == "ray" and (request.ray_address or not on_cpu):
+            # GPU points, or a cluster: what its nodes have decides the points, so Ray first
+            ctx.progress(0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address
+                                                else ""))  # fmt: skip
+            starting = ray_cluster.Starting(request.ray_address)
+            cluster = starting.result()
             on_cpu = _cluster_cpu_only(request, cluster)
         rows = points(base, request.batches, request.streams, request.modes, on_cpu)
-        runnable = [row for row in rows if row.status == "pending"]
+        runnable = sorted((row for row in rows if row.status == "pending"), key=_cost)
         total, done_here = len(runnable), 0
-        if starting is not None:
-            waiting = sorted(runnable, key=_cost)
-            while waiting and not starting.ready():
-                row = waiting.pop(0)
-                run_point(base, row, folder, threads=1)
-                row.node = "this worker, while Ray started"
-                done_here += 1
-                ctx.progress(done_here / max(total, 1), f"{row.label}: {row.status}",
-                             data={"point": asdict(row)})  # fmt: skip
-            cluster = starting.result()
-            runnable = waiting
+
+        def ran_here(row: Any, threads: int = 0, node: str = "") -> None:
+            nonlocal done_here
+            run_point(base, row, folder, threads=threads)
+            row.node = node or row.node
+            done_here += 1
+            ctx.progress(done_here / max(total, 1), f"{row.label}: {row.status}",
+                         data={"point": asdict(row)})  # fmt: skip
+
+        executor, reason = asked, "asked for" if asked != "auto" else ""
+        if asked == "auto":
+            if not on_cpu:
+                executor, reason = _auto_for_gpus()
+            elif runnable:
+                first = runnable.pop(0)  # the cheapest point measures what the rest will cost
+                began = time.perf_counter()
+                ran_here(first)
+                seconds = time.perf_counter() - began
+                executor, reason = ray_cluster.auto_for_cpu_work(
+                    seconds * sum(_cost_units(row) for row in runnable) / _cost_units(first)
+                )
+            else:
+                executor, reason = "worker", "no point to run"
+        # CPU points need no answer from Ray to be laid out: Ray starts in the background (~2-5 s)
+        # while the cheapest points run here, on one core
+        early = executor == "ray" and cluster is None and on_cpu
+        if executor == "ray" and cluster is None:
+            ctx.progress(
+                done_here / max(total, 1),
+                "starting Ray" + (f" at {request.ray_address}" if request.ray_address else ""),
+            )
+            try:
+                if early:
+                    starting = ray_cluster.Starting(request.ray_address)
+                    # at most half the points run here while Ray starts: the biggest are Ray's
+                    while len(runnable) > total // 2 and not starting.ready():
+                        ran_here(runnable.pop(0), 1, "this worker, while Ray started")
+                    cluster = starting.result()
+                else:
+                    starting = ray_cluster.Starting(request.ray_address)
+                    cluster = starting.result()
+            except ray_cluster.RayUnavailable as exc:
+                if request.executor != "auto":
+                    raise
+                executor, fell_back = "worker", exc.message
+                reason = f"Ray could not start, so the worker ran the points: {exc.message}"
         if cluster is not None and not on_cpu and cluster.gpus < 1:
             for row in runnable:  # a GPU point would wait for a GPU forever
                 row.status = "skipped"
@@ -116,22 +139,13 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         if cluster is not None:
             _sweep_on_ray(ctx, request, base, runnable, folder, on_cpu, done_here, total)
         else:
-            for number, row in enumerate(runnable):
-                ctx.progress(
-                    number / max(len(runnable), 1),
-                    f"point {number + 1}/{len(runnable)}: {row.label}",
-                )
-                run_point(base, row, folder)
-                ctx.progress((number + 1) / max(len(runnable), 1), f"{row.label}: {row.status}",
-                             data={"point": asdict(row)})  # fmt: skip
+            for row in list(runnable):
+                ctx.progress(done_here / max(total, 1), f"point {done_here + 1}/{total}: "
+                             f"{row.label}")  # fmt: skip
+                ran_here(row)
     finally:
         if starting is not None:  # Ray stops in the thread that started it, even after a cancel
-            starting.result(quiet=True)
             starting.stop()
-        elif cluster is not None and cluster.started_here:
-            from deploylens.core import cluster as ray_cluster
-
-            ray_cluster.stop(cluster)
     where = ", CPU" if on_cpu else ""
     if cluster is not None:
         where += f", Ray: {cluster.nodes} node{'s' if cluster.nodes != 1 else ''}"
@@ -146,57 +160,35 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         "retried": sum(row.attempts > 1 for row in rows),
         "on_cpu": on_cpu,
         "executor": executor,
+        "executor_reason": reason,
+        "ray_unavailable": fell_back,
         "cluster": asdict(cluster) if cluster is not None else None,
     }
 
 
-class _Starting:
-    """Ray started in a thread of its own that stays until the sweep stops it: the sweep runs
-    points meanwhile. It must stay: Ray's processes die with the thread that started them
-    (their parent-death signal is per thread), so the starting thread also shuts Ray down."""
+def _auto_for_gpus() -> tuple[str, str]:
+    """GPU points: Ray pays when it can run points on several GPUs at once."""
+    from deploylens.core import cluster as ray_cluster
 
-    def __init__(self, address: str) -> None:
-        import threading
+    try:
+        import torch
 
-        self.cluster: Any = None
-        self.error: BaseException | None = None
-        self._ready = threading.Event()
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(address,), daemon=True)
-        self.thread.start()
-
-    def _run(self, address: str) -> None:
-        from deploylens.core import cluster
-
-        try:
-            self.cluster = cluster.start(address)
-        except BaseException as exc:  # said by result(), on the job's thread
-            self.error = exc
-        self._ready.set()
-        if self.cluster is None:
-            return
-        self._stop.wait()
-        if self.cluster.started_here:
-            cluster.stop(self.cluster)
-
-    def ready(self) -> bool:
-        return self._ready.is_set()
-
-    def result(self, quiet: bool = False) -> Any:
-        self._ready.wait()
-        if self.error is not None and not quiet:
-            raise self.error
-        return self.cluster
-
-    def stop(self) -> None:
-        """Shut Ray down (from its own thread) and wait for it."""
-        self._stop.set()
-        self.thread.join()
+        gpus = torch.cuda.device_count()
+    except ImportError:
+        gpus = 0
+    if gpus >= 2 and ray_cluster.available():
+        return "ray", f"{gpus} GPUs: one point per GPU at a time"
+    return "worker", f"{gpus} GPU{'s' if gpus != 1 else ''} here: Ray would only add its start"
 
 
 def _cost(row: Any) -> tuple[int, int]:
     """How big a point is, roughly: what it feeds per batch."""
     return (row.batch * row.streams, row.batch)
+
+
+def _cost_units(row: Any) -> int:
+    """A point's work relative to another's: samples fed per iteration (≥ 1)."""
+    return max(1, row.batch * row.streams)
 
 
 def _cluster_cpu_only(request: Any, cluster: Any) -> bool:
