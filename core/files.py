@@ -52,13 +52,9 @@ STALE_AFTER_S = 24 * 3600
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    from deploylens.core.worker.reaper import running
+
+    return running(pid)
 
 
 def sweep_stale_staging(folder: str | Path) -> list[Path]:
@@ -100,10 +96,25 @@ def staged_outputs(final: str | Path) -> Iterator[Path]:
     stage = Path(
         tempfile.mkdtemp(prefix=f".{final.name}{STAGING_MARK}{os.getpid()}-", dir=final.parent)
     )
+    ACTIVE_STAGES.add(stage)
     try:
         yield stage
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        ACTIVE_STAGES.discard(stage)
+
+
+# Staging folders in use by this process: a worker ending abruptly (its app died) removes them
+# before it exits, since the job's own ``finally`` never runs then.
+ACTIVE_STAGES: set[Path] = set()
+
+
+def abandon_staged_outputs() -> None:
+    import shutil
+
+    for stage in list(ACTIVE_STAGES):
+        shutil.rmtree(stage, ignore_errors=True)
+        ACTIVE_STAGES.discard(stage)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes | memoryview) -> None:

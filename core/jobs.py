@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from deploylens.core.worker import protocol
@@ -293,6 +294,8 @@ def run_job(
             try:
                 return _run_once(worker, method, params, progress, timeout)
             except JobFailure as failure:
+                if not worker.host:  # a dead worker's staging folders beside the outputs
+                    sweep_output_folders(method, params)
                 if failure.kind != DISCONNECTED or attempt == 2:
                     raise
                 print(f"deploylens: {failure.message} Trying once more.", file=sys.stderr)
@@ -322,6 +325,20 @@ def _run_once(worker: Worker, method: str, params: dict[str, Any] | None,
         )
     except RemoteError as exc:  # the host went away or refused, around the job
         raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None
+
+
+def sweep_output_folders(method: str, params: dict[str, Any] | None) -> None:
+    """After a worker crashed or was killed: the hidden staging folders it left beside the
+    request's outputs (its ``finally`` never ran) go now, not at the next run."""
+    from deploylens.core.files import sweep_stale_staging
+
+    for field, kind in request_files(method).items():
+        value: Any = params or {}
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if kind in ("out", "inout", "outdir") and isinstance(value, str) and value:
+            folder = Path(value) if kind == "outdir" else Path(value).parent
+            sweep_stale_staging(folder)
 
 
 def remote_failure_kind(exc: Any) -> str:

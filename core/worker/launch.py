@@ -9,6 +9,8 @@ import shutil
 import sys
 import tempfile
 
+from deploylens.core.worker.reaper import running
+
 # The scratch folder a worker writes big results into; the app side creates and removes it, so a
 # worker that was killed (cancel, OOM, segfault) leaves nothing behind in the temp folder.
 WORKDIR_ENV = "DEPLOYLENS_WORKDIR"
@@ -36,8 +38,34 @@ def boot_script() -> str:
     return os.path.join(package_folders()["deploylens.core"], "worker", "boot.py")
 
 
+WORKDIR_PREFIX = "deploylens-worker-"
+
+
 def new_workdir() -> str:
-    return tempfile.mkdtemp(prefix="deploylens-worker-")
+    """A fresh scratch folder for a worker, named by the process that owns it; folders whose
+    owner is gone (a killed app and its killed worker could not remove theirs: ~100 MB of
+    intermediate arrays) are removed first."""
+    sweep_stale_workdirs()
+    return tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
+
+
+def sweep_stale_workdirs(folder: str = "") -> int:
+    """Remove ``deploylens-worker-<pid>-*`` folders whose pid is no longer running."""
+    folder = folder or tempfile.gettempdir()
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(WORKDIR_PREFIX):
+            continue
+        owner = name[len(WORKDIR_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit() or running(int(owner)):
+            continue
+        shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def remove_workdir(path: str | None) -> None:

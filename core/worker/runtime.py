@@ -21,6 +21,9 @@ from deploylens.core.worker import protocol
 from deploylens.core.worker.launch import WORKDIR_ENV
 from deploylens.core.worker.methods import UnknownMethod, resolve
 from deploylens.core.worker.probe import pip_install_line, probe_packages, python_info
+from deploylens.core.worker.reaper import kill_descendants, watch_parent
+
+EXIT_ORPHANED = 70  # the app was gone: nothing reads this exit status, it is for a human
 
 
 class Cancelled(Exception):
@@ -156,6 +159,7 @@ class Worker:
         return True
 
     def serve(self, commands: Any) -> None:
+        """Commands until ``shutdown``; a stdin that ends without one means the app is gone."""
         for line in commands:
             line = line.strip()
             if not line:
@@ -167,11 +171,27 @@ class Worker:
                 continue
             if not self.handle(command):
                 break
-        # stdin closed or shutdown: let a running job notice, then leave.
+        else:  # stdin ended without a shutdown: nobody reads the result any more
+            orphaned(self.workdir)
+        # shutdown: let a running job notice, then leave.
         if self.current is not None:
             self.current.request_cancel()
         if self.thread is not None:
             self.thread.join(timeout=1.0)
+
+
+def orphaned(workdir: str) -> None:
+    """The app died (kill -9, a crash) or dropped us: end now, before the job writes an output
+    nobody asked for any more, leaving no staging folder, scratch folder or child process."""
+    try:
+        from deploylens.core.files import abandon_staged_outputs
+
+        abandon_staged_outputs()
+    except Exception:
+        pass
+    shutil.rmtree(workdir, ignore_errors=True)
+    kill_descendants()
+    os._exit(EXIT_ORPHANED)
 
 
 def main() -> int:
@@ -180,6 +200,7 @@ def main() -> int:
     channel = Channel(os.dup(1))
     os.dup2(2, 1)  # stray writes to fd 1 (print, C libraries) now land in the captured stderr
     worker = Worker(channel)
+    watch_parent(lambda: orphaned(worker.workdir))
     try:
         channel.send(protocol.hello(python_info(), probe_packages(deep=False)))
         worker.serve(sys.stdin)
@@ -187,6 +208,7 @@ def main() -> int:
         pass
     finally:
         shutil.rmtree(worker.workdir, ignore_errors=True)
+        kill_descendants()  # what the job started (Ray's agents ignore their parent's death)
     sys.stdout.flush()
     sys.stderr.flush()
     # A job thread stuck in native code must not keep the process alive after shutdown.

@@ -3,8 +3,13 @@ left beside it is swept by the next run. Real workers, killed with SIGKILL at na
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -81,3 +86,75 @@ def test_a_killed_calibration_leaves_no_partial_model(samples: Path, tmp_path: P
     with Worker() as worker:
         worker.run("quantize.calibrate", params, timeout=240)
     assert output.is_file() and _leftovers(tmp_path) == []
+
+
+def _worker_pids_of(cli_pid: int) -> list[int]:
+    from deploylens.core.worker.reaper import command_line, descendants
+
+    return [pid for pid in descendants(cli_pid) if b"boot.py" in command_line(pid)]
+
+
+def _calibrate_cli(samples: Path, tmp_path: Path, images: int) -> tuple[list[str], Path]:
+    data = image_folder(tmp_path / "images", images)
+    output = tmp_path / "out" / "q.onnx"
+    output.parent.mkdir()
+    argv = [str(Path(sys.executable).with_name("deploylens")), "calibrate",
+            str(samples / "small_cnn.dynamo.onnx"), "--data", str(data), "--method", "entropy",
+            "--preprocess", "resize=32x32,scale=1/255", "--batch-size", "1",
+            "--out", str(output)]  # fmt: skip
+    return argv, output
+
+
+@pytest.mark.slow
+def test_killing_only_the_cli_ends_its_worker_which_writes_nothing_after(
+    samples: Path, tmp_path: Path
+) -> None:
+    """kill -9 of the CLI alone (its worker re-parented): the worker ends within a tick, removes
+    its staging folder and scratch folder, and never writes the output afterwards."""
+    argv, output = _calibrate_cli(samples, tmp_path, 400)
+    cli = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env={**os.environ, "DEPLOYLENS_NO_PROGRESS": "1"})  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _leftovers(output.parent):
+        time.sleep(0.02)  # calibrating: its staging folder is there
+    workers = _worker_pids_of(cli.pid)
+    assert workers and _leftovers(output.parent), "the calibration did not start"
+    scratch = [Path(p) for p in glob.glob(f"{tempfile.gettempdir()}/deploylens-worker-{cli.pid}-*")]
+    os.kill(cli.pid, signal.SIGKILL)
+    cli.wait()
+    gone = time.monotonic() + 5
+    while time.monotonic() < gone and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.05)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers), "the worker outlived its CLI"
+    time.sleep(2.0)  # had it kept going, it would write now
+    assert not output.exists(), "the orphaned worker wrote its output"
+    assert _leftovers(output.parent) == []
+    assert scratch and not any(folder.exists() for folder in scratch)
+
+
+@pytest.mark.slow
+def test_after_a_tree_kill_the_next_run_removes_what_was_left(
+    samples: Path, tmp_path: Path
+) -> None:
+    """kill -9 of the CLI and its worker together (nobody can clean): the next job's start
+    removes the dead worker's scratch folder, and its first write into the folder the staging
+    folder."""
+    argv, output = _calibrate_cli(samples, tmp_path, 400)
+    cli = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env={**os.environ, "DEPLOYLENS_NO_PROGRESS": "1"},
+                           start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _leftovers(output.parent):
+        time.sleep(0.05)
+    os.killpg(cli.pid, signal.SIGKILL)
+    cli.wait()
+    scratch = glob.glob(f"{tempfile.gettempdir()}/deploylens-worker-{cli.pid}-*")
+    assert scratch and _leftovers(output.parent)  # nobody could clean: this is the case
+    with Worker() as worker:
+        worker.run("selftest.echo", {"x": 1}, timeout=60)
+    assert not any(Path(folder).exists() for folder in scratch)
+    argv, _ = _calibrate_cli(samples, tmp_path / "again", 8)
+    again = subprocess.run([*argv[:-1], str(output)], capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert output.is_file() and _leftovers(output.parent) == []

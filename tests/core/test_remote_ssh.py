@@ -33,6 +33,7 @@ from deploylens.core.worker.remote import (
     shared_connection,
     ssh_command,
 )
+from tests.helpers.figures import assert_same_figures
 from tests.helpers.loopback_sshd import drop_connections
 
 DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
@@ -86,7 +87,8 @@ def test_jobs_run_on_the_host_and_its_code_is_sent_once(
     )
     assert remote.returncode == local.returncode == 0, remote.stderr[-2000:]
     ours, theirs = json.loads(remote.stdout), json.loads(local.stdout)
-    assert ours["passed"] and ours["outputs"] == theirs["outputs"]
+    assert ours["passed"]
+    assert_same_figures(ours["outputs"], theirs["outputs"])  # two processes: figures, not bits
     refused = cli(sshd, "validate", model, "--json", options=sshd["unknown"])
     assert refused.returncode == 1 and "host key" in refused.stderr
 
@@ -221,12 +223,12 @@ def test_inspect_support_profile_sweep_and_calibrate_run_on_the_host(
         local_cli("inspect", str(model), "--json"),
     )
     assert remote.returncode == local.returncode == 0, remote.stderr[-2000:]
-    assert json.loads(remote.stdout) == json.loads(local.stdout)  # paths rewritten to ours too
+    assert_same_figures(json.loads(remote.stdout), json.loads(local.stdout))  # paths: ours too
     # support: ONNX Runtime's kernels as the host's interpreter has them
     remote = cli(sshd, "support", str(model), "--target", "ort-cpu", "--json")
     local = local_cli("support", str(model), "--target", "ort-cpu", "--json")
     assert remote.returncode == local.returncode == 0, remote.stderr[-2000:]
-    assert json.loads(remote.stdout)["targets"] == json.loads(local.stdout)["targets"]
+    assert_same_figures(json.loads(remote.stdout)["targets"], json.loads(local.stdout)["targets"])
     # profile: the trace comes back to --out
     trace = tmp_path / "back" / "cnn.trace.json"
     remote = cli(
@@ -424,4 +426,4 @@ def test_a_connection_dropped_mid_transfer_is_tried_once_more_and_the_job_comple
     assert remote.returncode == 0, remote.stderr[-2000:]
     assert "dropped" in remote.stderr and "Trying once more." in remote.stderr
     local = local_cli("validate", str(model), "--json")
-    assert json.loads(remote.stdout)["outputs"] == json.loads(local.stdout)["outputs"]
+    assert_same_figures(json.loads(remote.stdout)["outputs"], json.loads(local.stdout)["outputs"])

@@ -111,6 +111,14 @@ def loopback_sshd() -> Iterator[dict[str, str]]:
             "empty_known_hosts": str(folder / "empty_known_hosts"),
         }
     finally:
+        # every session and what it started (a remote worker, its Ray) goes with the server,
+        # even when the test failed mid-job: the next test must not find a leftover worker
+        from deploylens.core.worker.reaper import kill_descendants
+
+        kill_descendants(server.pid)
+        if made != "current":  # a throwaway home: whatever runs from it is the test's
+            subprocess.run(["pkill", "-KILL", "-f", str(home / ".cache" / "deploylens")],
+                           capture_output=True)  # fmt: skip
         server.terminate()
         server.wait(timeout=10)
         if made != "current":
