@@ -22,3 +22,50 @@ class ModelLoadError(UserError):
 
 class ProjectFileError(UserError):
     """A project file that cannot be read or written."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for noise in ("[ONNXRuntimeError] : ", "[ShapeInferenceError] ", "[TypeInferenceError] "):
+        text = text.replace(noise, "")
+    return text[:300]
+
+
+def _subject(params: object) -> str:
+    """The file a job was reading, as its name (a request's model or path)."""
+    if isinstance(params, dict):
+        for key in ("model", "path"):
+            value = params.get(key)
+            if isinstance(value, str) and value:
+                return value.replace("\\", "/").rsplit("/", 1)[-1]
+    return "the model"
+
+
+def explain_failure(exc: BaseException, params: object = None) -> UserError | None:
+    """A library's exception on a file that library refused (ONNX Runtime, onnx's checker and
+    shape inference, a text that is not UTF-8, structure nested too deep, a size that
+    overflows) as a sentence naming the file; None for anything else (a bug: it keeps its
+    traceback). Raw class names ('Fail: …') never reach the user as the sentence."""
+    subject = _subject(params)
+    module = type(exc).__module__ or ""
+    name = type(exc).__name__
+    if module.startswith("onnxruntime"):
+        what = "run" if "run" in str(exc).lower()[:80] and "load" not in str(exc)[:80] else "load"
+        return UserError(
+            f"ONNX Runtime could not {what} {subject}: {_first_line(exc)}",
+            "The model is malformed or uses something this ONNX Runtime does not support.",
+        )
+    if module.startswith("onnx") and name in ("ValidationError", "InferenceError"):
+        return UserError(f"{subject} is not a valid ONNX model: {_first_line(exc)}")
+    if isinstance(exc, UnicodeError):
+        return UserError(f"{subject}: a name or text in it is not UTF-8 ({_first_line(exc)}).")
+    if isinstance(exc, RecursionError):
+        return UserError(f"{subject} is nested too deeply to read (subgraphs or functions).")
+    too_big = ("array is too big", "Maximum allowed dimension", "maximum supported dimension")
+    if isinstance(exc, OverflowError | MemoryError) or (
+        isinstance(exc, ValueError) and any(sign in str(exc) for sign in too_big)
+    ):
+        return UserError(
+            f"{subject}: a dimension or size in it is too large to handle ({_first_line(exc)})."
+        )
+    return None

@@ -256,6 +256,21 @@ def read_text(path: str | Path, what: str, encoding: str = "utf-8", limit: int =
         ) from None
 
 
+def parse_toml(text: str, name: str, what: str) -> dict[str, Any]:
+    """TOML text parsed, or one sentence naming ``name``: bad syntax, or arrays and tables
+    nested too deeply for the parser (a 5,000-deep array was a RecursionError)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{name} is not a readable {what}: {exc}.") from None
+    except RecursionError:
+        raise UserError(
+            f"{name} is not a readable {what}: its TOML is nested too deeply to be one."
+        ) from None
+
+
 def parse_json(text: str | bytes, name: str, what: str) -> Any:
     """JSON text parsed, or one sentence naming ``name``: bad syntax, nesting too deep for the
     parser, or a number with thousands of digits all end the same way."""

@@ -150,4 +150,19 @@ def check_model_inputs(files: dict[str, str], params: Any) -> None:
             continue
         value = _value(params, field)
         if isinstance(value, str) and value.lower().endswith(MODEL_SUFFIXES):
+            check_utf8_path(value)
             check_model_file(value)
+
+
+def check_utf8_path(path: str) -> None:
+    """ONNX Runtime, TensorRT and onnx's checker take a path as UTF-8 text: a file name that is
+    not (bytes from another locale) is said here, not as a binding's type error."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise UserError(
+            f"{shown}: the file or folder name is not UTF-8 text, and ONNX Runtime and "
+            "TensorRT open models only by UTF-8 paths.",
+            "Rename the file (or its folder) to UTF-8 text.",
+        ) from None

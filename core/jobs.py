@@ -100,11 +100,12 @@ class Worker:
 
         host = Host.parse(self.host)
         try:
+            remote_worker_argv(host, self.python, "")  # a hostile interpreter path: said first
             code, self.code_sent = ensure_code(host)
+            return remote_worker_argv(host, self.python, code)
         except RemoteError as exc:
             remove_workdir(self.workdir)
             raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None
-        return remote_worker_argv(host, self.python, code)
 
     def close(self) -> None:
         """Ask the worker to leave; make sure it is gone."""

@@ -7,7 +7,6 @@ never loses settings a newer one wrote in a table it does not read.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import tomli_w
 
 from deploylens.core.errors import ProjectFileError, UserError
-from deploylens.core.files import SETTINGS_LIMIT, atomic_write_text, read_text
+from deploylens.core.files import SETTINGS_LIMIT, atomic_write_text, parse_toml, read_text
 
 SCHEMA_VERSION = 1
 PROJECT_SUFFIX = ".deploylens.toml"
@@ -92,9 +91,9 @@ def load_project(path: str | Path) -> Project:
     except UserError as exc:
         raise ProjectFileError(exc.message) from None
     try:
-        data = tomllib.loads(raw)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProjectFileError(f"{path.name} is not valid TOML: {exc}.") from None
+        data = parse_toml(raw, path.name, "project file")
+    except UserError as exc:
+        raise ProjectFileError(exc.message) from None
     data = _migrate(data, path)
     project = Project(path=path, tables={k: v for k, v in data.items() if k != "deploylens"})
     model = data.get("model", {})

@@ -80,9 +80,10 @@ class Request:
 
     @classmethod
     def from_toml(cls: type[R], text: str) -> R:
-        import tomllib
 
-        return cls.from_params(tomllib.loads(text))
+        from deploylens.core.files import parse_toml
+
+        return cls.from_params(parse_toml(text, f"the {cls.JOB} request", "TOML table"))
 
     # -- the command line ---------------------------------------------------------------------
     @classmethod

@@ -39,7 +39,7 @@ class AppSettings:
         path = config_dir() / "settings.toml"
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
             return cls()
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)

@@ -133,15 +133,16 @@ class WorkerJob(QObject):
             self.sig_progress.emit(fraction, text)
 
         try:
+            remote_worker_argv(host, self.session.python, "")  # a hostile path: said first
             code, _ = ensure_code(host)
             params = self.params
             files = request_files(self.method)
             if files:
                 self.remote_files = RemoteFiles(host, files, progress)
                 params = self.remote_files.send(params)
+            return remote_worker_argv(host, self.session.python, code), params
         except RemoteError as exc:
             raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None
-        return remote_worker_argv(host, self.session.python, code), params
 
     def _fetch_remote(self, payload: Any) -> Any:
         try:

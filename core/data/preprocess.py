@@ -172,6 +172,12 @@ def iter_samples(
                 raise UserError(
                     f"{path.name}: array '{name}' holds {data[name].dtype} values, not numbers."
                 )
+            if data[name].dtype.kind == "f" and not np.isfinite(data[name]).all():
+                bad = int(np.size(data[name]) - np.count_nonzero(np.isfinite(data[name])))
+                raise UserError(
+                    f"{path.name}: array '{name}' holds {bad:,} NaN or infinite value(s): "
+                    "calibration and comparison need finite numbers."
+                )
         yield {name: data[name] for name, _ in inputs}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import output_path
+from deploylens.core.files import SETTINGS_LIMIT, input_file, output_path, read_text
 from deploylens.core.requests import Request
 from deploylens.core.surgery.patterns import PATTERNS
 from deploylens.core.surgery.steps import Step, steps_from_toml
@@ -54,14 +54,13 @@ class SurgeryRequest(Request):
         if args.fold:
             steps.append(Step(op="fold"))
         if args.steps:
-            if not args.steps.is_file():
-                raise UserError(f"{args.steps} is not a file (the --steps TOML)")
-            steps += steps_from_toml(args.steps.read_text(encoding="utf-8"), str(args.steps))
+            text = read_text(args.steps, "steps file (the --steps TOML)", limit=SETTINGS_LIMIT)
+            steps += steps_from_toml(text, str(args.steps))
         steps += [Step(op="pattern", pattern=p) for p in args.pattern]
         if not steps:
             raise UserError("nothing to do: give --steps FILE, --fold or --pattern NAME")
         return cls(
-            model=str(args.model.resolve()),
+            model=str(input_file(args.model, "ONNX model").resolve()),
             steps=steps,
             output=output_path(
                 args.out or Path(output_path(args.model)).with_suffix(".edited.onnx")

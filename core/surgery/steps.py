@@ -170,12 +170,9 @@ def apply_steps(
 
 # -- steps files -----------------------------------------------------------------------------------
 def steps_from_toml(text: str, where: str = "the steps file") -> list[Step]:
-    import tomllib
+    from deploylens.core.files import parse_toml
 
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{where} is not valid TOML: {exc}") from None
+    data = parse_toml(text, where, "steps file")
     return steps_from_list(data.get("steps", []), where)
 
 

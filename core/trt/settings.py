@@ -6,7 +6,6 @@ the target version, a Polygraphy line, and TOML for the project."""
 from __future__ import annotations
 
 import shlex
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import tomli_w
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import SETTINGS_LIMIT, read_text
+from deploylens.core.files import SETTINGS_LIMIT, parse_toml, read_text
 from deploylens.core.trt.flags import FLAGS, NEWEST_MAJOR, RTX, RTX_MAJORS, family
 from deploylens.core.typed import close_match, conform, hints, kind
 
@@ -225,10 +224,8 @@ def switches_on(settings: BuildSettings) -> list[Switch]:
 
 def load_settings(path: str | Path) -> BuildSettings:
     path = Path(path)
-    try:
-        data = tomllib.loads(read_text(path, "settings file", limit=SETTINGS_LIMIT))
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path.name} is not a readable settings file: {exc}.") from None
+    text = read_text(path, "settings file", limit=SETTINGS_LIMIT)
+    data = parse_toml(text, path.name, "settings file")
     table = data.get("build", data)
     return BuildSettings.from_dict(table, path.name + (" [build]" if "build" in data else ""))
 

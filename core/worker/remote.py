@@ -147,12 +147,31 @@ def explain_ssh_failure(host: Host, stderr: str) -> RemoteError:
             "DeployLens logs in with your SSH keys or agent, never a password: add your public "
             "key to the server's ~/.ssh/authorized_keys or load it into ssh-agent.",
         )
+    if any(sign in text for sign in PERMANENT_SSH_ERRORS):  # trying again cannot help
+        return RemoteError(
+            "address",
+            f"{host} is not an address ssh can use: {last}.",
+            "Check the host name, port and user (an ~/.ssh/config alias works too).",
+        )
     return RemoteError(
         "connect",
         f"Could not reach {host}: {last}.",
         "Check the host name, the network and that sshd runs there; 'ssh "
         f"{host.destination}' in a terminal shows the same error.",
     )
+
+
+# ssh's words for an address that no retry can fix: a name that does not resolve, a bad port,
+# a user name it refuses to send
+PERMANENT_SSH_ERRORS = (
+    "Could not resolve hostname",
+    "Name or service not known",
+    "Bad port",
+    "bad port",
+    "invalid user name",
+    "remote username contains invalid characters",
+    "hostname contains invalid characters",
+)
 
 
 def code_archive() -> tuple[str, bytes]:
@@ -236,13 +255,20 @@ def run_ssh(host: Host, remote: str, stdin: bytes, timeout: float) -> subprocess
 def remote_worker_argv(host: Host, python: str, code: str) -> list[str]:
     """The ssh command line whose stdin/stdout are the remote worker's: a private scratch
     folder removed when the worker ends, our packages mapped by path, the chosen Python."""
+    if not python or python.startswith("-") or any(ch in python for ch in "\n\r\x00"):
+        raise RemoteError(
+            "python",
+            f"{python[:80]!r} is not an interpreter path (a path or a command name, not an "
+            "option or several lines).",
+            "Give the host's Python, e.g. --remote-python /usr/bin/python3.",
+        )
     packages = {name: f"{code}/{name.replace('.', '/')}" for name in WORKER_PACKAGES}
     boot = f"{code}/deploylens/core/worker/boot.py"
     script = (
         'w=$(mktemp -d "${TMPDIR:-/tmp}/deploylens-worker-XXXXXX") || exit 70; '
         "trap 'rm -rf \"$w\"' EXIT HUP TERM; "
         f"command -v {shlex.quote(python)} >/dev/null 2>&1 || "
-        f"{{ echo 'deploylens: no {python} on this host' >&2; exit 127; }}; "
+        f"{{ printf 'deploylens: no %s on this host\\n' {shlex.quote(python)} >&2; exit 127; }}; "
         f'DEPLOYLENS_WORKDIR="$w" DEPLOYLENS_PACKAGES={shlex.quote(json.dumps(packages))} '
         "PYTHONIOENCODING=utf-8 PYTHONFAULTHANDLER=1 "
         f"{shlex.quote(python)} {shlex.quote(boot)}"

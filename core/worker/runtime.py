@@ -74,6 +74,15 @@ class JobContext:
         self._channel.send(protocol.log(self.job, level, text))
 
 
+def _explained(exc: BaseException, params: Any) -> BaseException:
+    """A library's refusal of the user's file as the ``UserError`` it is (core/errors)."""
+    from deploylens.core.errors import UserError, explain_failure
+
+    if isinstance(exc, (UserError, Cancelled)):
+        return exc
+    return explain_failure(exc, params) or exc
+
+
 def _classify(job: str, exc: BaseException, python: str) -> dict[str, Any]:
     """Turn a job's exception into an ``error`` message of the right kind."""
     from deploylens.core.errors import UserError
@@ -124,7 +133,7 @@ class Worker:
         except UnknownMethod as exc:
             message = protocol.error(ctx.job, protocol.INTERNAL, str(exc))
         except BaseException as exc:
-            message = _classify(ctx.job, exc, sys.executable)
+            message = _classify(ctx.job, _explained(exc, params), sys.executable)
         finally:
             sys.stdout.flush()
         self.busy = False

@@ -142,20 +142,22 @@ def push(host: Host, local: Path, progress: Progress | None = None) -> Pushed:
         plan.append((path, relative, size, have if have <= size else 0))
     steps = [f'set -e; d="{folder}"; mkdir -p "$d.partial"; cd "$d.partial"']
     folders = sorted({os.path.dirname(rel) for _, rel, _, _ in plan} - {""})
+    # every name as ./NAME, quoted: a leading '-' is never an option, a newline never a line
     if folders:
-        steps.append("mkdir -p " + " ".join(shlex.quote(f) for f in folders))
+        steps.append("mkdir -p -- " + " ".join(shlex.quote(f"./{f}") for f in folders))
     for _, relative, size, offset in plan:  # the stream is the files' missing tails, in order
         redirect = ">>" if offset else ">"
-        steps.append(f"head -c {size - offset} {redirect} {shlex.quote(relative)}")
+        steps.append(f"head -c {int(size - offset)} {redirect} {shlex.quote(f'./{relative}')}")
     for _, relative, size, _ in plan:  # short: the stream was cut; keep it for the next send
         steps.append(
-            f'test "$(stat -c %s {shlex.quote(relative)})" -eq {size} || exit {INCOMPLETE}'
+            f'test "$(stat -c %s -- {shlex.quote(f"./{relative}")})" -eq {int(size)} '
+            f"|| exit {INCOMPLETE}"
         )
-    sums = "".join(f"{sha}  {rel}\n" for _, rel, _, sha in item.files)
-    steps.append(
-        f"printf %s {shlex.quote(sums)} | sha256sum --check --quiet --strict - >&2 "
-        f'|| {{ cd /; rm -rf "$d.partial"; exit 3; }}'
-    )
+    for _, relative, _, sha in item.files:  # each file's sum, read from stdin (no name parsed)
+        steps.append(
+            f'test "$(sha256sum < {shlex.quote(f"./{relative}")})" = {shlex.quote(f"{sha}  -")} '
+            f'|| {{ echo "checksum mismatch" >&2; cd /; rm -rf "$d.partial"; exit 3; }}'
+        )
     steps.append('cd /; rm -rf "$d"; mv "$d.partial" "$d"; touch "$d/.complete"')
     total = item.total
     sent = sum(offset for _, _, _, offset in plan)  # already there from an earlier send
@@ -255,7 +257,7 @@ def pull_folder(host: Host, remote: str, local: Path) -> bool:
     command = ssh_command(
         host,
         f"test -d {shlex.quote(remote)} || exit {missing}; "
-        f"tar -cf - -C {shlex.quote(parent)} {shlex.quote(name)}",
+        f"tar -cf - -C {shlex.quote(parent)} -- {shlex.quote(name)}",
     )
     local.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=local, prefix=".incoming-") as temp:
@@ -330,7 +332,7 @@ class RemoteFiles:
                 self.mapping.update(pushed.files)
                 if kind == "inout":  # the job updates it in place: give it its own copy
                     copy_to = f"{self.folder}/{local.name}"
-                    run_ssh(host, f"cp {shlex.quote(remote)} {shlex.quote(copy_to)}", b"", 60)
+                    run_ssh(host, f"cp -- {shlex.quote(remote)} {shlex.quote(copy_to)}", b"", 60)
                     remote = copy_to
                     self.outputs.append((remote, local, False))
                 self.mapping[remote] = value
@@ -363,7 +365,7 @@ class RemoteFiles:
     def clean(self) -> None:
         if self.folder:
             try:
-                run_ssh(self.host, f"rm -rf {shlex.quote(self.folder)}", b"", 60)
+                run_ssh(self.host, f"rm -rf -- {shlex.quote(self.folder)}", b"", 60)
             except RemoteError:
                 pass  # the host is gone; its scratch folder goes with the next clean-up
 

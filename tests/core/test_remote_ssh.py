@@ -427,3 +427,38 @@ def test_a_connection_dropped_mid_transfer_is_tried_once_more_and_the_job_comple
     assert "dropped" in remote.stderr and "Trying once more." in remote.stderr
     local = local_cli("validate", str(model), "--json")
     assert_same_figures(json.loads(remote.stdout)["outputs"], json.loads(local.stdout)["outputs"])
+
+
+def test_hostile_interpreter_paths_and_file_names_run_nothing_on_either_side(
+    sshd: dict[str, str], samples: Path, tmp_path: Path
+) -> None:
+    """Every value that reaches a remote shell is quoted: interpreter paths and model names
+    with a quote, a newline, a leading '-' or ``$()`` run nothing (no marker here or on the
+    host, which is this machine); odd file names still validate; an address ssh cannot use is
+    said once, not retried."""
+    marker = tmp_path / "ran.marker"
+    env = {**os.environ, OPTIONS_ENV: sshd["options"]}
+    pythons = [f"/x'; touch {marker}; '", f"/x\ntouch {marker}", "-c", f"$(touch {marker})",
+               f"`touch {marker}`"]  # fmt: skip
+    for python in pythons:
+        run = subprocess.run(
+            [DEPLOYLENS, "env", "--host", sshd["host"], "--remote-python", python],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        assert run.returncode == 1, (python, run.stderr)
+        assert "Traceback" not in run.stderr, run.stderr
+    names = ["-x.onnx", "a'b.onnx", f"$(touch {marker}).onnx".replace("/", "_"), "new\nline.onnx",
+             "sp ace;.onnx"]  # fmt: skip
+    for name in names:
+        model = tmp_path / name
+        shutil.copy(samples / "small_cnn.dynamo.onnx", model)
+        remote = cli(sshd, "validate", str(model), "--json")
+        assert remote.returncode == 0, (name, remote.stderr[-2000:])
+        assert json.loads(remote.stdout)["passed"]
+    assert not marker.exists(), "a hostile value ran on one side"
+    bad = subprocess.run(
+        [DEPLOYLENS, "env", "--host", "someone@no-such-host.invalid", "--remote-python", "python3"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert bad.returncode == 1 and "Trying once more" not in bad.stderr, bad.stderr
+    assert "not an address ssh can use" in bad.stderr

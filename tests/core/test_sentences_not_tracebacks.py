@@ -1,0 +1,84 @@
+"""Hostile inputs the security review ran into tracebacks or raw exception names ('Fail: …'),
+each built here: every one ends in one sentence naming the file, exit status 1."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "small_cnn.dynamo.onnx"
+RAW = re.compile(r"deploylens: error: [A-Z][A-Za-z]*(Error|Exception|Fail|Graph|Argument)\b:")
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([DEPLOYLENS, *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd, env={**os.environ, "DEPLOYLENS_NO_PROGRESS": "1"})  # fmt: skip
+
+
+def _said(run: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
+    assert "Traceback" not in run.stderr and not RAW.search(run.stderr), run.stderr[-2000:]
+    for word in words:
+        assert word in run.stderr, (word, run.stderr[-2000:])
+
+
+def _bad_graph(path: Path) -> Path:
+    """A node reading a tensor nothing makes: onnx parses it, ONNX Runtime refuses the graph."""
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "ghost"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_deep_toml_settings_are_a_sentence(tmp_path: Path) -> None:
+    settings = tmp_path / "deep.toml"
+    settings.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    _said(_run("build", str(SAMPLE), "--settings", str(settings)), "deep.toml", "nested too deeply")
+
+
+def test_non_utf8_steps_file_and_symlink_loop_model_are_sentences(tmp_path: Path) -> None:
+    steps = tmp_path / "steps.toml"
+    steps.write_bytes(b'[[steps]]\nop = "fold"\n# \xff\xfe\n')
+    _said(_run("surgery", str(SAMPLE), "--steps", str(steps)), "steps.toml", "not UTF-8"[:3])
+    (tmp_path / "a.onnx").symlink_to(tmp_path / "b.onnx")
+    (tmp_path / "b.onnx").symlink_to(tmp_path / "a.onnx")
+    _said(_run("surgery", str(tmp_path / "a.onnx"), "--fold"), "a.onnx", "loop")
+
+
+def test_a_graph_onnx_runtime_refuses_is_a_sentence_naming_the_file(tmp_path: Path) -> None:
+    model = _bad_graph(tmp_path / "ghost.onnx")
+    _said(_run("validate", str(model)), "ghost.onnx", "ONNX Runtime")
+
+
+def test_nan_calibration_data_is_a_sentence(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    x = np.random.default_rng(0).random((1, 3, 32, 32), dtype=np.float32)
+    x[0, 0, 0, 0] = np.nan
+    for index in range(4):
+        np.save(data / f"s{index}.npy", x)
+    _said(_run("calibrate", str(SAMPLE), "--data", str(data), "--out", str(tmp_path / "q.onnx")),
+          "s0.npy", "NaN")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [b"caf\xe9.onnx", b"\xff\xfe.onnx"])
+def test_a_model_name_that_is_not_utf8_is_a_sentence(tmp_path: Path, name: bytes) -> None:
+    path = os.path.join(os.fsencode(tmp_path), name)
+    with open(path, "wb") as handle:
+        handle.write(SAMPLE.read_bytes())
+    shown = os.fsdecode(path)
+    for args in (["validate", shown], ["calibrate", shown, "--data", str(tmp_path)]):
+        _said(_run(*args), "not UTF-8")
