@@ -28,6 +28,7 @@ CASES = {
     "build": 300,
     "validate": 250,
     "torch": 150,
+    "readers": 24,  # each runs a worker job (~1-3 s): the weight readers behind the guard
 }
 SEED = int(os.environ.get("DEPLOYLENS_FUZZ_SEED", "20261123"))
 SCALE = float(os.environ.get("DEPLOYLENS_FUZZ_SCALE", "1"))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from tests.fuzz.mutate import (
     WEIRD_STRINGS,
@@ -46,6 +46,7 @@ class Case:
     args: dict[str, Any] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)  # files a sentence may name
     mutation: str = ""
+    secret: bytes = b""  # bytes of a file outside the case folder that must never be read in
 
 
 # -- ONNX models ----------------------------------------------------------------------------------
@@ -807,7 +808,21 @@ def _mutate_zip(data: bytes, rng: np.random.Generator, marker: str) -> tuple[byt
     source = zipfile.ZipFile(io.BytesIO(data))
     names = source.namelist()
     target_name = _pick(rng, names)
-    action = int(rng.integers(0, 5))
+    action = int(rng.integers(0, 7))
+    if action >= 5:  # native code (AOTInductor's layout) or a decompression bomb, added
+        out = io.BytesIO()
+        prefix = names[0].split("/")[0]
+        with zipfile.ZipFile(out, "w") as target:
+            for name in names:
+                target.writestr(name, source.read(name))
+            if action == 5:
+                member = _pick(rng, ["data/aotinductor/m/m.so", "data/x.cpp", "data/k.cubin",
+                                     "data/aotinductor/m/m_metadata.json"])  # fmt: skip
+                target.writestr(f"{prefix}/{member}", b"\x7fELF" + bytes(64))
+            else:
+                target.writestr(f"{prefix}/data/weights/bomb", bytes(96 << 20),
+                                compress_type=zipfile.ZIP_DEFLATED)  # fmt: skip
+        return out.getvalue(), "native member" if action == 5 else "bomb member"
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as target:
         for name in names:
@@ -852,6 +867,57 @@ def torch_cases(count: int, rng: np.random.Generator) -> Iterator[Case]:
         )
 
 
+# The readers of a model's weights, each fed models whose external data points outside their
+# folder (``..``, an absolute path, a symlink in the folder) or is otherwise hostile: the guard
+# must refuse before any of them reads a byte (TensorRT-RTX's parser baked such bytes into an
+# engine). A case fails when the outside file's bytes appear in anything it wrote.
+SECRET = b"DEPLOYLENS-FUZZ-SECRET-" * 8
+READER_COMMANDS = (
+    ["surgery", "{model}", "--fold", "--no-tensorrt", "--out", "{dir}/edited.onnx"],
+    ["build", "{model}", "--build", "--target-cc", "sm89", "--engine", "{dir}/m.plan"],
+    ["calibrate", "{model}", "--data", "{dir}/data", "--out", "{dir}/q.onnx"],
+    ["validate", "{model}"],
+)
+OUTSIDE = ("../secret.bin", "link_out", "linkdir/w.bin", "/proc/self/environ", "weights.bin")
+
+
+def reader_cases(count: int, rng: np.random.Generator) -> Iterator[Case]:
+    model = chain_model(6)
+    for index in range(count):
+        case_model = onnx.ModelProto()
+        case_model.CopyFrom(model)
+        tensor = _pick(rng, list(case_model.graph.initializer))
+        size = len(numpy_helper.to_array(tensor).tobytes())
+        tensor.ClearField("raw_data")
+        tensor.ClearField("float_data")
+        tensor.data_location = TensorProto.EXTERNAL
+        location = _pick(rng, list(OUTSIDE))
+        tensor.external_data.add(key="location", value=location)
+        tensor.external_data.add(key="length", value=str(size))
+
+        def layout(folder: Path, size: int = size, made: onnx.ModelProto = case_model) -> None:
+            (folder.parent / "secret.bin").write_bytes(SECRET * (1 + size // len(SECRET)))
+            (folder / "link_out").symlink_to(folder.parent / "secret.bin")
+            (folder / "linkdir").symlink_to(folder.parent)
+            (folder / "weights.bin").write_bytes(bytes(size))
+            data = folder / "data"
+            data.mkdir()
+            np.save(data / "x.npy", np.ones([d.dim_value or 1 for d in _dims(made)],
+                                            np.float32))  # fmt: skip
+
+        argv = [a.replace("{model}", "{dir}/model.onnx") for a in _pick(rng, list(READER_COMMANDS))]
+        yield Case(
+            "readers", f"readers-{index:04d}",
+            {"model.onnx": case_model.SerializeToString(), "_layout": layout}, argv,
+            names=["model.onnx", location.rsplit("/", 1)[-1]], mutation=f"external {location!r}",
+            secret=SECRET,
+        )  # fmt: skip
+
+
+def _dims(model: onnx.ModelProto) -> list[Any]:
+    return list(model.graph.input[0].type.tensor_type.shape.dim)
+
+
 CLASSES: dict[str, Callable[[int, np.random.Generator], Iterator[Case]]] = {
     "inspect": lambda n, rng: onnx_cases("inspect", n, rng),
     "graph": lambda n, rng: onnx_cases("graph", n, rng),
@@ -861,6 +927,7 @@ CLASSES: dict[str, Callable[[int, np.random.Generator], Iterator[Case]]] = {
     "build": build_cases,
     "validate": validate_cases,
     "torch": torch_cases,
+    "readers": reader_cases,
 }
 
 

@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -29,6 +30,9 @@ from typing import Any
 import numpy as np
 
 from tests.fuzz.cases import CLASSES, MARKER, Case, marker_dir, write_case
+
+# "deploylens: error: Fail: …": a library's exception class as the user's sentence
+RAW_SENTENCE = re.compile(r"deploylens: error: [A-Z]\w*(Error|Exception|Fail|Graph|Argument)\b:")
 
 
 class CaseTimeout(BaseException):
@@ -79,6 +83,8 @@ def run_cli(case: Case, folder: Path) -> tuple[str, str]:
     if code != 1:
         return "fail", f"exit {code}: {stderr[-300:]}"
     line = _first_line(stderr)
+    if RAW_SENTENCE.match(line):
+        return "fail", f"a raw exception as the sentence: {line}"
     if line.startswith("deploylens: error: "):
         if _names_file(line, case) or not case.names:
             return "error", line
@@ -86,6 +92,19 @@ def run_cli(case: Case, folder: Path) -> tuple[str, str]:
     if not stderr.strip() and out.getvalue().strip():
         return "verdict", _first_line(out.getvalue())  # a negative report (problems, FAIL)
     return "fail", f"exit 1 without a sentence: {stderr[-300:]!r}"
+
+
+def _holding(folder: Path, secret: bytes) -> list[str]:
+    """Files the case wrote (links left out: they are the bait) that hold ``secret``."""
+    found = []
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.name != "secret.bin":
+            try:
+                if secret[:24] in path.read_bytes():
+                    found.append(path.name)
+            except OSError:
+                continue
+    return found
 
 
 def run_call(case: Case, folder: Path) -> tuple[str, str]:
@@ -145,7 +164,10 @@ def run_case(case: Case, root: Path, seconds: float) -> dict[str, Any]:
         outcome, detail = "fail", "MemoryError"
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        leaked = _holding(folder, case.secret) if case.secret else []
         shutil.rmtree(folder, ignore_errors=True)
+    if leaked:
+        outcome, detail = "fail", f"bytes from outside the model's folder were read into {leaked}"
     markers = list(marker_dir().glob(f"{MARKER}*"))
     if markers:
         outcome, detail = "fail", f"a hostile pickle ran: {[m.name for m in markers]}"
