@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QListWidget,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -307,10 +308,41 @@ class BuildPanel(QWidget):
     def build(self) -> None:
         try:
             request = self.build_request().prepared()
+            if not self._plugins_consented(request.settings.plugins or []):
+                self._set_banner(
+                    "Not built: the plugin libraries were not trusted (loading one runs its "
+                    "native code).",
+                    BAD_STYLE,
+                )
+                return
         except UserError as exc:
             self._set_banner(exc.message, BAD_STYLE)
             return
         self._start(request, f"Build {Path(self.model_path).name}")
+
+    def _plugins_consented(self, plugins: list[str]) -> bool:
+        """Plugin libraries load only with the user's consent, per file content: a dialog names
+        each library not yet trusted (a settings or project file may have named it)."""
+        from deploylens.core.consent import check_library, grant_consent, is_trusted
+
+        untrusted = [check_library(p) for p in plugins if not is_trusted(p)]
+        if not untrusted:
+            return True
+        listed = "\n".join(f"  {path}" for path in untrusted)
+        answer = QMessageBox.question(
+            self,
+            "Load plugin libraries?",
+            "Building loads these TensorRT plugin libraries, which runs their native code with "
+            f"your permissions:\n\n{listed}\n\nLoad them only if you trust where they came "
+            "from. DeployLens remembers your answer for these exact files.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No,
+        )
+        if answer != QMessageBox.StandardButton.Yes:
+            return False
+        for path in untrusted:
+            grant_consent(path)
+        return True
 
     def _start(self, request: Any, title: str) -> None:
         method = request.JOB

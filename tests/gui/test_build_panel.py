@@ -222,3 +222,38 @@ def test_every_keystroke_in_profiles_leaves_the_panel_consistent(
     command = panel.trtexec.toPlainText()
     assert "--minShapes=image:1x3x8x8" in command and "--optShapes=image:2x3x8x8" in command
     assert "problem" not in panel.banner.text()  # the stale error did not stay
+
+
+def test_a_plugin_library_from_settings_loads_only_after_the_dialog(
+    qtbot, make_window, samples: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A plugin library the settings name is not loaded until the user says yes in a dialog
+    that names it; 'No' starts no job; 'Yes' is remembered for this file's content."""
+    from PySide6.QtWidgets import QMessageBox
+
+    from deploylens.core.consent import is_trusted
+
+    library = tmp_path / "libplugin.so"
+    library.write_bytes(b"\x7fELF" + bytes(60))
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel = window.build_panel
+    panel.form.plugins.setText(str(library))
+    asked: list[str] = []
+
+    def answer(reply: QMessageBox.StandardButton):
+        def question(parent, title, text, *args):
+            asked.append(text)
+            return reply
+
+        return question
+
+    monkeypatch.setattr(QMessageBox, "question", answer(QMessageBox.StandardButton.No))
+    panel.build()
+    assert asked and str(library) in asked[0] and "native code" in asked[0]
+    assert panel.job is None and "not trusted" in panel.banner.text()
+    assert not is_trusted(library)
+    monkeypatch.setattr(QMessageBox, "question", answer(QMessageBox.StandardButton.Yes))
+    panel.build()
+    assert is_trusted(library) and len(asked) == 2
+    qtbot.waitUntil(lambda: panel.job is None, timeout=JOB_TIMEOUT_MS)  # the job ran and ended
