@@ -62,7 +62,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy
+	$(BIN)/python .ci/mypy
 
 bench: install
 	$(BIN)/python bench/startup.py --json bench/results/startup.json

@@ -358,12 +358,12 @@ def _loopback_only() -> Iterator[None]:
     _set_auth_mode("token")  # stays while this Ray runs (its driver and processes need it)
     resolve = getattr(services, "resolve_ip_for_localhost", None)
     if resolve is not None:
-        services.resolve_ip_for_localhost = lambda host: host  # type: ignore[attr-defined]
+        services.resolve_ip_for_localhost = lambda host: host
     try:
         yield
     finally:
         if resolve is not None:
-            services.resolve_ip_for_localhost = resolve  # type: ignore[attr-defined]
+            services.resolve_ip_for_localhost = resolve
 
 
 _SAVED_AUTH_MODE: list[str | None] = []
@@ -385,10 +385,11 @@ def _set_auth_mode(mode: str | None) -> None:
         _SAVED_AUTH_MODE.append(os.environ.get("RAY_AUTH_MODE"))
         os.environ["RAY_AUTH_MODE"] = mode
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config
+        import ray._raylet as raylet  # its own test helpers re-read the config the same way
 
-        Config.initialize("")
-        AuthenticationTokenLoader.instance().reset_cache()
+        raylet_api: Any = raylet  # a compiled module: its stub lacks these two
+        raylet_api.Config.initialize("")
+        raylet_api.AuthenticationTokenLoader.instance().reset_cache()
     except Exception:  # another Ray: set before its import, the variable alone is enough
         pass
 

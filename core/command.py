@@ -17,9 +17,9 @@ class Command:
     run: Callable[[argparse.Namespace], int]
 
 
-def add_python(parser: argparse.ArgumentParser) -> None:
+def add_python(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument("--python", help="worker interpreter (default: the one in Preferences)")
 
 
-def add_json(parser: argparse.ArgumentParser) -> None:
+def add_json(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

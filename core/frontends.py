@@ -27,7 +27,8 @@ def load_frontend(name: str) -> Callable[..., Any]:
             "Reinstall DeployLens (pip install deploylens); the CLI works without it.",
         )
     try:
-        return matches[0].load()
+        result: Callable[..., Any] = matches[0].load()
+        return result
     except ImportError as exc:
         raise UserError(
             f"The DeployLens GUI cannot start: {exc}.",

@@ -44,7 +44,8 @@ REQUESTS: dict[str, str] = {
 
 def request_class(job: str) -> type[Request]:
     module, _, name = REQUESTS[job].partition(":")
-    return getattr(importlib.import_module(module), name)
+    result: type[Request] = getattr(importlib.import_module(module), name)
+    return result
 
 
 class Request:
@@ -61,7 +62,8 @@ class Request:
     # -- worker params ------------------------------------------------------------------------
     def to_params(self) -> dict[str, Any]:
         """JSON-ready params for the worker."""
-        return typed.to_dict(self)
+        result: dict[str, Any] = typed.to_dict(self)
+        return result
 
     @classmethod
     def from_params(cls: type[R], params: Any) -> R:

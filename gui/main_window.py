@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import (
@@ -170,9 +171,7 @@ class MainWindow(QMainWindow):
                 lambda visible, t=title: self._on_dock_visible(t, visible)
             )
         # the registries take seconds: collected when the panel first comes to the front
-        self.docks["Op support"].visibilityChanged.connect(
-            lambda visible: visible and self.support_panel.ensure_loaded()
-        )
+        self.docks["Op support"].visibilityChanged.connect(self._support_shown)
         first.raise_()
         self._proportions_applied = False
 
@@ -260,8 +259,13 @@ class MainWindow(QMainWindow):
     def open_path(self, path: str | Path) -> None:
         self.document.open(path)
 
-    def _share_matrix(self, matrix: object) -> None:
-        """The export panel's fix ladder uses the support matrix once it is loaded."""
+    def _support_shown(self, visible: bool) -> None:
+        if visible:
+            self.support_panel.ensure_loaded()
+
+    def _share_matrix(self, matrix: Any) -> None:
+        """The export panel's fix ladder uses the support matrix once it is loaded (the
+        signal carries ``object``: the matrix is imported only when the panel loads it)."""
         self.export_panel.set_matrix(matrix)
 
     def _engine_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
@@ -350,8 +354,9 @@ class MainWindow(QMainWindow):
         if summary.problems:
             self.notifier.user_message("; ".join(summary.problems))
 
-    def _on_parsed(self, path: str, proto: object) -> None:
-        """The panels that read the protobuf share the document's one parse."""
+    def _on_parsed(self, path: str, proto: Any) -> None:
+        """The panels that read the protobuf share the document's one parse (a ``ModelProto``;
+        the signal carries ``object`` so the window imports no onnx at start)."""
         self.graph_panel.load(path, proto)
         self.support_panel.set_model(path, proto)
 

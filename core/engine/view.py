@@ -127,12 +127,14 @@ def diff_engines(
     layer_a_of, layer_b_of = a.onnx_to_layer(), b.onnx_to_layer()
     seen: set[tuple[str, str]] = set()
     for node in sorted(set(layer_a_of) & set(layer_b_of)):
-        la, lb = names_a[layer_a_of[node]], names_b[layer_b_of[node]]
-        if (la.name, lb.name) in seen or not la.precision or not lb.precision:
+        one, other = names_a[layer_a_of[node]], names_b[layer_b_of[node]]
+        if (one.name, other.name) in seen or not one.precision or not other.precision:
             continue
-        seen.add((la.name, lb.name))
-        if la.precision != lb.precision:
-            precision.append({"a": la.name, "b": lb.name, "from": la.precision, "to": lb.precision})
+        seen.add((one.name, other.name))
+        if one.precision != other.precision:
+            precision.append(
+                {"a": one.name, "b": other.name, "from": one.precision, "to": other.precision}
+            )
     result: dict[str, Any] = {
         "added": [n for n in names_b if n not in names_a],
         "removed": [n for n in names_a if n not in names_b],
@@ -149,7 +151,7 @@ def diff_engines(
 def _time_deltas(times_a: list[LayerTime], times_b: list[LayerTime]) -> dict[str, Any]:
     ta = {t.name: t.average_ms for t in times_a}
     tb = {t.name: t.average_ms for t in times_b}
-    common = [
+    common: list[dict[str, Any]] = [
         {"layer": n, "a_ms": ta[n], "b_ms": tb[n], "delta_ms": tb[n] - ta[n]} for n in ta if n in tb
     ]
     common.sort(key=lambda row: -abs(row["delta_ms"]))

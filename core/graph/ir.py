@@ -151,7 +151,7 @@ def build_ir(
     if is_function:
         inputs = [name for name in graph.input]
         outputs = [name for name in graph.output]
-        value_types: dict[str, tuple] = {}
+        value_types: dict[str, tuple[str, list[int | str | None] | None]] = {}
     else:
         inputs = [v.name for v in graph.input if v.name not in initializers]
         outputs = [v.name for v in graph.output]

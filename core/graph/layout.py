@@ -152,7 +152,8 @@ def _separate(x: np.ndarray, width: np.ndarray, rank: np.ndarray, order: np.ndar
     out[seq] = lifted - r * big + base
     # keep each rank's mean where it wanted to be (separation only spreads, never drifts)
     drift = np.bincount(rank, weights=out - x) / np.maximum(np.bincount(rank), 1)
-    return out - drift[rank]
+    result: np.ndarray = out - drift[rank]
+    return result
 
 
 def layered_layout(

@@ -64,7 +64,8 @@ def viridis(t: np.ndarray) -> np.ndarray:
     low = np.floor(t).astype(int)
     high = np.minimum(low + 1, len(_VIRIDIS) - 1)
     frac = (t - low)[:, None]
-    return (_VIRIDIS[low] * (1 - frac) + _VIRIDIS[high] * frac).astype(np.uint8)
+    result: np.ndarray = (_VIRIDIS[low] * (1 - frac) + _VIRIDIS[high] * frac).astype(np.uint8)
+    return result
 
 
 @dataclass

@@ -86,4 +86,5 @@ def run_isolated(function: Callable[..., T], *args: Any, timeout: float = TIMEOU
     kind, value = pickle.loads(b"".join(chunks))
     if kind == "raised":
         raise value
-    return value
+    result: T | Crashed = value
+    return result

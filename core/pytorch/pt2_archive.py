@@ -216,7 +216,7 @@ def _weights_only() -> Iterator[None]:
         raise _Refused("pickle.loads")
 
     saved_pickle = _package.pickle
-    _package.pickle = type("NoPickle", (), {"loads": staticmethod(no_pickle)})  # type: ignore[assignment]
+    _package.pickle = type("NoPickle", (), {"loads": staticmethod(no_pickle)})
     torch.load = safe_load
     try:
         yield

@@ -83,7 +83,8 @@ def build_plan(report: dict[str, Any], python: str | None) -> dict[str, Any]:
         }
     )
     try:
-        return build.run(python)
+        result: dict[str, Any] = build.run(python)
+        return result
     except Exception as exc:  # a missing TensorRT-RTX or a rejected model: said, the plan stays
         return {"built": False, "message": str(getattr(exc, "message", exc))}
 

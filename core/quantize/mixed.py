@@ -152,6 +152,7 @@ def fp16_variant(prepared: onnx.ModelProto, blocked: Iterable[str]) -> onnx.Mode
     """FP16 everywhere but ``blocked`` nodes (kept FP32), inputs and outputs in FP32."""
     from onnxconverter_common import float16
 
-    return float16.convert_float_to_float16(
+    converted: onnx.ModelProto = float16.convert_float_to_float16(
         _copy(prepared), keep_io_types=True, node_block_list=list(blocked)
     )
+    return converted

@@ -14,17 +14,19 @@ import numpy as np
 import onnx
 
 from deploylens.core.errors import UserError
-from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
+from deploylens.core.quantize.request import CalibrateRequest, Method, SensitivityRequest
 
-METHOD_CONFIGS = (("entropy", 99.99), ("minmax", 99.99), ("percentile", 99.9),
-                  ("percentile", 99.99), ("percentile", 99.999))  # fmt: skip
+METHOD_CONFIGS: tuple[tuple[Method, float], ...] = (
+    ("entropy", 99.99), ("minmax", 99.99), ("percentile", 99.9), ("percentile", 99.99),
+    ("percentile", 99.999),
+)  # fmt: skip
 BATCH_SIZES = (1, 8, 32)
 
 
 @dataclass
 class StudyRow:
     label: str
-    method: str
+    method: Method
     percentile: float | None
     batch_size: int | None
     status: str = "ok"
@@ -109,7 +111,8 @@ def row_on_node(request: dict[str, Any], row: dict[str, Any], shipped: dict[str,
     from deploylens.core.cluster import materialize
 
     checked = SensitivityRequest.from_params(request)
-    checked = replace(checked, **{name: materialize(item) for name, item in shipped.items()})
+    local: dict[str, Any] = {name: materialize(item) for name, item in shipped.items()}
+    checked = replace(checked, **local)
     done = StudyRow(**row)
     evaluator, base = _evaluation(checked, 1)
     with tempfile.TemporaryDirectory(prefix="deploylens-study-") as scratch:

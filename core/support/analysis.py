@@ -9,12 +9,12 @@ from typing import Any
 import onnx
 
 from deploylens.core.errors import UserError
+from deploylens.core.model.domains import domain_name
 from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.isolated import run_isolated
 from deploylens.core.model.summary import iter_subgraphs
 from deploylens.core.support.fixes import Fix, ladder
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
-from deploylens.core.support.onnx_spec import domain_name
 
 MAX_NODE_NAMES = 20
 ORT_PROVIDERS = {
@@ -99,9 +99,13 @@ def _declared_types(graphs: list[onnx.GraphProto]) -> dict[str, str]:
         for value in (*graph.input, *graph.output, *graph.value_info):
             kind = value.type.WhichOneof("value")
             if kind == "tensor_type":
-                types[value.name] = tensor_type(element_type_name(value.type.tensor_type.elem_type))
+                named = tensor_type(element_type_name(value.type.tensor_type.elem_type))
+                if named is not None:  # "?": unknown, as if not declared
+                    types[value.name] = named
         for tensor in graph.initializer:
-            types[tensor.name] = tensor_type(element_type_name(tensor.data_type))
+            named = tensor_type(element_type_name(tensor.data_type))
+            if named is not None:
+                types[tensor.name] = named
     return types
 
 

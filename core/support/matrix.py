@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.model.domains import domain_name
 from deploylens.core.support import onnx_spec
 from deploylens.core.support.onnx_spec import OpHistory, OpVersion
 from deploylens.core.support.tensorrt_table import (
@@ -60,14 +61,14 @@ class SupportMatrix:
 
     # -- ONNX spec -----------------------------------------------------------------------------
     def history(self, domain: str, op: str) -> OpHistory | None:
-        return self.spec.get((onnx_spec.domain_name(domain), op))
+        return self.spec.get((domain_name(domain), op))
 
     def ops(self) -> list[tuple[str, str]]:
         keys = set(self.spec) | set(self.kernels)
         for plugin in self.plugins.values():
             for name in plugin.onnx_ops:
                 domain, _, op = name.rpartition("::")
-                keys.add((onnx_spec.domain_name(domain), op))
+                keys.add((domain_name(domain), op))
         return sorted(keys)
 
     def plugin_for(self, domain: str, op: str) -> Any:
@@ -103,7 +104,7 @@ class SupportMatrix:
         """
         if not self.ort.get("available"):
             return Verdict(UNKNOWN, self.ort.get("reason", "onnxruntime not found"))
-        domain = onnx_spec.domain_name(domain)
+        domain = domain_name(domain)
         history = self.history(domain, op)
         version: OpVersion | None = history.resolve(opset) if history else None
         since = version.since if version else opset
@@ -195,7 +196,7 @@ class SupportMatrix:
     ) -> Verdict:
         used, table, warning = table_for(version)
         prefix = f"{warning}; " if warning else ""
-        if onnx_spec.domain_name(domain) != "ai.onnx":
+        if domain_name(domain) != "ai.onnx":
             plugin = self.plugin_for(domain, op)
             if plugin is not None and plugin.tensorrt_plugin:
                 ref = plugin.tensorrt_plugin
@@ -251,9 +252,11 @@ class SupportMatrix:
     def torchscript_opsets(self, aten: str) -> list[int] | None:
         if not self.torchscript.get("available"):
             return None
-        return self.torchscript["ops"].get(aten, [])
+        result: list[int] | None = self.torchscript["ops"].get(aten, [])
+        return result
 
     def dynamo_overloads(self, aten: str) -> list[str] | None:
         if not self.dynamo.get("available"):
             return None
-        return self.dynamo["ops"].get(aten, [])
+        result: list[str] | None = self.dynamo["ops"].get(aten, [])
+        return result

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from deploylens.core.errors import UserError
+from deploylens.core.model.domains import domain_name
 from deploylens.core.support.analysis import TargetReport
 from deploylens.core.support.matrix import SupportMatrix
-from deploylens.core.support.onnx_spec import domain_name
 from deploylens.core.support.tensorrt_table import lookup, table_versions, tensorrt_tables
 
 

@@ -26,7 +26,8 @@ TRT_TYPE_NAMES = {
 @lru_cache(maxsize=1)
 def tensorrt_tables() -> dict[str, Any]:
     path = files("deploylens.resources") / "support" / "tensorrt_onnx_operators.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return result
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -84,6 +85,7 @@ def casts_int64_down(table_version: str) -> bool:
 def lookup(table: dict[str, Any], op: str) -> dict[str, str] | None:
     ops = table["ops"]
     if op in ops:
-        return ops[op]
+        result: dict[str, str] | None = ops[op]
+        return result
     lowered = {name.lower(): row for name, row in ops.items()}
     return lowered.get(op.lower())

@@ -45,7 +45,8 @@ def export_graph(
     del model.metadata_props[:]
     model.metadata_props.extend(like.metadata_props)
     fix_opsets(model, like, default_opset)
-    return model
+    result: onnx.ModelProto = model
+    return result
 
 
 def fix_opsets(

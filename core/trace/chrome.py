@@ -263,7 +263,8 @@ def _fixed_layout(m: np.ndarray, length: int) -> np.ndarray | None:
         if column != dot:
             value *= 10
             value += digits[:, column]
-    return value * _SCALE[min(fraction, 3)]
+    result: np.ndarray | None = value * _SCALE[min(fraction, 3)]
+    return result
 
 
 def _any_layout(m: np.ndarray, tokens: list[bytes], rows: np.ndarray | None = None) -> np.ndarray:
@@ -300,7 +301,8 @@ def ns_from_float_us(us: np.ndarray) -> np.ndarray:
     if us.size and not (us.max() * 1e3 <= TIME_LIMIT_NS):  # NaN fails the comparison too
         worst = float(np.nanmax(us)) if not np.isnan(us).all() else float("nan")
         raise BadTraceValue(f"an event lasts {worst:.3g} µs: the file is corrupt")
-    return np.rint(np.clip(us, 0.0, None) * 1e3).astype(np.int64)
+    result: np.ndarray = np.rint(np.clip(us, 0.0, None) * 1e3).astype(np.int64)
+    return result
 
 
 def _ns_text(value: str) -> int:

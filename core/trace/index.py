@@ -60,7 +60,8 @@ class Coverage:
         i = np.minimum(edges.astype(np.int64), self.cum.shape[1] - 2)
         f = (edges - i).astype(np.float32)
         at = self.cum[:, i] * (1 - f) + self.cum[:, i + 1] * f
-        return np.diff(at, axis=1) * np.float32(width / (t1 - t0))
+        result: np.ndarray = np.diff(at, axis=1) * np.float32(width / (t1 - t0))
+        return result
 
 
 class TimelineIndex:
@@ -291,12 +292,12 @@ def _lane_has_gpu(trace: Trace) -> np.ndarray:
     return has
 
 
-def lane_sort_key(lane: Lane, gpu: bool) -> tuple:
+def lane_sort_key(lane: Lane, gpu: bool) -> tuple[Any, ...]:
     """GPU devices and streams first (by device, then stream), then the host's processes and
     threads; an annotation lane right after the thread it annotates."""
     import re
 
-    def natural(text: str) -> list:
+    def natural(text: str) -> list[int | str]:
         return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
     name = lane.name

@@ -188,7 +188,8 @@ def _cost(row: Any) -> tuple[int, int]:
 
 def _cost_units(row: Any) -> int:
     """A point's work relative to another's: samples fed per iteration (≥ 1)."""
-    return max(1, row.batch * row.streams)
+    result: int = max(1, row.batch * row.streams)
+    return result
 
 
 def _cluster_cpu_only(request: Any, cluster: Any) -> bool:
@@ -198,8 +199,8 @@ def _cluster_cpu_only(request: Any, cluster: Any) -> bool:
     if request.backend == "trt":
         return False
     if request.device:
-        return request.device == "cpu"
-    return cluster.gpus < 1
+        return bool(request.device == "cpu")
+    return bool(cluster.gpus < 1)
 
 
 def _sweep_on_ray(ctx: Any, request: Any, base: Any, runnable: list[Any], folder: Path,
@@ -256,7 +257,8 @@ def _runs_on_cpu(request: Any) -> bool:
     if request.backend == "trt":
         return False
     if request.device:
-        return request.device == "cpu"
+        result: bool = request.device == "cpu"
+        return result
     try:
         import torch
     except ImportError:

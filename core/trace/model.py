@@ -66,7 +66,8 @@ def member(column: np.ndarray, ids: Any, size: int = len(KINDS)) -> np.ndarray:
     table: 1 byte per row, where ``np.isin`` takes ~13 bytes per row of temporaries."""
     table = np.zeros(max(size, 1), bool)
     table[np.asarray(ids, np.int64)] = True
-    return table[column]
+    result: np.ndarray = table[column]
+    return result
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,8 @@ class Trace:
 
     @property
     def end(self) -> np.ndarray:
-        return self.start + self.dur
+        result: np.ndarray = self.start + self.dur
+        return result
 
     def span(self) -> tuple[int, int]:
         if not len(self):
@@ -224,7 +226,7 @@ class TraceBuilder:
         self._store = {k: np.empty(events, DTYPES[k]) for k in COLUMNS}
         self._filled = 0
 
-    def add_columns(self, **columns: np.ndarray) -> None:
+    def add_columns(self, **columns: np.ndarray | int) -> None:
         """A block of events as arrays (``name``/``detail`` already interned ids); every column
         of ``COLUMNS`` is required."""
         n = int(np.size(columns["start"]))
@@ -322,7 +324,7 @@ def compact(key: str, values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=DTYPES[key])
 
 
-class Interner(dict):
+class Interner(dict[Any, int]):
     """``interner[text]`` → a stable id, assigned on first use."""
 
     def __missing__(self, key: Any) -> int:

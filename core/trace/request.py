@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
@@ -129,12 +129,12 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def _mode_list(text: str) -> list[str]:
+def _mode_list(text: str) -> list[Mode]:
     values = [v.strip() for v in text.split(",") if v.strip()]
-    unknown = [v for v in values if v not in MODES]
-    if unknown or not values:
+    modes = [v for v in values if v in MODES]
+    if len(modes) < len(values) or not values:
         raise UserError(f"'{text}': modes are {', '.join(MODES)} (comma-separated).")
-    return values
+    return cast(list[Mode], modes)
 
 
 @dataclass
@@ -150,7 +150,7 @@ class SweepRequest(Request):
     backend: Backend = "torch"
     batches: list[int] = field(default_factory=lambda: [1])
     streams: list[int] = field(default_factory=lambda: [1])
-    modes: list[str] = field(default_factory=lambda: ["serial"])
+    modes: list[Mode] = field(default_factory=lambda: ["serial"])
     host: Host = "pinned"
     warmup: int = 5
     iterations: int = 20

@@ -12,7 +12,7 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text, csv_text, save_png, write_json
-from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.request import Mode, ProfileRequest
 
 COLUMNS = ("mode", "streams", "batch", "status", "latency_ms_median", "throughput_per_s",
            "pattern", "trace", "reason", "attempts", "node")  # fmt: skip
@@ -20,7 +20,7 @@ COLUMNS = ("mode", "streams", "batch", "status", "latency_ms_median", "throughpu
 
 @dataclass
 class SweepPoint:
-    mode: str
+    mode: Mode
     streams: int
     batch: int
     status: str = "pending"  # ok | skipped | failed
@@ -38,7 +38,7 @@ class SweepPoint:
         return f"b{self.batch} s{self.streams} {self.mode}"
 
 
-def points(base: ProfileRequest, batches: list[int], streams: list[int], modes: list[str],
+def points(base: ProfileRequest, batches: list[int], streams: list[int], modes: list[Mode],
            on_cpu: bool) -> list[SweepPoint]:  # fmt: skip
     """Every combination; on the CPU only serial, one-stream points can run (said per point)."""
     result = []

@@ -45,7 +45,8 @@ class BuildRequest(Request):
     def to_params(self) -> dict[str, Any]:
         params = typed.to_dict(self)
         params["settings"] = self.settings.to_dict()
-        return params
+        result: dict[str, Any] = params
+        return result
 
     @classmethod
     def from_params(cls, params: Any) -> BuildRequest:

@@ -528,7 +528,8 @@ class TensorRTAdapter:
     def inspect(self, engine: Any) -> str:
         """``IEngineInspector`` JSON — the same format as trtexec ``--exportLayerInfo``."""
         inspector = engine.create_engine_inspector()
-        return inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
+        result: str = inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
+        return result
 
     def make_profiler(self) -> tuple[Any, dict[str, list[float]]]:
         trt = self.trt

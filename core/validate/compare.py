@@ -80,7 +80,9 @@ def _decades(err: np.ndarray) -> np.ndarray:
     return np.diff(np.array([0, *below, err.size], dtype=np.int64))
 
 
-def _finite_block(sums: _Sums, x: np.ndarray, y: np.ndarray, rtol: float, atol: float) -> tuple:
+def _finite_block(
+    sums: _Sums, x: np.ndarray, y: np.ndarray, rtol: float, atol: float
+) -> tuple[np.ndarray, np.ndarray]:
     """The common case, no NaN/inf on either side: no masks, far fewer passes."""
     err = np.abs(x - y)
     rel = err / np.maximum(np.abs(y), EPS)
@@ -104,7 +106,9 @@ def _finite_block(sums: _Sums, x: np.ndarray, y: np.ndarray, rtol: float, atol: 
     return err, rel
 
 
-def _block(sums: _Sums, x: np.ndarray, y: np.ndarray, rtol: float, atol: float) -> tuple:
+def _block(
+    sums: _Sums, x: np.ndarray, y: np.ndarray, rtol: float, atol: float
+) -> tuple[np.ndarray, np.ndarray]:
     if np.isfinite(x).all() and np.isfinite(y).all():
         return _finite_block(sums, x, y, rtol, atol)
     nan_x, nan_y = np.isnan(x), np.isnan(y)

@@ -139,9 +139,10 @@ def activation_bytes(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, int]
     sizes = {}
     for info in inferred.graph.value_info:
         _, _, shape = describe_type(info.type)
-        if shape is None or not all(isinstance(d, int) for d in shape):
+        dims = [d for d in shape or [] if isinstance(d, int)]
+        if shape is None or len(dims) != len(shape):
             continue  # symbolic or unknown dims: chunking assumes the largest known size
-        size = tensor_bytes(info.type.tensor_type.elem_type, math.prod(shape))
+        size = tensor_bytes(info.type.tensor_type.elem_type, math.prod(dims))
         if size is not None:
             sizes[info.name] = size
     return sizes
@@ -256,7 +257,8 @@ def _with_outputs(model: Any, names: list[str]) -> bytes:
     del copy.graph.output[:]
     for name in names:
         copy.graph.output.append(declared.get(name) or onnx.ValueInfoProto(name=name))
-    return copy.SerializeToString()
+    result: bytes = copy.SerializeToString()
+    return result
 
 
 def _session(data: bytes, optimized: bool, extensions: bool) -> Any:
@@ -350,7 +352,8 @@ def compare_layers(
 
 
 def _load(value: Any) -> np.ndarray | None:
-    return np.load(value, mmap_mode="r") if isinstance(value, Path) else value
+    result: np.ndarray | None = np.load(value, mmap_mode="r") if isinstance(value, Path) else value
+    return result
 
 
 # The statistics a layer row takes over from the tensor comparison.

@@ -96,7 +96,8 @@ def _escaping_output(graph: Any, members: Sequence[int], consumers: dict[str, se
     for index in sorted(members, reverse=True):
         for out in graph.node[index].output:
             if out and (out in graph_outputs or consumers.get(out, set()) - inside):
-                return out
+                result: str = out
+                return result
     return ""
 
 

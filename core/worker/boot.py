@@ -41,6 +41,8 @@ def _map_packages():
         spec = importlib.util.spec_from_file_location(
             name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
         )
+        if spec is None or spec.loader is None:  # a folder without its package: a bad install
+            raise ImportError(f"cannot map {name} to {folder}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

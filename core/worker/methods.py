@@ -53,4 +53,5 @@ def resolve(method: str) -> Callable[..., Any]:
             "the worker has no job called '{}' (known: {})".format(method, ", ".join(METHODS))
         ) from None
     module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    result: Callable[..., Any] = getattr(importlib.import_module(module_name), attribute)
+    return result

@@ -81,7 +81,7 @@ def python_info() -> dict[str, Any]:
     }
 
 
-def onnxruntime_providers() -> list | None:
+def onnxruntime_providers() -> list[str] | None:
     if importlib.util.find_spec("onnxruntime") is None:
         return None
     try:

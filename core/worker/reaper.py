@@ -19,7 +19,7 @@ WATCH_INTERVAL_S = 0.05
 
 
 def _parents() -> dict[int, int]:
-    parents = {}
+    parents: dict[int, int] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:

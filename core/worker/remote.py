@@ -232,7 +232,9 @@ def cached(host: Host, folder: str, timeout: float = 60) -> tuple[str, bool]:
     return home, "present" in lines
 
 
-def run_ssh(host: Host, remote: str, stdin: bytes, timeout: float) -> subprocess.CompletedProcess:
+def run_ssh(
+    host: Host, remote: str, stdin: bytes, timeout: float
+) -> subprocess.CompletedProcess[bytes]:
     try:
         result = subprocess.run(
             ssh_command(host, remote), input=stdin, capture_output=True, timeout=timeout

@@ -212,7 +212,8 @@ def scratch(host: Host) -> str:
     probe = run_ssh(
         host, f'd="$HOME/{SCRATCH}/{uuid.uuid4().hex}"; mkdir -p "$d"; echo "$d"', b"", 60
     )
-    return probe.stdout.decode().strip().splitlines()[-1]
+    result: str = probe.stdout.decode().strip().splitlines()[-1]
+    return result
 
 
 def _dropped(host: Host, remote: str, local: Path) -> JobFailure:

@@ -26,7 +26,7 @@ class Minimap(QWidget):
         self.setFixedHeight(150)
         self.setMinimumWidth(160)
         self._image: QImage | None = None
-        self._image_scene = None
+        self._image_scene: object | None = None
         canvas.sig_view_changed.connect(self.update)
 
     def _fit(self) -> tuple[float, float, float]:

@@ -6,6 +6,7 @@ initializer statistics come from the worker.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -235,7 +236,7 @@ class GraphPanel(QWidget):
     def overlay(
         self,
         name: str,
-        values: dict[str, object],
+        values: Mapping[str, object],
         legend: str = "",
         aggregate: str = "mean",
         log_scale: bool = False,

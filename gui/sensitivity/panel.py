@@ -27,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
-from deploylens.core.quantize.request import SensitivityRequest
+from deploylens.core.quantize.request import Method, Metric, Precision, SensitivityRequest
 from deploylens.core.settings import cache_dir
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.settings import BuildSettings
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
@@ -174,9 +175,9 @@ class SensitivityPanel(QWidget):
         out = cache_dir() / "sensitivity" / Path(self.model_path).stem
         return SensitivityRequest(
             self.model_path, self.data.text().strip(), out=str(out),
-            precision=self.precision.currentText(),
-            method=self.method.currentText(),
-            metric=self.metric_box.currentText(),
+            precision=word(self.precision.currentText(), Precision),
+            method=word(self.method.currentText(), Method),
+            metric=word(self.metric_box.currentText(), Metric),
             budget=value, preprocess=self.preprocess.text().strip(),
             evaluate=self.evaluate.value(), eval_data=self.eval_data.text().strip(),
             labels=self.labels.text().strip(),

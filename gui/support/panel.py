@@ -24,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from deploylens.core.model.domains import domain_name
 from deploylens.core.model.loading import read_model
 from deploylens.core.support.analysis import TargetReport, analyze, collect_ops, parse_target
 from deploylens.core.support.live import live_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
-from deploylens.core.support.onnx_spec import domain_name
 from deploylens.core.support.request import (
     CollectRequest,
     TensorRTOpsRequest,

@@ -26,11 +26,16 @@ from deploylens.core.errors import UserError
 from deploylens.core.trace.request import (
     BACKENDS,
     MODES,
+    Backend,
+    Executor,
+    Host,
+    Mode,
     ProfileRequest,
     SweepRequest,
     _int_list,
     _mode_list,
 )
+from deploylens.gui.common.choices import word
 
 MODE_COLOURS = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728"}
 
@@ -90,9 +95,9 @@ class CaptureForm(QWidget):
         assert isinstance(self.mode, QComboBox) and isinstance(self.batch, QSpinBox)
         assert isinstance(self.streams, QSpinBox)
         request = ProfileRequest(
-            self.model.text().strip(), out, backend=self.backend.currentText(),
-            mode=self.mode.currentText(), batch=self.batch.value(),
-            streams=self.streams.value(), host=self.host.currentText(),
+            self.model.text().strip(), out, backend=word(self.backend.currentText(), Backend),
+            mode=word(self.mode.currentText(), Mode), batch=self.batch.value(),
+            streams=self.streams.value(), host=word(self.host.currentText(), Host),
             warmup=self.warmup.value(), iterations=self.iterations.value(),
         )  # fmt: skip
         request.check()
@@ -102,11 +107,11 @@ class CaptureForm(QWidget):
         assert isinstance(self.mode, QLineEdit) and isinstance(self.batch, QLineEdit)
         assert isinstance(self.streams, QLineEdit)
         return SweepRequest(
-            self.model.text().strip(), out, backend=self.backend.currentText(),
+            self.model.text().strip(), out, backend=word(self.backend.currentText(), Backend),
             batches=_int_list(self.batch.text()), streams=_int_list(self.streams.text()),
-            modes=_mode_list(self.mode.text()), host=self.host.currentText(),
+            modes=_mode_list(self.mode.text()), host=word(self.host.currentText(), Host),
             warmup=self.warmup.value(), iterations=self.iterations.value(),
-            executor=self.executor.currentText(),
+            executor=word(self.executor.currentText(), Executor),
             ray_address=self.ray_address.text().strip(),
         )  # fmt: skip
 

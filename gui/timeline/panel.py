@@ -560,7 +560,7 @@ class TimelinePanel(QWidget):
         buffer = QBuffer()
         buffer.open(QIODevice.OpenModeFlag.WriteOnly)
         self.grab().save(buffer, "PNG")
-        atomic_write_bytes(path, buffer.data().data())
+        atomic_write_bytes(path, bytes(buffer.data().data()))
         return Path(path)
 
 

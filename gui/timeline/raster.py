@@ -8,8 +8,10 @@ they fall in — colour of the kind with the most time there, opacity by how bus
 
 from __future__ import annotations
 
+import weakref
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -71,13 +73,17 @@ BACKGROUND_PIXEL = int(PIXELS[0, 0])
 def kernel_codes(index: TimelineIndex) -> np.ndarray:
     """Per name id: the palette code of a kernel with that name (a stable hash of the name, so
     one kernel has one colour in every trace and every run)."""
-    cached = getattr(index, "_kernel_codes", None)
+    cached = _KERNEL_CODES.get(index)
     names = index.trace.names
     if cached is None or cached.size != len(names):
         hashes = np.array([zlib.crc32(n.encode("utf-8", "replace")) for n in names], np.int64)
         cached = NAME_CODE + hashes % len(KERNEL_COLORS)
-        index._kernel_codes = cached
+        _KERNEL_CODES[index] = cached
     return cached
+
+
+# per timeline index, computed once (the index is core's: the view keeps its own cache beside it)
+_KERNEL_CODES: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def _density(busy_by_kind: np.ndarray, kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

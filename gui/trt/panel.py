@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
-from deploylens.core.quantize.request import CalibrateRequest
+from deploylens.core.quantize.request import CalibrateRequest, Method
 from deploylens.core.trt.flags import RTX, family, is_rtx, release_name
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.script import build_script
@@ -42,6 +42,7 @@ from deploylens.core.trt.settings import (
     trtexec_command,
 )
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.choices import word
 from deploylens.gui.common.copy_request import CopyRequestButton
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.trt.engine_view import EngineView
@@ -281,7 +282,7 @@ class BuildPanel(QWidget):
         return CalibrateRequest(
             model=self.model_path,
             data=c.data,
-            method=c.method,
+            method=word(c.method, Method),
             percentile=c.percentile or 99.99,
             preprocess=c.preprocess,
             batch_size=c.batch_size,

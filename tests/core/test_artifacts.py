@@ -65,7 +65,7 @@ def test_polygraphy_ext_weights_model_reports_its_missing_file(artifacts: Path) 
 def test_custom_domain_models_from_onnxruntime_extensions(artifacts: Path) -> None:
     models = sorted((artifacts / "microsoft-onnxruntime-extensions").rglob("*.onnx"))
     assert models
-    domains = set()
+    domains: set[str] = set()
     for path in models:
         if _open_or_explain(path) == "opened":
             domains.update(inspect_model(path).opset_imports)

@@ -119,5 +119,5 @@ def test_grouped_aggregation_matches_per_group_brute_force() -> None:
     grouped = overlay.aggregate_by(owner, 40)
     for group in range(40):
         picked = categories[(owner == group) & (categories >= 0)].astype(int)
-        expected = np.bincount(picked).argmax() if picked.size else -1
+        expected = int(np.bincount(picked).argmax()) if picked.size else -1
         assert grouped[group] == expected

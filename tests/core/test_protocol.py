@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from deploylens.core.worker import protocol
 
@@ -13,7 +14,7 @@ def test_messages_survive_arbitrary_chunking() -> None:
         for m in (protocol.progress("j1", 0.5, "half ✓"), protocol.result("j1", {"a": [1, 2]}))
     )
     decoder = protocol.LineDecoder()
-    got = []
+    got: list[Any] = []
     for index in range(len(data)):  # one byte at a time
         got.extend(decoder.feed(data[index : index + 1]))
     assert [m["type"] for m in got] == ["progress", "result"]

@@ -43,7 +43,7 @@ def test_requests_that_read_or_write_files_name_them() -> None:
     does not have: each job that takes a model says so."""
     for job in REQUESTS:
         cls = request_class(job)
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # each is a @dataclass
         for candidate in ("model", "path", "out", "output", "engine", "data"):
             if candidate in names and _field_type(cls, candidate) is str:
                 assert candidate in cls.FILES, f"{job}.{candidate} is not in FILES"

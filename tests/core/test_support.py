@@ -14,7 +14,7 @@ from deploylens.core.jobs import run_job
 from deploylens.core.support import torch_exporters
 from deploylens.core.support.analysis import analyze, parse_target
 from deploylens.core.support.matrix import SupportMatrix
-from deploylens.core.support.onnx_spec import ABSENT, CHANGED, INTRODUCED, UNCHANGED
+from deploylens.core.support.onnx_spec import ABSENT, CHANGED, INTRODUCED, UNCHANGED, OpHistory
 from deploylens.core.support.queries import aten_report, op_report
 from deploylens.core.support.tensorrt_table import table_for
 from tests.conftest import REPO
@@ -28,8 +28,14 @@ def matrix() -> SupportMatrix:
     return SupportMatrix.load(again["path"])
 
 
+def _history(matrix: SupportMatrix, op: str) -> OpHistory:
+    found = matrix.history("", op)
+    assert found is not None, op
+    return found
+
+
 def test_asinh(matrix: SupportMatrix) -> None:
-    history = matrix.history("", "Asinh")
+    history = _history(matrix, "Asinh")
     assert history.versions[0].since == 9
     assert [history.state(o) for o in (8, 9, 12, 22)] == [ABSENT, INTRODUCED, UNCHANGED, CHANGED]
     assert matrix.torchscript_opsets("aten::asinh") == []  # no symbolic at 9, 12 or 18
@@ -39,13 +45,13 @@ def test_asinh(matrix: SupportMatrix) -> None:
 
 
 def test_torchscript_registry_per_opset(matrix: SupportMatrix) -> None:
-    assert 9 in matrix.torchscript_opsets("aten::relu")
+    assert 9 in (matrix.torchscript_opsets("aten::relu") or [])
     # roll's symbolic is registered at 9; torch looks *up* to 9 for opsets 7 and 8
     assert matrix.torchscript_opsets("aten::roll") == list(range(7, 21))
 
 
 def test_deform_conv(matrix: SupportMatrix, samples: Path) -> None:
-    assert matrix.history("", "DeformConv").versions[0].since == 19
+    assert _history(matrix, "DeformConv").versions[0].since == 19
     assert matrix.ort_verdict("", "DeformConv", 19).ok
     assert not matrix.trt_verdict("", "DeformConv", 19, "10.0").ok
     assert matrix.trt_verdict("", "DeformConv", 19, "10.1").ok
@@ -64,7 +70,7 @@ def test_deform_conv(matrix: SupportMatrix, samples: Path) -> None:
 
 
 def test_layer_normalization(matrix: SupportMatrix) -> None:
-    assert matrix.history("", "LayerNormalization").versions[0].since == 17
+    assert _history(matrix, "LayerNormalization").versions[0].since == 17
     assert not matrix.trt_verdict("", "LayerNormalization", 17, "8.5").ok
     assert matrix.trt_verdict("", "LayerNormalization", 17, "8.6").ok
 

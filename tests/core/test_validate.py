@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -168,7 +169,7 @@ def run_layerwise(path: Path, spec: str | None, tol: float = 1e-4, **extra: obje
         return worker.run("validate.outputs", params)
 
 
-def export_resnet18(out: Path, **settings: object) -> Path:
+def export_resnet18(out: Path, **settings: Any) -> Path:
     with Worker() as worker:
         result = worker.run(
             "export.run",

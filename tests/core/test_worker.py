@@ -24,7 +24,7 @@ def worker():
 
 def test_handshake_reports_interpreter_and_packages(worker: Worker) -> None:
     hello = worker.session.hello
-    assert hello["protocol"] == protocol.PROTOCOL_VERSION
+    assert hello is not None and hello["protocol"] == protocol.PROTOCOL_VERSION
     assert hello["python"]["executable"] == sys.executable
     packages = hello["packages"]
     assert packages["onnx"]["version"]
@@ -123,6 +123,7 @@ def test_cancel_of_a_sleeping_job_is_gone_within_two_seconds() -> None:
     worker = Worker()
     worker.start()
     pid = worker.pid
+    assert pid is not None
     started: list[float] = []
 
     def cancel_soon() -> None:
@@ -163,7 +164,7 @@ def test_the_scratch_folder_goes_with_the_worker(end: str) -> None:
     worker = Worker()
     payload = worker.run("selftest.array", {"n": 10})
     folder = Path(payload["npz"]).parent
-    assert folder == Path(worker.workdir) and folder.is_dir()
+    assert folder == Path(str(worker.workdir)) and folder.is_dir()
     getattr(worker, end)()
     assert not folder.exists()
 
@@ -214,7 +215,9 @@ def test_killed_worker_is_explained_as_probably_out_of_memory() -> None:
 
     worker = Worker()
     worker.start()
-    threading.Timer(0.5, lambda: os.kill(worker.pid, signal.SIGKILL)).start()
+    pid = worker.pid
+    assert pid is not None
+    threading.Timer(0.5, lambda: os.kill(pid, signal.SIGKILL)).start()
     with pytest.raises(JobFailure) as caught:
         worker.run("selftest.sleep", {"seconds": 30})
     assert caught.value.kind == CRASHED

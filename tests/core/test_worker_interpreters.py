@@ -23,7 +23,7 @@ def test_other_python_without_deploylens_says_hello(version: str) -> None:
         pytest.skip(f"Python {version} is not on this machine")
     with Worker(python) as worker:
         hello = worker.session.hello
-        assert hello["python"]["version"] == version
+        assert hello is not None and hello["python"]["version"] == version
         # A bare interpreter: the app's code runs there, its packages are simply missing.
         assert worker.run("selftest.echo", {"x": 1})["params"] == {"x": 1}
         with pytest.raises(JobFailure) as caught:

@@ -45,7 +45,8 @@ def test_a_remote_job_sends_its_model_while_the_window_lives_and_answers_locally
     assert summary["external_data"] and summary["op_counts"][0]["op_type"] == "MatMul"
     sending = [f for f, text in seen if text.startswith("sending big.onnx") and f is not None]
     assert sending and 0 < sending[0] < 1  # the send's progress reached the window as it went
-    assert job.session.hello["python"]["host"]  # the worker's own handshake, over ssh
+    hello = job.session.hello
+    assert hello is not None and hello["python"]["host"]  # the worker's own handshake, over ssh
     sent = Path(remote["home"]) / ".cache/deploylens/files"
     assert any((d / "big.weights").is_file() for d in sent.iterdir())
     manager.shutdown()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QPoint, Qt
@@ -15,7 +16,7 @@ from PySide6.QtCore import QPoint, Qt
 from deploylens.core.graph.scene import BOX_NODE
 from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.index import TimelineIndex
-from deploylens.core.trace.model import KIND
+from deploylens.core.trace.model import KIND, Trace
 from deploylens.core.trace.synthetic import make_trace
 from deploylens.gui.timeline import panel as timeline_panel
 from deploylens.gui.timeline.canvas import AXIS_H, HEADER_W, TimelineCanvas
@@ -44,7 +45,7 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
     image = canvas.grab().toImage()
     kernel = KIND_COLORS["kernel"]
     y = AXIS_H + ROW_MID
-    row = [image.pixelColor(x, y).getRgb()[:3] for x in range(HEADER_W + 30, canvas.width() - 30)]
+    row = [_rgb(image, x, y) for x in range(HEADER_W + 30, canvas.width() - 30)]
     assert sum(abs(c[2] - kernel[2]) < 60 and c[2] > c[0] for c in row) > len(row) // 2
     # keyboard and wheel: W zooms in, S out, A/D pan, F fits
     span = canvas.t1 - canvas.t0
@@ -72,14 +73,14 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
     qtbot.mousePress(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, start)
     qtbot.mouseMove(canvas, end)
     qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, end)
-    assert 0 < panel.range_stats["events"] < len(trace)
+    assert trace is not None and 0 < panel.range_stats["events"] < len(trace)
     assert "Streams" in panel.range_view.toPlainText()
     # a long range is summarized on a thread; the view says so until it is done
     monkeypatch.setattr(timeline_panel, "SYNC_RANGE_EVENTS", 1000)
     assert panel.select_range(*panel.index.span) == {}
     assert "Computing statistics" in panel.range_view.toPlainText()
     qtbot.waitUntil(lambda: bool(panel.range_stats), timeout=JOB_TIMEOUT_MS)
-    assert panel.range_stats["events"] == len(trace)
+    assert trace is not None and panel.range_stats["events"] == len(trace)
     # search: next / previous walk the matches in time order
     panel.search.setText("sgemm_64x32")
     panel.step(True)
@@ -221,7 +222,12 @@ def test_sweep_and_lab_from_the_timeline(qtbot, make_window, samples: Path) -> N
     assert "copies take" in timeline.summary.toPlainText()
 
 
-def _gpu_trace() -> object:
+def _rgb(image: Any, x: int, y: int) -> tuple[int, int, int]:
+    colour = image.pixelColor(x, y)
+    return (colour.red(), colour.green(), colour.blue())
+
+
+def _gpu_trace() -> Trace:
     """Two streams (kernels and copies on one), a CPU thread, 131 ms long: a trace made here."""
     from deploylens.core.trace.model import Lane, TraceBuilder
 
@@ -279,8 +285,7 @@ def test_gpu_lanes_first_distinct_ticks_folding_pinning_and_kernel_colours(
     ratio = round(image.devicePixelRatio())  # 2 on a HiDPI screen: the raster is physical
     row_y = (AXIS_H + canvas._row_top(index.row_of(first)) + ROW_MID - canvas.scroll_y) * ratio
     colours = {
-        image.pixelColor(x, row_y).getRgb()[:3]
-        for x in range((HEADER_W + 2) * ratio, (canvas.width() - 2) * ratio)
+        _rgb(image, x, row_y) for x in range((HEADER_W + 2) * ratio, (canvas.width() - 2) * ratio)
     }
     from deploylens.gui.timeline.raster import KERNEL_COLORS
 

@@ -37,7 +37,7 @@ def test_progress_and_result(qtbot) -> None:
 def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:
     job = WorkerJob("selftest.segfault")
     failure = _run(qtbot, job, "sig_failed")
-    assert not Path(job.workdir).exists()  # a crashed worker leaves no scratch folder behind
+    assert not Path(str(job.workdir)).exists()  # a crashed worker leaves no scratch folder
     assert failure.kind == "crashed"
     assert "SIGSEGV" in failure.message
     assert "Segmentation fault" in failure.stderr_tail
@@ -56,7 +56,7 @@ def test_cancel_of_a_sleeping_job(qtbot) -> None:
     assert job.wait_done(2000)
     assert time.monotonic() - started < 2.0
     assert job.process.state() == QProcess.ProcessState.NotRunning
-    assert not Path(job.workdir).exists()
+    assert not Path(str(job.workdir)).exists()
 
 
 def test_missing_dependency_and_user_error(qtbot) -> None:
