@@ -56,8 +56,24 @@ def session_options(optimized: bool = True, extensions: bool = False) -> Any:
     return options
 
 
+# Domains ONNX Runtime's CPU build has kernels for itself: a model using them needs no plugin.
+ORT_NATIVE_DOMAINS = frozenset(
+    {"ai.onnx", "ai.onnx.ml", "com.microsoft", "com.microsoft.nchwc", "com.microsoft.experimental"}
+)
+
+
 def custom_domains(model: onnx.ModelProto) -> set[str]:
-    return {domain_name(o.domain) for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"}
+    """The domains whose ops ONNX Runtime cannot run by itself: those a node uses (subgraphs and
+    local functions included) that are neither ONNX Runtime's own nor defined by the model's
+    local functions. An import no node uses (UltraFace's header names one) is not one."""
+    from deploylens.core.model.summary import iter_subgraphs
+
+    functions = {(f.domain, f.name) for f in model.functions}
+    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
+    nodes = [node for graph in graphs for node in graph.node]
+    nodes += [node for function in model.functions for node in function.node]
+    used = {domain_name(n.domain) for n in nodes if (n.domain, n.op_type) not in functions}
+    return used - ORT_NATIVE_DOMAINS
 
 
 def prepare_for_ort(

@@ -100,7 +100,7 @@ def compare_models(
         return {"comparable": False, "passed": None, "reason": "no output name in common"}
     b_out = dict(zip(shared, b_session.run(shared, b_feeds), strict=True))
     rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in finals]
-    layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in inner if n in b_out]
+    layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol, layer=True) for n in inner if n in b_out]
     first = next((r["output"] for r in layer_rows if not r["passed"]), None)
     matched = all(r["passed"] for r in rows)
     return {
@@ -120,21 +120,27 @@ def compare_models(
     }
 
 
-def _row(name: str, a: Any, b: Any, atol: float, rtol: float) -> dict[str, Any]:
-    ref, got = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if ref.shape != got.shape:
-        return {"output": name, "passed": False, "reason": f"shape {got.shape} ≠ {ref.shape}"}
-    diff = np.abs(ref - got)
-    finite = np.isfinite(ref) & np.isfinite(got)
-    same_nonfinite = bool(  # NaN where NaN, the same infinity where an infinity
-        np.array_equal(finite, np.isfinite(ref))
-        and np.array_equal(ref[~finite], got[~finite], equal_nan=True)
-    )
-    return {
-        "output": name,
-        "max_abs": float(diff[finite].max(initial=0.0)),
-        "max_rel": float((diff[finite] / np.maximum(np.abs(ref[finite]), 1e-12)).max(initial=0.0)),
-        "passed": bool(
-            same_nonfinite and np.all(diff[finite] <= atol + rtol * np.abs(ref[finite]))
-        ),
-    }
+def _row(
+    name: str, a: Any, b: Any, atol: float, rtol: float, layer: bool = False
+) -> dict[str, Any]:
+    """One tensor, judged by validate's own verdict (element check, then the scale-aware
+    relative check): the CLI, the Validate panel and the Surgery banner agree by construction.
+    An inner tensor (``layer``) that is all zero on both sides is agreement, not a verdict on
+    the model: a mask or a padding is often zero."""
+    from deploylens.core.validate.compare import compare, judge_scale
+    from deploylens.core.validate.tolerances import Tolerances
+
+    tolerances = Tolerances(rtol={"": rtol}, atol={"": atol})
+    ref, got = np.asarray(a), np.asarray(b)
+    result = compare(name, got, ref, tolerances)
+    judge_scale(result, tolerances)
+    if layer and result.reason.startswith("inconclusive"):
+        result.passed, result.reason = bool(result.max_abs == 0), ""
+    row: dict[str, Any] = {"output": name, "passed": bool(result.passed)}
+    if result.reason:
+        row["reason"] = result.reason
+    if ref.shape == got.shape:
+        row["max_abs"] = float(np.nan_to_num(result.max_abs, nan=0.0))
+        row["max_rel"] = float(np.nan_to_num(result.max_rel, nan=0.0))
+        row["rel_l2"] = float(result.rel_l2)
+    return row

@@ -23,13 +23,22 @@ def _judged(got: np.ndarray, want: np.ndarray, tol: Tolerances | None = None):
     return result
 
 
-def test_outputs_below_atol_are_inconclusive_not_a_pass() -> None:
+def test_outputs_below_atol_are_judged_by_their_relative_error() -> None:
     rng = np.random.default_rng(0)
     a, b = rng.normal(0, 1e-9, 1000), rng.normal(0, 1e-9, 1000)  # unrelated
     assert compare("y", a, b, Tolerances()).passed  # the element check alone: PASS (the bug)
     judged = _judged(a, b)
-    assert not judged.passed and judged.reason.startswith("inconclusive")
+    assert not judged.passed and "the outputs differ" in judged.reason
     assert _judged(a, a.copy()).passed  # identical outputs: agreement, whatever their size
+    assert _judged(a * (1 + 1e-7), a).passed  # the same up to rounding: agreement too
+
+
+def test_only_essentially_zero_outputs_are_inconclusive() -> None:
+    zeros = np.zeros(100, np.float32)
+    for got, want in ((zeros, zeros.copy()), (zeros + 1e-35, zeros)):
+        judged = _judged(got, want)
+        assert not judged.passed and judged.reason.startswith("inconclusive")
+        assert "--inputs" in judged.reason  # what to do
 
 
 def test_atol_sized_outputs_that_differ_fail_on_rel_l2() -> None:
@@ -111,7 +120,7 @@ def test_validate_refuses_two_different_tiny_models(
     code = main(["validate", str(onnx_path), "--torch", f"{source}:model_b", "--trust", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code == 1 and not result["passed"]
-    assert result["outputs"][0]["reason"].startswith("inconclusive")
+    assert "the outputs differ" in result["outputs"][0]["reason"]
 
 
 @pytest.mark.slow
@@ -141,7 +150,9 @@ def test_shape_mismatch_is_a_verdict_not_a_protocol_error(
 def test_the_issue_case_mobilenet_v2_against_efficientnet_b0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The exact report: torchvision random weights, two different architectures."""
+    """The exact reports: torchvision random weights, two different architectures FAIL, and the
+    same architecture — export, then validate against it — PASSes (its outputs are ~1e-15:
+    it read 'inconclusive' and exit 1)."""
     assert main(["export", "torchvision:mobilenet_v2", "--exporter", "torchscript",
                  "--out", str(tmp_path / "mnv2.onnx")]) == 0  # fmt: skip
     capsys.readouterr()
@@ -149,6 +160,9 @@ def test_the_issue_case_mobilenet_v2_against_efficientnet_b0(
     out = capsys.readouterr().out
     assert code == 1 and "FAIL" in out and "PASS" not in out
     assert "random weights" in out
+    same = main(["validate", str(tmp_path / "mnv2.onnx"), "--torch", "torchvision:mobilenet_v2"])
+    out = capsys.readouterr().out
+    assert same == 0 and out.startswith("PASS"), out
 
 
 def test_a_name_that_is_not_a_torchvision_model(capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,3 +205,105 @@ def test_a_headline_never_says_a_bare_pass_over_a_diverging_layer() -> None:
     # rounded down: a failing row never reads 100 %
     assert within_text(0.99996) == "99.99 %" and within_text(1.0) == "100 %"
     assert within_text(float("nan")) == "—"
+
+
+MATRIX = """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self, seed, scale, noise=0.0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.body = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(),
+                                        torch.nn.Linear(32, 8))
+        with torch.no_grad():
+            if noise:
+                generator = torch.Generator().manual_seed(7)
+                for p in self.body.parameters():
+                    p.add_(noise * p.abs().mean() * torch.randn(p.shape, generator=generator))
+            self.body[2].weight.mul_(scale)
+            self.body[2].bias.mul_(scale)
+
+    def forward(self, x):
+        return self.body(x)
+
+def same():
+    return Net(0, {scale}), (torch.rand(4, 16),)
+
+def perturbed():
+    return Net(0, {scale}, noise=0.1), (torch.rand(4, 16),)
+
+def different():
+    return Net(1, {scale}), (torch.rand(4, 16),)
+"""
+
+
+@pytest.mark.parametrize("scale", [1e-12, 1e-6, 1.0, 1e6])
+def test_the_verdict_holds_at_every_output_scale(tmp_path: Path, scale: float) -> None:
+    """PyTorch eager against ONNX Runtime (the real exporter, the real runtime, in this
+    process): the same model PASSes, perturbed weights and a different model FAIL — at output
+    scales from 1e-12 to 1e6, with the default tolerances."""
+    import torch
+
+    from deploylens.core.consent import grant_consent
+    from deploylens.core.pytorch.source import parse_spec
+    from deploylens.core.validate.run import validate_outputs
+
+    source = tmp_path / "nets.py"
+    source.write_text(MATRIX.format(scale=repr(scale)))
+    grant_consent(source)
+    namespace: dict[str, object] = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    module, inputs = namespace["same"]()  # type: ignore[operator]
+    model = tmp_path / "same.onnx"
+    torch.onnx.export(module, inputs, str(model), dynamo=False, input_names=["x"],
+                      dynamic_axes={"x": {0: "batch"}})  # fmt: skip
+    verdicts = {}
+    for factory in ("same", "perturbed", "different"):
+        spec = parse_spec(f"{source}:{factory}")
+        result = validate_outputs(str(model), spec, "", Tolerances())
+        verdicts[factory] = (result["passed"], result["outputs"][0]["reason"])
+    assert verdicts["same"][0], verdicts
+    assert not verdicts["perturbed"][0] and not verdicts["different"][0], verdicts
+    if scale < 1e-4:  # below atol every element passes: the relative error is what fails them
+        assert all("differ" in verdicts[name][1] for name in ("perturbed", "different"))
+
+
+def _domain_model(path: Path, unused_import: str, contrib: bool) -> Path:
+    """Relu (and, with ``contrib``, ONNX Runtime's own com.microsoft Gelu) under a header that
+    also imports ``unused_import``, which no node uses: what UltraFace's export looks like."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"])]
+    nodes.append(
+        helper.make_node("Gelu", ["r"], ["y"], domain="com.microsoft")
+        if contrib
+        else helper.make_node("Identity", ["r"], ["y"])
+    )
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+    )  # fmt: skip
+    imports = [helper.make_opsetid("", 17), helper.make_opsetid(unused_import, 1)]
+    if contrib:
+        imports.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=imports)
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize("contrib", [False, True])
+def test_a_domain_the_header_imports_but_no_node_uses_is_not_a_custom_op(
+    tmp_path: Path, contrib: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate and the surgery compare run such a model in ONNX Runtime (they called it 'not
+    comparable'); ONNX Runtime's own com.microsoft ops need no plugin either."""
+    from deploylens.core.surgery.compare import compare_models
+
+    model = _domain_model(tmp_path / "m.onnx", "ai.onnx.contrib.unused", contrib)
+    assert main(["validate", str(model)]) == 0, capsys.readouterr()
+    compared = compare_models(model, model, [])
+    assert compared["comparable"] and compared["passed"], compared
