@@ -34,6 +34,18 @@ class OpPlugin:
     tensorrt_plugin: dict[str, str] | None = None  # name, version, library
     exporters: tuple[str, ...] = ("torchscript", "dynamo")
 
+    def tensorrt_plugin_for(self, op: str) -> dict[str, str] | None:
+        """The TensorRT plugin that implements ``op`` (an op type of ``onnx_ops``). One named
+        after one of the plugin's own ops is that op's only (surgery_nodes' ModulatedDeformConv2d
+        is not LayerNormalization's plugin); one named otherwise covers every op it emits."""
+        ref = self.tensorrt_plugin
+        if not ref:
+            return None
+        own = {entry.rpartition("::")[2] for entry in self.onnx_ops}
+        if ref.get("name") in own and ref.get("name") != op:
+            return None
+        return ref
+
 
 def plugin_entries() -> dict[str, str]:
     """Entry-point name → ``module:attr`` as this environment declares them.

@@ -250,8 +250,69 @@ def analyze(
 RECURRENT = ("RNN", "GRU", "LSTM")
 
 
+# Resize's documented attribute restrictions (onnx-tensorrt's table text) → the attribute and
+# ONNX's default for it
+RESIZE_RESTRICTIONS = {
+    "resize transformation modes": ("coordinate_transformation_mode", "half_pixel"),
+    "resize modes": ("mode", "nearest"),
+    "nearest modes": ("nearest_mode", "round_prefer_floor"),
+    "aspect ratio policy": ("keep_aspect_ratio_policy", "stretch"),
+}
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: Any) -> Any:
+    for attribute in node.attribute:
+        if attribute.name == name:
+            value = onnx.helper.get_attribute_value(attribute)
+            return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return default
+
+
+def _trt_attribute_blockers(graphs: list[onnx.GraphProto], target: Target) -> list[Blocker]:
+    """The documented restrictions that depend on a node's attributes, not its type: Resize's
+    modes, its aspect-ratio policy and antialiasing (the super-resolution model's three Resize
+    nodes were judged by op type alone)."""
+    import re
+
+    from deploylens.core.support.tensorrt_table import lookup, table_for
+
+    used, table, _ = table_for(target.detail)
+    row = lookup(table, "Resize") or {}
+    text = row.get("restrictions", "")
+    allowed = {
+        attr: (default, re.findall(r"`([^`]+)`", match.group(1)))
+        for phrase, (attr, default) in RESIZE_RESTRICTIONS.items()
+        for match in [re.search(rf"Supported {phrase}: ([^<]*)", text)]
+        if match
+    }
+    no_antialias = "Antialiasing is not supported" in text
+    by_reason: dict[str, list[str]] = {}
+    for graph in graphs:
+        for node in graph.node:
+            if node.op_type != "Resize" or node.domain not in ("", "ai.onnx"):
+                continue
+            for attr, (default, words) in allowed.items():
+                value = _attribute(node, attr, default)
+                if words and value not in words:
+                    reason = (
+                        f"TensorRT {used} documents Resize {attr} {', '.join(words)} only, "
+                        f"not '{value}'"
+                    )
+                    by_reason.setdefault(reason, []).append(node.name or node.op_type)
+            if no_antialias and _attribute(node, "antialias", 0):
+                reason = f"TensorRT {used} documents that Resize antialiasing is not supported"
+                by_reason.setdefault(reason, []).append(node.name or node.op_type)
+    return [
+        Blocker("Resize", len(names), names[:MAX_NODE_NAMES], reason, key=None)
+        for reason, names in sorted(by_reason.items())
+    ]
+
+
 def _model_level_blockers(graphs: list[onnx.GraphProto], target: Target) -> list[Blocker]:
-    """Known ONNX Runtime CPU restrictions that depend on attributes or storage, not op type."""
+    """Known restrictions that depend on attributes or storage, not op type: ONNX Runtime CPU's
+    and the documented TensorRT ones."""
+    if target.runtime == "trt":
+        return _trt_attribute_blockers(graphs, target)
     if target.runtime != "ort":
         return []
     found: list[Blocker] = []

@@ -12,10 +12,12 @@ from deploylens.core.support import onnx_spec
 from deploylens.core.support.onnx_spec import OpHistory, OpVersion
 from deploylens.core.support.tensorrt_table import (
     CAST_DOWN,
+    PARSER_DOMAINS,
     TRT_TYPE_NAMES,
     casts_int64_down,
     lookup,
     row_types,
+    shipped_plugins,
     table_for,
 )
 
@@ -196,34 +198,29 @@ class SupportMatrix:
     ) -> Verdict:
         used, table, warning = table_for(version)
         prefix = f"{warning}; " if warning else ""
-        if domain_name(domain) != "ai.onnx":
-            plugin = self.plugin_for(domain, op)
-            if plugin is not None and plugin.tensorrt_plugin:
-                ref = plugin.tensorrt_plugin
-                return Verdict(
-                    UNKNOWN,
-                    f"{prefix}needs TensorRT plugin {ref.get('name')} "
-                    f"v{ref.get('version')} ({ref.get('library')}), "
-                    f"declared by DeployLens plugin '{plugin.name}'",
-                )
-            return Verdict(
-                NO,
-                f"{prefix}the TensorRT ONNX parser reads only the default domain; "
-                f"{domain}::{op} needs a plugin",
-            )
-        history = self.history(domain, op)
+        domain = domain_name(domain)
+        row = lookup(table, op)
+        # the parser imports by op type: a native importer first (a trt.plugins node with one is
+        # a native layer: LayerNormalization, Gelu), else a plugin of that name in the registry
+        if row is None or domain not in PARSER_DOMAINS:
+            return self._trt_plugin_verdict(domain, op, used, prefix)
+        if row["supported"] != "Y" and op in shipped_plugins():
+            return self._trt_plugin_verdict(domain, op, used, prefix)
+        history = self.history(domain, op) if domain == "ai.onnx" else None
         if history is not None and history.resolve(opset) is None:
             return Verdict(
                 NO, f"{op} does not exist at opset {opset} (from {history.versions[0].since})"
             )
         low, high = table["opset_range"]
-        if high and not low <= opset <= high:
+        if domain == "ai.onnx" and high and opset < low:
+            prefix += (
+                f"TensorRT {used} documents opsets {low}-{high}: the parser reads opset {opset} "
+                "with a warning; "
+            )
+        elif domain == "ai.onnx" and high and opset > high:
             return Verdict(
                 NO, f"{prefix}TensorRT {used} parses opsets {low}-{high}, the model uses {opset}"
             )
-        row = lookup(table, op)
-        if row is None:
-            return Verdict(NO, f"{prefix}{op} is not in TensorRT {used}'s operator table")
         if row["supported"] != "Y":
             note = f": {row['restrictions']}" if row["restrictions"] else ""
             return Verdict(NO, f"{prefix}TensorRT {used} does not support {op}{note}")
@@ -247,6 +244,34 @@ class SupportMatrix:
                 )
         note = f" (restriction: {row['restrictions']})" if row["restrictions"] else ""
         return Verdict(YES, f"{prefix}{note}{cast_note}".strip("; ").strip())
+
+    def _trt_plugin_verdict(self, domain: str, op: str, used: str, prefix: str) -> Verdict:
+        """A node the parser has no native importer for: it looks the op type up as a plugin.
+        One TensorRT's own plugin library ships is fine (trtexec and DeployLens load it); one a
+        DeployLens plugin declares needs that library; anything else needs a plugin written."""
+        shipped = shipped_plugins().get(op)
+        if shipped is not None:
+            versions = ", ".join(shipped["versions"])
+            return Verdict(
+                YES,
+                f"{prefix}a plugin TensorRT's plugin library ships ({op}, version {versions}"
+                + (", deprecated" if shipped["deprecated"] else "")
+                + "): loaded with init_libnvinfer_plugins, as trtexec does",
+            )
+        plugin = self.plugin_for(domain, op)
+        ref = (plugin.tensorrt_plugin_for(op) or {}) if plugin is not None else {}
+        if plugin is not None and ref:
+            return Verdict(
+                UNKNOWN,
+                f"{prefix}needs TensorRT plugin {ref.get('name')} v{ref.get('version')} "
+                f"({ref.get('library')}), declared by DeployLens plugin '{plugin.name}'",
+            )
+        where = f"{domain}::{op}" if domain != "ai.onnx" else op
+        return Verdict(
+            NO,
+            f"{prefix}{where} is not in TensorRT {used}'s operator table and no plugin of that "
+            "name ships with TensorRT: it needs a plugin",
+        )
 
     # -- PyTorch exporters ------------------------------------------------------------------------
     def torchscript_opsets(self, aten: str) -> list[int] | None:

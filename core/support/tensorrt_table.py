@@ -82,6 +82,20 @@ def casts_int64_down(table_version: str) -> bool:
     return version_key(table_version) < (9,)
 
 
+@lru_cache(maxsize=1)
+def shipped_plugins() -> dict[str, dict[str, Any]]:
+    """The plugins classic TensorRT's plugin library ships (name → {versions, deprecated}),
+    from its documented table of contents (resources/support/tensorrt_plugins.json)."""
+    path = files("deploylens.resources") / "support" / "tensorrt_plugins.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {p["name"]: p for p in data["plugins"]}
+
+
+# Node domains TensorRT's ONNX parser reads: the default one, and "trt.plugins", whose nodes it
+# imports by op type (a native importer first, else a plugin of that name)
+PARSER_DOMAINS = ("ai.onnx", "trt.plugins")
+
+
 def lookup(table: dict[str, Any], op: str) -> dict[str, str] | None:
     ops = table["ops"]
     if op in ops:

@@ -108,7 +108,7 @@ def explain(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> str:
         if plugin.register_ort_reference
         else f"DeployLens plugin '{plugin.name}' has no reference implementation"
     )
-    ref = plugin.tensorrt_plugin
+    ref = plugin.tensorrt_plugin_for(finding.op)
     if not ref:
         return (
             f"the parser looked for {asked}: {reference} but names no TensorRT plugin library — "
