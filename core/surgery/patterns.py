@@ -289,6 +289,7 @@ def deform_to_trt(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, An
     graph = import_graph(infer_shapes(model))
     matched: list[list[str]] = []
     for old in [n for n in graph.nodes if n.op == "deform_conv2d"]:
+        _check_deform_signature(old)
         x, weight, offset, mask, bias = old.inputs
         a = old.attrs
         if not a.get("use_mask", 1):
@@ -319,6 +320,29 @@ def deform_to_trt(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, An
         matched.append([old.name])
         _place(graph, [old], node)
     return _finish(graph, model, "deform_to_trt", matched, PLUGIN_DOMAIN)
+
+
+DEFORM_ATTRS = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "n_weight_grps",
+                "n_offset_grps")  # fmt: skip
+
+
+def _check_deform_signature(node: Any) -> None:
+    """The pattern rewrites DeployLens's own ``custom::deform_conv2d`` (x, weight, offset, mask,
+    bias and its stride/pad/dilation/group attributes); another exporter's node of that name
+    is said, not unpacked into a ValueError."""
+    missing = [name for name in DEFORM_ATTRS if name not in node.attrs]
+    if len(node.inputs) != 5 or missing:
+        have = f"{len(node.inputs)} input(s)" + (
+            f", no {', '.join(missing)} attribute(s)" if missing else ""
+        )
+        raise UserError(
+            f"{node.name or 'a deform_conv2d node'} is not DeployLens's deform_conv2d export "
+            f"(x, weight, offset, mask, bias and its stride/pad/dilation/group attributes): it has "
+            f"{have}, so deform_to_trt cannot map it to TensorRT's ModulatedDeformConv2d",
+            "Export through DeployLens's deform_conv2d plugin (deploylens export … --plugin "
+            "deform_conv2d), or replace the node by hand: surgery's replace step with "
+            "new_op = 'ModulatedDeformConv2d' and the inputs in TensorRT's order.",
+        )
 
 
 def deform_from_trt(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, Any]]:

@@ -278,6 +278,17 @@ def capture_torch_cuda(
     return result
 
 
+def _runtime_module() -> str:
+    """The TensorRT that runs engines here: classic where installed, else TensorRT-RTX."""
+    import importlib.util
+
+    from deploylens.core.trt.tensorrt_adapter import CLASSIC, RTX_MODULE
+
+    if importlib.util.find_spec(CLASSIC) is None and importlib.util.find_spec(RTX_MODULE):
+        return RTX_MODULE
+    return CLASSIC
+
+
 def capture_trt(
     engine_path: str,
     out: str,
@@ -292,12 +303,25 @@ def capture_trt(
     profiler's per-layer synchronization."""
     import numpy as np
 
+    from deploylens.core.errors import UserError
     from deploylens.core.trace.export import write_chrome
     from deploylens.core.trace.model import Lane
     from deploylens.core.trace.trtexec import layer_runs_trace
+    from deploylens.core.trt.flags import RTX
     from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
 
-    adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt())
+    adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt(_runtime_module()))
+    if trt is None and adapter.family == RTX:
+        from deploylens.core.trt.driver import cuda_driver_present
+
+        if not cuda_driver_present():
+            raise UserError(
+                f"{Path(engine_path).name} is run with TensorRT-RTX here (classic TensorRT is "
+                "not installed), which needs an RTX-class GPU and its driver; this machine has "
+                "no CUDA driver (libcuda).",
+                "Profile the plan on the GPU it was built for (deploylens profile … --host "
+                "user@gpu-machine), or profile the ONNX model here: --backend ort.",
+            )
     engine = adapter.deserialize(Path(engine_path).read_bytes())
     if device is None:
         from deploylens.core.trt.device import TorchDevice

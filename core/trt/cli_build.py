@@ -137,6 +137,7 @@ def build_report_text(result: dict[str, Any]) -> str:
             text += f"\n  (layers from the {source})"
     warnings = [line for line in result.get("log", []) if line.startswith("[warning] could not")]
     text += "".join(f"\n  {line[10:]}" for line in warnings)
+    text += "".join(f"\n  notice: {notice}" for notice in result.get("notices", []))
     return text
 
 

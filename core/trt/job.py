@@ -60,24 +60,40 @@ def build_engine(
     rtx = adapter.family == RTX
     installed = f"{RTX}-{adapter.version}" if rtx else adapter.version
     assert_buildable(settings, installed, None)  # what needs no model, before the parse
+    notices: list[str] = []  # what the build decided that the user did not ask for
 
     def prepare(inputs: dict[str, list[Any]]) -> Any:
         """The model as TensorRT read it: profiles checked against its inputs, the calibrator
-        fed from them (reading the ONNX file again cost a third of a resnet50 build). Dynamic
-        inputs with no profile are built for 1 in every dynamic dimension, as trtexec does, and
-        the log says so (a profile is how to choose)."""
+        fed from them (reading the ONNX file again cost a third of a resnet50 build). Without a
+        profile, an input dynamic only in its batch is built for batch 1 and the report says
+        so; one dynamic elsewhere (a sequence) is refused with the flag that gives its shapes —
+        trtexec's 1 in every dimension made DistilBERT a one-token engine, silently."""
+        from deploylens.core.trt.profiles import unprofiled_dynamic
+
         dynamic = {n: d for n, d in inputs.items() if any(not isinstance(x, int) for x in d)}
         if dynamic and not settings.profiles:
             from deploylens.core.trt.settings import Profile
 
+            beyond = unprofiled_dynamic(dynamic)
+            if beyond:
+                example = " ".join(
+                    f"--profile '{n}:{_shape(d, 1)}/{_shape(d, 8)}/{_shape(d, 64)}'"
+                    for n, d in beyond.items()
+                )
+                raise UserError(
+                    f"{Path(model).name} has inputs with dynamic dimensions beyond the batch ("
+                    + ", ".join(f"{n} {d}" for n, d in beyond.items())
+                    + "): TensorRT needs their range, or it builds an engine for 1 in each "
+                    "(a one-token engine).",
+                    f"Give an optimization profile: {example} (or [[profiles]] in --settings).",
+                )
             fixed = {n: [x if isinstance(x, int) else 1 for x in d] for n, d in dynamic.items()}
             settings.profiles = [Profile({n: (s, s, s) for n, s in fixed.items()})]
-            adapter.log.append(
-                ("warning", "no optimization profile for the dynamic input(s) "
-                 + ", ".join(f"{n} {d}" for n, d in dynamic.items())
-                 + ": built for " + ", ".join(f"{n} {s}" for n, s in fixed.items())
-                 + " (give [[profiles]] to choose the shapes)")
-            )  # fmt: skip
+            notices.append(
+                "no optimization profile: the dynamic batch of "
+                + ", ".join(dynamic)
+                + " is built for 1 (give --profile INPUT:MIN/OPT/MAX for other batches)"
+            )
         assert_buildable(settings, installed, inputs)
         if settings.calibration is None or adapter.family in ("11", RTX):
             return None
@@ -154,11 +170,21 @@ def build_engine(
         "layers": layers,
         "phases": report.phases,
         "log": log_lines(adapter.log),
+        "notices": notices,
     }
     if rtx:
         result["targets"] = build_targets(settings)
         result["targets_named"] = bool(settings.compute_capabilities)
     return result
+
+
+def _shape(dims: list[Any], dynamic: int) -> str:
+    """``dims`` with each dynamic dimension as ``dynamic`` (the leading batch as 1): a
+    --profile example."""
+    return "x".join(
+        str(d) if isinstance(d, int) else ("1" if i == 0 else str(dynamic))
+        for i, d in enumerate(dims)
+    )
 
 
 def log_lines(log: list[tuple[str, str]], limit: int = 400) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from deploylens.core import typed
 from deploylens.core.errors import UserError
+from deploylens.core.files import output_path
 from deploylens.core.guard import check_model_inputs
 from deploylens.core.requests import Request, flag
 from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
@@ -36,6 +37,7 @@ class BuildRequest(Request):
     settings_file: str = ""  # the TOML they came from (the CLI line names it)
     version: str = DEFAULT_VERSION  # the release the settings and commands are checked for
     target_cc: list[str] | None = None  # --target-cc: TensorRT-RTX targets over the file's
+    profile: list[str] = field(default_factory=list)  # --profile: as given (the CLI line)
 
     @property
     def engine_path(self) -> str:
@@ -71,6 +73,14 @@ class BuildRequest(Request):
         )
         group.add_argument("--engine", default="", help="where the engine goes (MODEL.engine)")
         group.add_argument(
+            "--profile",
+            action="append",
+            default=[],
+            metavar="INPUT:MIN/OPT/MAX",
+            help="an optimization profile's shapes for INPUT, e.g. input_ids:1x8/1x128/1x512 "
+            "(repeat for each dynamic input; replaces the settings' profiles)",
+        )
+        group.add_argument(
             "--target-cc",
             default=None,
             metavar="SM[,SM…]",
@@ -88,6 +98,10 @@ class BuildRequest(Request):
         )
         if targets is not None:
             settings = replace(settings, compute_capabilities=targets or None)
+        if args.profile:
+            from deploylens.core.trt.profiles import parse_profile_args
+
+            settings = replace(settings, profiles=parse_profile_args(args.profile))
         return cls(
             model=str(args.model),
             engine=args.engine,
@@ -95,6 +109,7 @@ class BuildRequest(Request):
             settings_file=str(args.settings) if args.settings else "",
             version=args.trt_version or (RTX_VERSION if targets else DEFAULT_VERSION),
             target_cc=targets,
+            profile=list(args.profile),
         )
 
     def cli_args(self) -> list[str]:
@@ -106,6 +121,8 @@ class BuildRequest(Request):
         flag(args, "--engine", self.engine, "")
         if self.target_cc is not None:
             args += ["--target-cc", ",".join(self.target_cc)]
+        for item in self.profile:
+            args += ["--profile", item]
         return args
 
     def python_script(self) -> str:
@@ -118,7 +135,7 @@ class BuildRequest(Request):
         from deploylens.core.files import input_file
 
         model = str(input_file(self.model, "ONNX model").resolve())
-        return replace(self, model=model, engine=str(Path(self.engine_path).resolve()))
+        return replace(self, model=model, engine=output_path(self.engine_path))
 
 
 @dataclass
@@ -130,3 +147,4 @@ class _Fields:
     settings_file: str = ""
     version: str = DEFAULT_VERSION
     target_cc: list[str] | None = None
+    profile: list[str] = field(default_factory=list)

@@ -59,6 +59,15 @@ def load_tensorrt(module: str = CLASSIC) -> Any:
             if module == RTX_MODULE
             else "(Linux or Windows with an NVIDIA GPU and driver)"
         )
+        if module == CLASSIC and importlib.util.find_spec(RTX_MODULE) is not None:
+            raise UserError(
+                "TensorRT's Python package 'tensorrt' is not installed in the worker interpreter, "
+                "but TensorRT-RTX is: it parses the model and builds real plans here, ahead of "
+                "time for named GPUs, with no GPU needed.",
+                "Build with TensorRT-RTX: add --target-cc sm89 (or sm75, sm80, sm86, sm120; "
+                "--trt-version rtx), or the Build panel's 'Build (ahead of time)'; for classic "
+                f"TensorRT: {pip_install_line(PIP[module])} {where}",
+            )
         raise UserError(
             f"{product}'s Python package '{module}' is not installed in the worker interpreter, "
             "so engines cannot be built nor parsed here. Settings, the trtexec/Polygraphy "

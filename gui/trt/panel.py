@@ -408,10 +408,11 @@ class BuildPanel(QWidget):
         else:
             targets = result.get("targets")
             where = f", ahead of time for {', '.join(targets)}" if targets else ""
+            notices = "".join(f"\nNote: {notice}" for notice in result.get("notices", []))
             self._set_banner(
                 f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB, "
                 f"{result.get('product', 'TensorRT')} {result['tensorrt']}, "
-                f"{result['seconds']:.1f} s{where})",
+                f"{result['seconds']:.1f} s{where}){notices}",
                 OK_STYLE,
             )
             if result.get("layers_json"):

@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
-from deploylens.core.trt.settings import PRECISIONS, BuildSettings, Calibration, Profile
+from deploylens.core.trt.profiles import parse_profiles, profiles_text
+from deploylens.core.trt.settings import PRECISIONS, BuildSettings, Calibration
 
 DEFAULT = "(default)"
 
@@ -48,44 +49,6 @@ def _pairs(text: str) -> dict[str, str] | None:
             raise UserError(f"'{item}': write LAYER_OR_PATTERN:PRECISION (e.g. /head/*:fp32).")
         result[name.strip()] = value.strip()
     return result or None
-
-
-def _dims(text: str) -> list[int]:
-    try:
-        return [int(d) for d in text.strip().lower().split("x")]
-    except ValueError:
-        raise UserError(f"'{text.strip()}' is not a shape like 1x3x224x224.") from None
-
-
-def parse_profiles(text: str) -> list[Profile] | None:
-    """One ``input: MIN / OPT / MAX`` line per input; ``---`` starts the next profile."""
-    profiles: list[Profile] = []
-    for block in text.split("---"):
-        shapes = {}
-        for line in filter(None, (ln.strip() for ln in block.splitlines())):
-            name, sep, rest = line.rpartition(":")
-            parts = rest.split("/")
-            if not sep or len(parts) != 3:
-                raise UserError(
-                    f"'{line}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / 8x3)."
-                )
-            low, opt, high = (_dims(p) for p in parts)
-            shapes[name.strip()] = (low, opt, high)
-        if shapes:
-            profiles.append(Profile(shapes))
-    return profiles or None
-
-
-def profiles_text(profiles: list[Profile] | None) -> str:
-    blocks = []
-    for profile in profiles or []:
-        blocks.append(
-            "\n".join(
-                f"{name}: " + " / ".join("x".join(map(str, s)) for s in shapes)
-                for name, shapes in profile.shapes.items()
-            )
-        )
-    return "\n---\n".join(blocks)
 
 
 class BuildSettingsForm(QWidget):

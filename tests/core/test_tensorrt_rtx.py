@@ -369,3 +369,86 @@ def test_on_an_rtx_class_gpu_the_plan_loads_inspects_runs_and_matches_onnx_runti
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     expected = session.run(None, feeds)[0]
     np.testing.assert_allclose(outputs["output"], expected, rtol=1e-3, atol=1e-4)
+
+
+def _embedding_model(folder: Path, dims: list[Any]) -> Path:
+    """input_ids [dims] → Gather from a 100x16 table → ReduceMean: a text model's front, its
+    dims symbolic where given as names."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = numpy_helper.from_array(np.random.default_rng(0).random((100, 16), np.float32), "t")
+    nodes = [helper.make_node("Gather", ["t", "ids"], ["e"]),
+             helper.make_node("ReduceMean", ["e"], ["y"], axes=[-1], keepdims=0)]  # fmt: skip
+    graph = helper.make_graph(nodes, "g",
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [table])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = folder / f"emb_{'_'.join(map(str, dims))}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_dynamic_inputs_without_a_profile_never_build_a_silent_one_token_engine(
+    rtx: Any, tmp_path: Path
+) -> None:
+    """A sequence dimension with no profile is refused with the flag that gives its range (it
+    built a [1, 1] engine with the warning only in --json); a dynamic batch alone builds for 1
+    and the text report says so; --profile builds the range asked."""
+    text = _embedding_model(tmp_path, ["batch", "sequence"])
+    refused = cli("build", str(text), "--build", "--target-cc", "sm89",
+                  "--engine", str(tmp_path / "t.plan"))  # fmt: skip
+    assert refused.returncode == 1 and "dynamic dimensions beyond the batch" in refused.stderr
+    assert "--profile 'ids:1x1/1x8/1x64'" in refused.stderr and not (tmp_path / "t.plan").exists()
+    given = cli("build", str(text), "--build", "--target-cc", "sm89", "--profile",
+                "ids:1x8/2x128/4x512", "--engine", str(tmp_path / "t.plan"))  # fmt: skip
+    assert given.returncode == 0 and "notice" not in given.stdout, given.stderr[-2000:]
+    batch = _embedding_model(tmp_path, ["batch", 32])
+    built = cli("build", str(batch), "--build", "--target-cc", "sm89",
+                "--engine", str(tmp_path / "b.plan"))  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert (
+        "notice: no optimization profile: the dynamic batch of ids is built for 1" in built.stdout
+    )
+
+
+def test_without_classic_tensorrt_the_build_names_the_tensorrt_rtx_route(
+    rtx: Any, samples: Path, tmp_path: Path
+) -> None:
+    """--build without --target-cc asked for classic TensorRT, which is not installed here:
+    the sentence names TensorRT-RTX's ahead-of-time build instead of only 'tensorrt is
+    missing'; a TensorRT-RTX plan given to profile says it needs an RTX GPU and its driver."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorrt") is not None:
+        pytest.skip("classic TensorRT is installed here: the build runs")
+    model = samples / "small_cnn.dynamo.onnx"
+    run = cli("build", str(model), "--build", "--engine", str(tmp_path / "m.engine"))
+    assert run.returncode == 1 and "TensorRT-RTX is" in run.stderr and "--target-cc" in run.stderr
+    plan = tmp_path / "m.plan"
+    assert cli("build", str(model), "--build", "--target-cc", "sm89", "--engine",
+               str(plan)).returncode == 0  # fmt: skip
+    profile = cli("profile", str(plan), "--backend", "trt", "--out", str(tmp_path / "t.json"))
+    assert profile.returncode == 1 and "RTX-class GPU and its driver" in profile.stderr
+    assert "cannot be built nor parsed" not in profile.stderr
+
+
+def test_deform_to_trt_on_another_exporters_node_is_a_sentence(tmp_path: Path) -> None:
+    """A two-input deform_conv2d (not DeployLens's five-input export) was a raw ValueError."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("deform_conv2d", ["x", "offset"], ["y"], "dcn", domain="custom")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 8, 8])
+    offset = helper.make_tensor_value_info("offset", TensorProto.FLOAT, [1, 18, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([node], "g", [x, offset], [y])
+    imports = [helper.make_opsetid("", 17), helper.make_opsetid("custom", 1)]
+    model = helper.make_model(graph, opset_imports=imports, ir_version=8)
+    path = tmp_path / "dcn.onnx"
+    onnx.save(model, path)
+    run = cli("surgery", str(path), "--pattern", "deform_to_trt", "--out", str(tmp_path / "e.onnx"))
+    assert run.returncode == 1 and "is not DeployLens's deform_conv2d export" in run.stderr
+    assert "ValueError" not in run.stderr and "Traceback" not in run.stderr
