@@ -62,9 +62,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
     )
     print("  " + ", ".join(f"{k} {v:,}" for k, v in stats["kinds"].items()))
     if stats["kernels"]:
+        label, share = {
+            "kernel": ("kernel", "GPU %"),
+            "ort_node": ("ONNX Runtime node", "time %"),
+            "cpu_op": ("CPU op (inclusive of the ops it calls)", "time %"),
+        }[stats.get("table", "kernel")]
         print(
-            f"  {'kernel':<48}{'count':>7}{'total µs':>12}{'mean':>10}{'p90':>10}{'p99':>10}"
-            f"{'GPU %':>7}"
+            f"  {label:<48}{'count':>7}{'total µs':>12}{'mean':>10}{'p90':>10}{'p99':>10}{share:>7}"
         )
         for row in stats["kernels"][: args.top]:
             print(
@@ -121,11 +125,14 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def profile_text(result: dict[str, Any]) -> str:
     """The headline (unprofiled passes), the overhead only where it is a figure, every flag."""
     overhead = result.get("profiler_overhead")
+    on_gpu = result["backend"] in ("torch-cuda", "tensorrt")
+    streams = f", {result.get('streams', 1)} stream(s)" if on_gpu else ""  # the CPU has none
     lines = [
-        f"{result['backend']} {result.get('mode', 'serial')}, batch {result.get('batch', 1)}, "
-        f"{result.get('streams', 1)} stream(s): median latency {result['latency_ms_median']:.3f} "
-        f"ms, {result['throughput_per_s']:.1f} samples/s without the profiler"
-        + (f"; profiler overhead {overhead:.2f}×" if overhead else "")
+        f"{result['backend']} {result.get('mode', 'serial')}, batch {result.get('batch', 1)}"
+        f"{streams}: median latency {result['latency_ms_median']:.3f} ms, "
+        f"{result['throughput_per_s']:.1f} samples/s without the profiler"
+        + (" (batch / median latency)" if not on_gpu else "")
+        + (f"; profiler overhead {overhead:.2f}× per iteration" if overhead else "")
     ]
     lines += [f"  note: {note}" for note in result.get("notes", [])]
     lines += [f"  flag: {flag}" for flag in result.get("flags", [])]

@@ -31,12 +31,20 @@ def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 DUR_BITS = 40  # a kernel shorter than 2**40 ns (18 min) sorts as one int64 with its name id
 
 
+def table_kind(trace: Trace) -> str:
+    """What the per-name table counts: GPU kernels, else ONNX Runtime nodes, else CPU ops (a
+    PyTorch CPU profile, the tool's own ``profile --backend torch``, had no table at all)."""
+    for kind in ("kernel", "ort_node", "cpu_op"):
+        if (trace.kind == KIND[kind]).any():
+            return kind
+    return "kernel"
+
+
 def kernel_table(trace: Trace) -> list[dict[str, Any]]:
-    """Per-name latency of GPU kernels, or of ONNX Runtime nodes in a trace without kernels
-    (``gpu_percent`` is then the share of the nodes' total time)."""
-    mask = trace.kind == KIND["kernel"]
-    if not mask.any():
-        mask = trace.kind == KIND["ort_node"]
+    """Per-name latency of GPU kernels, or of ONNX Runtime nodes or CPU ops in a trace without
+    kernels (``gpu_percent`` is then the share of their summed time; CPU ops nest, so theirs is
+    inclusive time)."""
+    mask = trace.kind == KIND[table_kind(trace)]
     durations = trace.dur[mask]
     if durations.size and int(durations.max()) < (1 << DUR_BITS) and int(durations.min()) >= 0:
         # (name, duration) sorted as one int64 key, in place: 8 bytes per kernel in all
@@ -322,6 +330,7 @@ def trace_stats(trace: Trace) -> dict[str, Any]:
         "lanes": len(trace.lanes),
         "span_us": (end - start) / 1e3,
         "kinds": kinds,
+        "table": table_kind(trace),
         "kernels": kernels,
         "streams": streams,
         "overlap": ovl,

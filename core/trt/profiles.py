@@ -56,7 +56,5 @@ def unprofiled_dynamic(inputs: dict[str, list[Any]]) -> dict[str, list[Any]]:
     """Inputs with a dynamic dimension other than the leading (batch) one: no default shape
     for them means anything (a sequence of 1 is a one-token engine)."""
     return {
-        name: dims
-        for name, dims in inputs.items()
-        if any(not isinstance(d, int) for d in dims[1:])
+        name: dims for name, dims in inputs.items() if any(not isinstance(d, int) for d in dims[1:])
     }
