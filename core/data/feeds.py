@@ -58,7 +58,9 @@ def feed_batches(
                 f"{Path(npz).name} has no array for input '{missing[0]}' "
                 f"(it has {', '.join(data) or 'none'})."
             )
-        yield fitted_feeds({i.name: data[i.name] for i in metas}, metas, Path(npz).name)
+        arrays = {i.name: data[i.name] for i in metas}
+        for part in _per_batch(arrays, metas, Path(npz).name):
+            yield fitted_feeds(part, metas, Path(npz).name)
         return
     rng = np.random.default_rng(seed)
     feeds = {}
@@ -74,6 +76,34 @@ def feed_batches(
         else:
             feeds[meta.name] = rng.integers(0, 10, shape).astype(dtype)
     yield feeds
+
+
+def _per_batch(
+    arrays: dict[str, np.ndarray], metas: list[Any], name: str
+) -> Iterator[dict[str, np.ndarray]]:
+    """An ``.npz`` of N samples for a model whose batch is fixed at b: N / b batches (it was
+    refused as "shaped [16, …]; the model takes [1, …]"); anything else, the arrays as they are."""
+    fixed = {m.name: m.shape[0] for m in metas if m.shape and isinstance(m.shape[0], int)}
+    sizes = {
+        int(arrays[m.name].shape[0])
+        for m in metas
+        if arrays[m.name].ndim == len(m.shape) and arrays[m.name].ndim
+    }
+    batch = set(fixed.values())
+    if len(sizes) != 1 or len(batch) != 1 or len(fixed) != len(metas):
+        yield arrays
+        return
+    count, size = sizes.pop(), batch.pop()
+    if size <= 0 or count == size:
+        yield arrays
+        return
+    if count % size:
+        raise UserError(
+            f"{name} holds {count} samples, which do not split into the model's fixed batch of "
+            f"{size}."
+        )
+    for start in range(0, count, size):
+        yield {key: value[start : start + size] for key, value in arrays.items()}
 
 
 def fitted_feeds(

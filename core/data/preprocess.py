@@ -134,9 +134,12 @@ def load_image(path: Path, spec: Preprocess) -> np.ndarray:
 
 
 def list_samples(folder: str | Path) -> list[Path]:
+    """The sample files of a data folder, or the one ``.npz``/``.npy`` given instead of one."""
     folder = Path(folder)
+    if folder.is_file() and folder.suffix.lower() in ARRAY_SUFFIXES:
+        return [folder]
     if not folder.is_dir():
-        raise UserError(f"{folder} is not a folder of images or arrays.")
+        raise UserError(f"{folder} is not a folder of images or arrays, nor an .npz/.npy.")
     files = sorted(
         p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES | ARRAY_SUFFIXES
     )
@@ -178,7 +181,33 @@ def iter_samples(
                     f"{path.name}: array '{name}' holds {bad:,} NaN or infinite value(s): "
                     "calibration and comparison need finite numbers."
                 )
-        yield {name: data[name] for name, _ in inputs}
+        arrays = {name: data[name] for name, _ in inputs}
+        ranked = [len(shape) for _, shape in inputs]
+        rows = {int(a.shape[0]) for a, rank in zip(arrays.values(), ranked, strict=True)
+                if a.ndim == rank and rank}  # fmt: skip
+        if len(rows) == 1 and all(
+            a.ndim == r and r for a, r in zip(arrays.values(), ranked, strict=True)
+        ):
+            # a file holding a batch axis: its samples one by one (re-batched by the caller)
+            for row in range(rows.pop()):
+                yield {name: array[row] for name, array in arrays.items()}
+            continue
+        yield arrays
+
+
+def sample_count(folder: str | Path, inputs: list[tuple[str, list[Any]]]) -> int:
+    """How many samples ``iter_samples`` gives: an image is one, an array file with the
+    model's rank as many as its first axis (only array files are opened)."""
+    total = 0
+    rank = len(inputs[0][1])
+    for path in list_samples(folder):
+        if path.suffix.lower() in IMAGE_SUFFIXES:
+            total += 1
+            continue
+        data = load_arrays(path)
+        first = data.get(inputs[0][0], data.get(""))
+        total += int(first.shape[0]) if first is not None and first.ndim == rank and rank else 1
+    return total
 
 
 def batch_size(shape: list[Any], requested: int | None = None) -> int:

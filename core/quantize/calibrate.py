@@ -64,14 +64,14 @@ class FolderReader:
         from deploylens.core.data.preprocess import (
             batch_size,
             batches,
-            list_samples,
             parse_preprocess,
+            sample_count,
         )
 
         self._inputs = [(i.name, list(i.shape)) for i in inputs]
         self._dtypes = {i.name: _numpy_dtype(i.type) for i in inputs}
         self.batch_size = batch_size(self._inputs[0][1], request.batch_size)
-        files = len(list_samples(request.data))
+        files = sample_count(request.data, self._inputs)
         # Whole batches only (when there is at least one): ONNX Runtime's histogram calibrators
         # (entropy, percentile) stack the batches and fail on a shorter last one — 200 images
         # at batch 32 raised "inhomogeneous shape". The samples left out are counted as such.
@@ -127,6 +127,21 @@ def check_method(request: CalibrateRequest) -> None:
         raise UserError(f"Unknown calibration method '{request.method}'; use {', '.join(METHODS)}.")
     if request.method == "percentile" and not 50.0 <= request.percentile <= 100.0:
         raise UserError("The percentile is between 50 and 100 (e.g. 99.99).")
+
+
+# Fewer calibration samples than this give ranges that rarely represent real data (TensorRT's
+# guide calibrates on hundreds of images): the run goes on, and says so.
+FEW_SAMPLES = 32
+
+
+def few_samples_note(samples: int) -> list[str]:
+    """The note a calibration on too few samples carries (empty when there are enough)."""
+    if samples >= FEW_SAMPLES:
+        return []
+    return [
+        f"calibrated on {samples} sample(s): ranges from so few rarely represent real data — "
+        f"give at least {FEW_SAMPLES} (ideally hundreds) of the images the model will see"
+    ]
 
 
 @dataclass

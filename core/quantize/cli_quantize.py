@@ -36,6 +36,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             + (f", top-1 agreement {top1:.1%}" if top1 is not None else "")
         )
         print(f"  accuracy measured on {accuracy['data']}")
+    for note in report.get("notes", []):
+        print(f"  note: {note}")
     if report.get("trt_cache"):
         cache = report["trt_cache"]
         print(
@@ -119,6 +121,7 @@ def sensitivity_text(report: dict[str, Any]) -> str:
     )
     if plan["kept"]:
         lines.append("    " + ", ".join(plan["kept"]))
+    lines += [f"  note: {note}" for note in report.get("notes", [])]
     for fact in report.get("range_facts", []):
         lines.append(f"  range: {fact['tensor']} ({fact['node']}) {fact['why']}: {fact['advice']}")
     lines += [f"  {name}: {path}" for name, path in report["files"].items()]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from deploylens.core.quantize.calibrate import calibrate
+from deploylens.core.quantize.calibrate import calibrate, few_samples_note
 from deploylens.core.quantize.request import CalibrateRequest
 
 RESULT_VERSION = 1
@@ -29,6 +29,7 @@ def calibrate_and_measure(
         **{k: v for k, v in asdict(result).items() if k != "ranges"},
         "samples_per_s": result.samples_per_s,
         "tensors": len(result.ranges),
+        "notes": few_samples_note(result.samples),
     }
     from deploylens.core.data.feeds import feed_batches
 

@@ -68,6 +68,7 @@ class Report:
     curve: list[dict[str, Any]]  # {"kept": k, "nodes": [...], "score": Score}
     plan: dict[str, Any]
     range_facts: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     per_node_s: float = 0.0  # both variants of a node
     only_s: float = 0.0  # the one-node-at-a-time variant of a node, on its own
@@ -174,7 +175,12 @@ def meets(score: Score, metric: str, budget: float) -> bool:
 
 
 def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -> Report:
-    from deploylens.core.quantize.calibrate import collect_ranges, load_ranges, write_qdq
+    from deploylens.core.quantize.calibrate import (
+        collect_ranges,
+        few_samples_note,
+        load_ranges,
+        write_qdq,
+    )
     from deploylens.core.quantize.mixed import (
         QUANTIZABLE,
         fp16_variant,
@@ -281,7 +287,7 @@ def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -
         full=full_score, nodes=rows, curve=curve,
         plan={**plan, "model": plan_model, "ranges": load_ranges(calibrated.ranges_path)},
         range_facts=facts, seconds=time.perf_counter() - started, per_node_s=per_node_s,
-        only_s=only_s / len(nodes),
+        only_s=only_s / len(nodes), notes=few_samples_note(calibrated.samples),
     )  # fmt: skip
 
 

@@ -66,10 +66,13 @@ def test_batches_from_images_and_arrays(tmp_path: Path) -> None:
     assert len(list(batches(tmp_path / "images", inputs, 2, spec, limit=1))) == 1
     arrays = tmp_path / "arrays"
     arrays.mkdir()
-    np.save(arrays / "a.npy", np.zeros((4, 3, 32, 32), np.float32))  # already a batch
-    np.savez(arrays / "b.npz", image=np.ones((3, 32, 32), np.float32))
+    np.save(arrays / "a.npy", np.zeros((4, 3, 32, 32), np.float32))  # 4 samples with a batch axis
+    np.savez(arrays / "b.npz", image=np.ones((3, 32, 32), np.float32))  # one sample
     shapes = [b["image"].shape for b in batches(arrays, inputs, 8)]
-    assert shapes == [(4, 3, 32, 32), (1, 3, 32, 32)]
+    assert shapes == [(5, 3, 32, 32)]  # the file's samples one by one, re-batched
+    assert [b["image"].shape for b in batches(arrays, inputs, 2)] == [(2, 3, 32, 32)] * 2 + [
+        (1, 3, 32, 32)
+    ]
     np.savez(arrays / "c.npz", other=np.ones(3))
     with pytest.raises(UserError, match="no array for input 'image'"):
         list(batches(arrays, inputs, 8))

@@ -259,3 +259,39 @@ def test_an_uneven_last_calibration_batch_is_left_out(samples: Path, tmp_path: P
                           lambda f, m: None)  # fmt: skip
     assert reader.total == 1 and reader.left_out == 8
     assert [len(b["image"]) for b in reader] == [32]
+
+
+def test_an_npz_of_samples_is_calibration_data_and_few_samples_are_said(
+    samples: Path, tmp_path: Path
+) -> None:
+    """``--data DIR|NPZ`` as the README says: an .npz of 40 samples for a model with a fixed
+    batch of 1 is 40 samples (it was refused as 'shaped [40, …]'); a single sample calibrates
+    with a note that says so (it did so without a word)."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    deploylens = str(Path(sys.executable).with_name("deploylens"))
+    model = samples / "small_cnn.dynamo.onnx"
+    rng = np.random.default_rng(0)
+    for count in (40, 1):
+        data = tmp_path / f"cal{count}.npz"
+        np.savez(data, image=rng.random((count, 3, 32, 32), dtype=np.float32))
+        run = subprocess.run(
+            [deploylens, "calibrate", str(model), "--data", str(data), "--method", "minmax",
+             "--out", str(tmp_path / f"q{count}.onnx"), "--json"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-2000:]
+        report = json.loads(run.stdout)
+        assert report["samples"] == count
+        assert bool(report["notes"]) == (count < 32), report["notes"]
+    text = subprocess.run(
+        [deploylens, "sensitivity", str(model), "--data", str(tmp_path / "cal1.npz"),
+         "--out", str(tmp_path / "sens")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr[-2000:]
+    assert "note: calibrated on 1 sample(s)" in text.stdout
