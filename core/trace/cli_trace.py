@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -140,11 +141,25 @@ def profile_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def sweep_verdict(result: dict[str, Any]) -> tuple[int, str]:
+    """(exit status, sentence), for the CLI and the Sweep tab: a sweep that measured nothing,
+    or in which a point failed, is not a success."""
+    if result["failed"]:
+        return 1, f"{result['failed']} point(s) failed; the others stand."
+    if not result["ran"]:
+        return 1, (
+            f"no point ran ({result['skipped']} skipped, each with its reason): nothing was "
+            "measured"
+        )
+    return 0, f"{result['ran']} point(s) measured, {result['skipped']} skipped."
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     result = SweepRequest.from_args(args).prepared().run(args.python)
+    status, sentence = sweep_verdict(result)
     if args.json:
         print(json.dumps(result, indent=2))
-        return 0 if not result["failed"] else 1
+        return status
     print(
         f"{'mode':10s} {'streams':>7s} {'batch':>6s} {'median ms':>10s} {'samples/s':>11s}  pattern"
     )
@@ -164,7 +179,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         f"{result['ran']} ran, {result['skipped']} skipped, {result['failed']} failed; "
         f"{result['outputs']['csv']}, {result['outputs']['png']}"
     )
-    return 0 if not result["failed"] else 1
+    if status:
+        print(f"deploylens: {sentence}", file=sys.stderr)
+    return status
 
 
 def cmd_lab(args: argparse.Namespace) -> int:

@@ -61,7 +61,13 @@ class ProfileRequest(Request):
             help="ort: FILE.onnx; torch: an export spec (torchvision:NAME, FILE.py:f, …); "
             "trt: FILE.engine",
         )
-        group.add_argument("--backend", choices=BACKENDS, default="ort")
+        group.add_argument(
+            "--backend",
+            choices=BACKENDS,
+            default=None,
+            help="ort, torch or trt (default: from the model: .onnx → ort, .engine/.plan → trt, "
+            "a PyTorch source → torch)",
+        )
         group.add_argument(
             "--mode",
             choices=MODES,
@@ -82,7 +88,7 @@ class ProfileRequest(Request):
         return cls(
             model=args.model,
             out=str(args.out),
-            backend=args.backend,
+            backend=args.backend or infer_backend(args.model),
             mode=args.mode,
             batch=args.batch,
             streams=args.streams,
@@ -94,7 +100,7 @@ class ProfileRequest(Request):
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--out", self.out]
-        flag(args, "--backend", self.backend, "ort")
+        flag(args, "--backend", self.backend, infer_backend(self.model))
         flag(args, "--mode", self.mode, "serial")
         flag(args, "--batch", self.batch, 1)
         flag(args, "--streams", self.streams, 1)
@@ -105,12 +111,25 @@ class ProfileRequest(Request):
         return args
 
     def check(self) -> None:
-        """Numbers no capture can use, refused in one sentence before a worker starts."""
+        """Numbers no capture can use, and a model the backend cannot take, refused in one
+        sentence before a worker starts (an .onnx given to the torch backend skipped all 27
+        points of a sweep, which then said it succeeded)."""
         for name in ("batch", "streams", "iterations"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name} must be 1 or more, not {getattr(self, name)}.")
         if self.warmup < 0:
             raise UserError(f"--warmup must be 0 or more, not {self.warmup}.")
+        if self.backend == "torch":
+            if self.model.lower().endswith(".onnx"):
+                raise UserError(
+                    f"{Path(self.model).name} is an ONNX model: the torch backend profiles a "
+                    "PyTorch source (sample:NAME, torchvision:NAME, FILE.py:factory, .pt, .pt2).",
+                    "Profile it with ONNX Runtime: --backend ort (the default for .onnx).",
+                )
+        elif not self.model.startswith(("sample:", "torchvision:")):
+            from deploylens.core.files import input_file
+
+            input_file(self.model, "ONNX model" if self.backend == "ort" else "TensorRT engine")
 
     def prepared(self) -> ProfileRequest:
         """File paths absolute (a torch spec is the export spec, left as given)."""
@@ -127,6 +146,17 @@ def _int_list(text: str) -> list[int]:
     if not values or any(v < 1 for v in values):
         raise UserError(f"'{text}': give whole numbers of 1 or more, like 1,8,32.")
     return values
+
+
+def infer_backend(model: str) -> Backend:
+    """The backend a model file asks for: ONNX Runtime for .onnx, TensorRT for an engine,
+    PyTorch for anything else (an export spec)."""
+    lowered = model.lower()
+    if lowered.endswith(".onnx"):
+        return "ort"
+    if lowered.endswith((".engine", ".plan", ".trt")):
+        return "trt"
+    return "torch"
 
 
 def _mode_list(text: str) -> list[Mode]:
@@ -167,7 +197,12 @@ class SweepRequest(Request):
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         group = parser.add_argument_group("the sweep")
         group.add_argument("model", help="as for deploylens profile")
-        group.add_argument("--backend", choices=BACKENDS, default="torch")
+        group.add_argument(
+            "--backend",
+            choices=BACKENDS,
+            default=None,
+            help="as for deploylens profile (default: from the model)",
+        )
         group.add_argument("--batch", default="1", help="batch sizes, e.g. 1,8,32")
         group.add_argument("--streams", default="1", help="stream counts, e.g. 1,2,4")
         group.add_argument(
@@ -186,13 +221,14 @@ class SweepRequest(Request):
             choices=EXECUTORS,
             default="auto",
             help="ray: each point a Ray task (GPU points need a GPU each); worker: one after "
-            "another in the worker; auto (default): ray when installed (deploylens[cluster])",
+            "another in the worker; auto (default): Ray only where it pays — a cluster, several "
+            "GPUs, or CPU work (estimated from the cheapest point) of 30 s or more",
         )
         fan.add_argument(
             "--ray-address",
             default="",
-            help="a running Ray cluster (host:port or ray://host:10001); default: Ray on this "
-            "machine, started and stopped with the sweep",
+            help="a running Ray cluster's GCS address, HOST:PORT (ray status prints it); "
+            "default: Ray on this machine (loopback only), started and stopped with the sweep",
         )
 
     @classmethod
@@ -200,7 +236,7 @@ class SweepRequest(Request):
         return cls(
             model=args.model,
             out=str(args.out),
-            backend=args.backend,
+            backend=args.backend or infer_backend(args.model),
             batches=_int_list(args.batch),
             streams=_int_list(args.streams),
             modes=_mode_list(args.mode),
@@ -216,7 +252,7 @@ class SweepRequest(Request):
         args = [self.model, "--out", self.out]
         flag(args, "--executor", self.executor, "auto")
         flag(args, "--ray-address", self.ray_address, "")
-        flag(args, "--backend", self.backend, "torch")
+        flag(args, "--backend", self.backend, infer_backend(self.model))
         flag(args, "--batch", ",".join(map(str, self.batches)), "1")
         flag(args, "--streams", ",".join(map(str, self.streams)), "1")
         flag(args, "--mode", ",".join(self.modes), "serial")

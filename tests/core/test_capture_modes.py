@@ -261,3 +261,26 @@ def test_a_cpu_sweep_runs_what_it_can_and_says_why_it_skips_the_rest(
     from PIL import Image
 
     assert Image.open(out / "sweep.png").size == (900, 600)
+
+
+def test_the_readmes_sweep_on_the_batched_sample_and_sweeps_that_measure_nothing(
+    samples: Path, tmp_path: Path
+) -> None:
+    """The README's sweep on the bundled dynamic-batch sample runs every point the CPU can
+    (3 of 27; the fixed-batch samples ran 1) with ONNX Runtime, chosen from the .onnx; an .onnx
+    given to the torch backend is refused up front (it skipped all 27 and exited 0), and a sweep
+    that measured nothing exits 1."""
+    from tests.core.test_cli import run_cli
+
+    model = str(samples / "small_cnn.batched.onnx")
+    grid = ["--batch", "1,8,32", "--streams", "1,2,4", "--mode", "serial,pipelined,cudagraph",
+            "--iterations", "3", "--warmup", "1"]  # fmt: skip
+    result = run_cli("sweep", model, *grid, "--out", str(tmp_path / "a"), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["ran"], report["skipped"]) == (3, 24) and report["executor"] == "worker"
+    assert {p["batch"] for p in report["points"] if p["status"] == "ok"} == {1, 8, 32}
+    wrong = run_cli("sweep", model, "--backend", "torch", "--out", str(tmp_path / "b"))
+    assert wrong.returncode == 1 and "is an ONNX model" in wrong.stderr
+    nothing = run_cli("sweep", model, "--mode", "pipelined", "--out", str(tmp_path / "c"))
+    assert nothing.returncode == 1 and "nothing was measured" in nothing.stderr
