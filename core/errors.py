@@ -31,6 +31,21 @@ def _first_line(exc: BaseException) -> str:
     return text[:300]
 
 
+def ort_error_text(exc: BaseException) -> str:
+    """ONNX Runtime's error as words: ``[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model
+    from m.onnx failed:/onnxruntime_src/…/model.cc:340 onnxruntime::Model::Model(…) This is an
+    invalid model…`` → ``invalid graph: This is an invalid model…``."""
+    import re
+
+    text = " ".join(str(exc).split())
+    match = re.match(r"\[ONNXRuntimeError\] : \d+ : ([A-Z_]+) : (.*)", text)
+    code, rest = (match.group(1).replace("_", " ").lower(), match.group(2)) if match else ("", text)
+    rest = re.sub(r"^Load model from \S+ failed:", "", rest)
+    rest = re.sub(r"^\S*onnxruntime_src\S*:\d+ \S+\(.*?\)\s*", "", rest)
+    rest = re.sub(r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", rest)  # a nested one
+    return ((f"{code}: " if code else "") + rest.strip())[:300]
+
+
 def _subject(params: object) -> str:
     """The file a job was reading, as its name (a request's model or path)."""
     if isinstance(params, dict):
@@ -50,9 +65,9 @@ def explain_failure(exc: BaseException, params: object = None) -> UserError | No
     module = type(exc).__module__ or ""
     name = type(exc).__name__
     if module.startswith("onnxruntime"):
-        what = "run" if "run" in str(exc).lower()[:80] and "load" not in str(exc)[:80] else "load"
+        what = "load" if "Load model" in str(exc) else "run"
         return UserError(
-            f"ONNX Runtime could not {what} {subject}: {_first_line(exc)}",
+            f"ONNX Runtime could not {what} {subject}: {ort_error_text(exc)}",
             "The model is malformed or uses something this ONNX Runtime does not support.",
         )
     if module.startswith("onnx") and name in ("ValidationError", "InferenceError"):

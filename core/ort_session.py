@@ -130,9 +130,10 @@ def plugin_session(
     try:
         return ort.InferenceSession(target, options, providers=["CPUExecutionProvider"]), via
     except Exception as exc:
-        raise UserError(
-            f"ONNX Runtime cannot load {Path(path).name}: {str(exc).strip().splitlines()[0][:300]}"
-        ) from None
+        from deploylens.core.errors import ort_error_text
+
+        message = ort_error_text(exc)
+        raise UserError(f"ONNX Runtime cannot load {Path(path).name}: {message}") from None
     finally:
         if via:  # the session holds the model in memory; the rewritten copy is not needed
             Path(target).unlink(missing_ok=True)

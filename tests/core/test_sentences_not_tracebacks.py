@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -82,3 +83,44 @@ def test_a_model_name_that_is_not_utf8_is_a_sentence(tmp_path: Path, name: bytes
     shown = os.fsdecode(path)
     for args in (["validate", shown], ["calibrate", shown, "--data", str(tmp_path)]):
         _said(_run(*args), "not UTF-8")
+
+
+def test_huge_dims_and_recursive_functions_are_sentences_in_every_reader(tmp_path: Path) -> None:
+    """A 2**62 input dimension and a local function calling itself: validate, surgery and
+    calibrate each say what is wrong with the file (they ended in raw exception names)."""
+    huge = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**62, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    onnx.save(helper.make_model(huge, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+              tmp_path / "huge.onnx")  # fmt: skip
+    local = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    recursive = helper.make_function(
+        "local", "F", ["a"], ["b"], [helper.make_node("F", ["a"], ["b"], domain="local")], local
+    )
+    calls = helper.make_graph(
+        [helper.make_node("F", ["x"], ["y"], domain="local")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )  # fmt: skip
+    model = helper.make_model(calls, opset_imports=local, functions=[recursive], ir_version=8)
+    onnx.save(model, tmp_path / "recursive.onnx")
+    data = tmp_path / "data"
+    data.mkdir()
+    np.save(data / "x.npy", np.ones((2, 4), np.float32))
+    for name, said in (("huge.onnx", "too large"), ("recursive.onnx", "recursive")):
+        path = str(tmp_path / name)
+        runs = [
+            ["validate", path],
+            ["surgery", path, "--fold", "--out", str(tmp_path / "e.onnx")],
+            ["calibrate", path, "--data", str(data), "--out", str(tmp_path / "q.onnx")],
+        ]
+        for args in runs:
+            run = _run(*args)
+            _said(run)
+            assert name in run.stderr or "data/" in run.stderr, run.stderr  # the file at fault
+            assert "ONNXRuntimeError" not in run.stderr and "onnxruntime_src" not in run.stderr
+        assert (
+            said in _run("validate", path).stderr or said in _run("surgery", path, "--fold").stderr
+        )
