@@ -17,10 +17,12 @@ from pathlib import Path
 from deploylens.core import __version__
 from deploylens.core.command import Command
 from deploylens.core.errors import UserError
+from deploylens.core.job_table import command_homes
 from deploylens.core.worker.client import CRASHED, EXITED, START_FAILED, JobFailure
 
-# The rooms' command modules, in the order ``deploylens --help`` lists them.
-COMMAND_MODULES = (
+# The rooms' command modules, in the order ``deploylens --help`` lists them (a module the job
+# table adds and this list does not name comes last).
+HELP_ORDER = (
     "deploylens.core.model.cli_model",  # inspect
     "deploylens.core.graph.cli_graph",  # graph
     "deploylens.core.support.cli_support",  # support
@@ -33,32 +35,14 @@ COMMAND_MODULES = (
     "deploylens.core.trace.cli_trace",  # trace, profile
     "deploylens.core.cli_demo",  # demo, env
 )
+COMMAND_MODULES = tuple(dict.fromkeys((*HELP_ORDER, *command_homes().values())))
 
 
 # Which module declares each command, so `deploylens build …` imports only the build room
-# (building every room's parser imported numpy and onnx: ~0.15 s on every command).
-# tests/core/test_cli.py checks it against what the modules declare.
-COMMAND_HOMES = {
-    "inspect": "deploylens.core.model.cli_model",
-    "graph": "deploylens.core.graph.cli_graph",
-    "support": "deploylens.core.support.cli_support",
-    "export": "deploylens.core.export.cli_export",
-    "diagnose": "deploylens.core.export.cli_export",
-    "validate": "deploylens.core.validate.cli_validate",
-    "engine": "deploylens.core.engine.cli_engine",
-    "build": "deploylens.core.trt.cli_build",
-    "calibrate": "deploylens.core.quantize.cli_quantize",
-    "sensitivity": "deploylens.core.quantize.cli_quantize",
-    "calibration-study": "deploylens.core.quantize.cli_quantize",
-    "surgery": "deploylens.core.surgery.cli_surgery",
-    "trace": "deploylens.core.trace.cli_trace",
-    "profile": "deploylens.core.trace.cli_trace",
-    "sweep": "deploylens.core.trace.cli_trace",
-    "lab": "deploylens.core.trace.cli_trace",
-    "demo": "deploylens.core.cli_demo",
-    "env": "deploylens.core.cli_demo",
-    "screenshot": "deploylens.core.cli_demo",
-}
+# (building every room's parser imported numpy and onnx: ~0.15 s on every command): the job
+# table's commands and the few that run no job. tests/core/test_cli.py checks it against what
+# the modules declare.
+COMMAND_HOMES = command_homes()
 
 
 def commands(only: str | None = None) -> Iterator[Command]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.job_table import JOBS, request_files
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import DISCONNECTED, START_FAILED, JobFailure, WorkerSession
 from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
@@ -348,24 +349,5 @@ def remote_failure_kind(exc: Any) -> str:
     return DISCONNECTED if exc.kind == "connect" else START_FAILED
 
 
-def request_files(method: str) -> dict[str, str]:
-    """The file fields of ``method``'s request (``Request.FILES``): field → "in" | "out"."""
-    from deploylens.core.requests import REQUESTS, request_class
-
-    return dict(getattr(request_class(method), "FILES", {})) if method in REQUESTS else {}
-
-
-JOB_TITLES = {
-    "export.run": "export",
-    "support.sample_aten": "support: the sample's aten ops",
-    "support.collect": "op support registries",
-    "support.tensorrt_probe": "TensorRT parser",
-    "validate.outputs": "validate",
-    "quantize.calibrate": "calibrate",
-    "quantize.sensitivity": "sensitivity",
-    "quantize.study": "calibration study",
-    "build.engine": "build",
-    "surgery.apply": "surgery",
-    "trace.profile": "profile",
-    "trace.sweep": "sweep",
-}
+# what a progress line calls each job, from the one job table
+JOB_TITLES = {name: job.title for name, job in JOBS.items() if job.title}

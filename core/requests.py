@@ -11,53 +11,43 @@ types (``core/validate/request.py`` …); ``REQUESTS`` lists them by job for the
 from __future__ import annotations
 
 import argparse
-import importlib
 import shlex
 from typing import Any, ClassVar, TypeVar
 
 from deploylens.core import typed
 from deploylens.core.guard import check_model_inputs
+from deploylens.core.job_table import JOBS, job_for_request
+from deploylens.core.job_table import request_class as _request_class
 
 R = TypeVar("R", bound="Request")
 
-# job name → "module:class", imported only when asked (the worker imports one room per job)
-REQUESTS: dict[str, str] = {
-    "model.inspect": "deploylens.core.model.request:InspectRequest",
-    "graph.shapes": "deploylens.core.graph.request:ShapesRequest",
-    "graph.tensor_stats": "deploylens.core.graph.request:TensorStatsRequest",
-    "support.collect": "deploylens.core.support.request:CollectRequest",
-    "support.tensorrt_probe": "deploylens.core.support.request:TensorRTProbeRequest",
-    "support.tensorrt_ops": "deploylens.core.support.request:TensorRTOpsRequest",
-    "support.sample_aten": "deploylens.core.support.request:SampleAtenRequest",
-    "export.run": "deploylens.core.export.request:ExportRequest",
-    "validate.outputs": "deploylens.core.validate.request:ValidateRequest",
-    "quantize.calibrate": "deploylens.core.quantize.request:CalibrateRequest",
-    "quantize.sensitivity": "deploylens.core.quantize.request:SensitivityRequest",
-    "quantize.study": "deploylens.core.quantize.request:StudyRequest",
-    "build.engine": "deploylens.core.trt.request:BuildRequest",
-    "surgery.apply": "deploylens.core.surgery.request:SurgeryRequest",
-    "trace.profile": "deploylens.core.trace.request:ProfileRequest",
-    "trace.sweep": "deploylens.core.trace.request:SweepRequest",
-    "trace.lab": "deploylens.core.trace.request:LabRequest",
-}
+# job name → "module:Class", from the one job table (core/job_table.py)
+REQUESTS: dict[str, str] = {name: job.request for name, job in JOBS.items() if job.request}
 
 
 def request_class(job: str) -> type[Request]:
-    module, _, name = REQUESTS[job].partition(":")
-    result: type[Request] = getattr(importlib.import_module(module), name)
-    return result
+    """The request class of ``job`` (imported only when asked)."""
+    found: type[Request] = _request_class(job)
+    return found
 
 
 class Request:
     """Base of the job requests (each is a ``@dataclass``)."""
 
-    JOB: ClassVar[str] = ""
+    JOB: ClassVar[str] = ""  # both from the job table, by the class's own path
     COMMAND: ClassVar[str] = ""  # the ``deploylens`` command that fills it ("" for none)
     # the fields that name files, "in" or "out": what a remote worker is sent and sends back
     FILES: ClassVar[dict[str, str]] = {}
     # whether the job reads a model's weights (its external data): then the model-folder guard
     # stands in front of it; a job that only reports on the file (inspect) says what is wrong
     READS_WEIGHTS: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A request's job and command are its row of the job table (declared once)."""
+        super().__init_subclass__(**kwargs)
+        job = job_for_request(f"{cls.__module__}:{cls.__qualname__}")
+        if job is not None:
+            cls.JOB, cls.COMMAND = job.name, job.command
 
     # -- worker params ------------------------------------------------------------------------
     def to_params(self) -> dict[str, Any]:

@@ -121,7 +121,8 @@ class WorkerJob(QObject):
         then(value)
 
     def _prepare_remote(self) -> tuple[list[str], dict[str, Any]]:
-        from deploylens.core.jobs import remote_failure_kind, request_files
+        from deploylens.core.job_table import request_files
+        from deploylens.core.jobs import remote_failure_kind
         from deploylens.core.worker.remote import Host, RemoteError, ensure_code, remote_worker_argv
         from deploylens.core.worker.transfer import RemoteFiles
 

@@ -80,3 +80,14 @@ def load_arrays(given: str | Path) -> dict[str, np.ndarray]:
     except Exception as exc:  # numpy's header parser fails in many ways on garbage
         reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
         raise UserError(f"{path.name} is not a readable NumPy file: {reason}.") from None
+
+
+def read_labels(path: str) -> np.ndarray:
+    """Class indices for top-1 agreement: one 1-D integer array (an .npy, or an .npz of one)."""
+    arrays = load_arrays(path)
+    if len(arrays) != 1:
+        raise UserError(f"{Path(path).name}: --labels takes one array of class indices.")
+    labels = next(iter(arrays.values()))
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise UserError(f"{Path(path).name}: --labels must be a 1-D array of class indices.")
+    return labels.astype(np.int64)

@@ -139,3 +139,16 @@ def fitted_feeds(
 def batch_of(feeds: dict[str, np.ndarray]) -> int:
     first = next(iter(feeds.values()), None)
     return int(first.shape[0]) if first is not None and first.ndim else 1
+
+
+def take_samples(batches: Any, limit: int) -> list[dict[str, Any]]:
+    """Whole batches until ``limit`` samples are reached (the last one may pass it)."""
+    taken: list[dict[str, Any]] = []
+    count = 0
+    for feeds in batches:
+        if count >= limit:
+            break
+        taken.append(feeds)
+        first = next(iter(feeds.values()))
+        count += int(first.shape[0]) if first.ndim else 1
+    return taken

@@ -21,8 +21,6 @@ from deploylens.core.requests import Request
 
 @dataclass
 class ExportRequest(Request):
-    JOB: ClassVar[str] = "export.run"
-    COMMAND: ClassVar[str] = "export"
     FILES: ClassVar[dict[str, str]] = {
         "source.target": "in",
         "source.inputs_npz": "in",

@@ -10,7 +10,6 @@ from deploylens.core.requests import Request
 
 @dataclass
 class ShapesRequest(Request):
-    JOB: ClassVar[str] = "graph.shapes"
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
     READS_WEIGHTS: ClassVar[bool] = False  # shape inference reads no weights
 
@@ -19,7 +18,6 @@ class ShapesRequest(Request):
 
 @dataclass
 class TensorStatsRequest(Request):
-    JOB: ClassVar[str] = "graph.tensor_stats"
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str

@@ -10,7 +10,6 @@ from deploylens.core.requests import Request
 
 @dataclass
 class InspectRequest(Request):
-    JOB: ClassVar[str] = "model.inspect"
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
     READS_WEIGHTS: ClassVar[bool] = False  # reports where the weights are, reads none
 

@@ -22,7 +22,7 @@ import numpy as np
 from deploylens.core.errors import UserError
 from deploylens.core.files import staged_outputs
 from deploylens.core.model.staging import commit_staged
-from deploylens.core.quantize.request import METHODS, CalibrateRequest
+from deploylens.core.quantize.request import METHODS, CalibrateRequest, default_output
 
 # Entropy: 512 histogram bins searched for the 128-level threshold with the least KL divergence.
 # TensorRT uses 2048 bins, but ORT's search is Python and O(bins²): on resnet18 (50 tensors) 2048
@@ -48,10 +48,6 @@ class CalibrationResult:
     @property
     def samples_per_s(self) -> float:
         return self.samples / self.seconds if self.seconds else 0.0
-
-
-def default_output(model: str, method: str) -> str:
-    return str(Path(model).with_suffix("")) + f".{method}.qdq.onnx"
 
 
 class FolderReader:

@@ -31,7 +31,7 @@ def calibrate_and_measure(
         "tensors": len(result.ranges),
         "notes": few_samples_note(result.samples),
     }
-    from deploylens.core.data.feeds import feed_batches
+    from deploylens.core.data.feeds import feed_batches, take_samples
 
     evaluate = request.evaluate
     if evaluate > 0:
@@ -70,19 +70,6 @@ def calibrate_and_measure(
                 "under the EntropyCalibration2 header.")  # fmt: skip
     progress(1.0, "done")
     return report
-
-
-def take_samples(batches: Any, limit: int) -> list[dict[str, Any]]:
-    """Whole batches until ``limit`` samples are reached (the last one may pass it)."""
-    taken: list[dict[str, Any]] = []
-    count = 0
-    for feeds in batches:
-        if count >= limit:
-            break
-        taken.append(feeds)
-        first = next(iter(feeds.values()))
-        count += int(first.shape[0]) if first.ndim else 1
-    return taken
 
 
 def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,13 @@ DEFAULT_EVALUATE = 20
 DEFAULT_CACHE_VERSION = "10.16"
 
 
+def default_output(model: str, method: str) -> str:
+    """Where a calibration writes its Q/DQ model unless told: beside the model."""
+    return str(Path(model).with_suffix("")) + f".{method}.qdq.onnx"
+
+
 @dataclass
 class CalibrateRequest(Request):
-    JOB: ClassVar[str] = "quantize.calibrate"
-    COMMAND: ClassVar[str] = "calibrate"
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "data": "in",
@@ -124,7 +127,6 @@ class CalibrateRequest(Request):
     def prepared(self) -> CalibrateRequest:
         """Files checked and every path absolute (the worker's working folder is not ours)."""
         from deploylens.core.files import input_file, input_folder
-        from deploylens.core.quantize.calibrate import default_output
 
         def absolute(path: str) -> str:
             return output_path(path) if path else ""
@@ -149,8 +151,6 @@ Metric = Literal["relL2", "cosine", "top1"]
 class SensitivityRequest(Request):
     """Per-layer precision sensitivity (``deploylens sensitivity``, the Sensitivity view)."""
 
-    JOB: ClassVar[str] = "quantize.sensitivity"
-    COMMAND: ClassVar[str] = "sensitivity"
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "data": "in",
@@ -269,8 +269,6 @@ class StudyRequest(Request):
     """Calibration study (``deploylens calibration-study``): the same data calibrated with every
     method and calibration batch size, one table of errors and the ranges that differ most."""
 
-    JOB: ClassVar[str] = "quantize.study"
-    COMMAND: ClassVar[str] = "calibration-study"
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "data": "in",

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from deploylens.core.data.arrays import read_labels
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.prefix import PrefixCache
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
@@ -147,8 +148,7 @@ class Evaluator:
 def eval_feeds(request: SensitivityRequest) -> list[dict[str, np.ndarray]]:
     import onnxruntime as ort
 
-    from deploylens.core.data.feeds import feed_batches
-    from deploylens.core.quantize.job import take_samples
+    from deploylens.core.data.feeds import feed_batches, take_samples
 
     session = ort.InferenceSession(request.model, providers=["CPUExecutionProvider"])
     source = request.eval_data or request.data
@@ -192,7 +192,7 @@ def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -
     if request.metric not in METRICS:
         raise UserError(f"Unknown metric '{request.metric}'; use {', '.join(METRICS)}.")
     started = time.perf_counter()
-    labels = _labels(request.labels) if request.labels else None
+    labels = read_labels(request.labels) if request.labels else None
     progress(0.01, "evaluation samples and FP32 outputs")
     evaluator = Evaluator(request.model, eval_feeds(request), labels, request.threads)
     budget = default_budget(request, evaluator.fp32())
@@ -309,15 +309,3 @@ def fp16_range_facts(
         facts.append({"tensor": tensor, "node": producer.get(tensor, ""), "peak": peak,
                       "why": why, "advice": "keep in FP32"})  # fmt: skip
     return facts
-
-
-def _labels(path: str) -> np.ndarray:
-    from deploylens.core.data.arrays import load_arrays
-
-    arrays = load_arrays(path)
-    if len(arrays) != 1:
-        raise UserError(f"{Path(path).name}: --labels takes one array of class indices.")
-    labels = next(iter(arrays.values()))
-    if labels.ndim != 1 or labels.dtype.kind not in "iu":
-        raise UserError(f"{Path(path).name}: --labels must be a 1-D array of class indices.")
-    return labels.astype(np.int64)

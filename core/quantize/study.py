@@ -43,9 +43,10 @@ def study_rows() -> list[StudyRow]:
 
 def _evaluation(request: SensitivityRequest, threads: int) -> tuple[Any, CalibrateRequest]:
     """The FP32 evaluator and the calibration every row varies, from the study's request."""
-    from deploylens.core.quantize.sensitivity import Evaluator, _labels, eval_feeds
+    from deploylens.core.data.arrays import read_labels
+    from deploylens.core.quantize.sensitivity import Evaluator, eval_feeds
 
-    labels = _labels(request.labels) if request.labels else None
+    labels = read_labels(request.labels) if request.labels else None
     evaluator = Evaluator(request.model, eval_feeds(request), labels, threads)
     base = CalibrateRequest(request.model, request.data, preprocess=request.preprocess,
                             batches=request.batches)  # fmt: skip

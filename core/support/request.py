@@ -10,7 +10,6 @@ from deploylens.core.requests import Request
 
 @dataclass
 class CollectRequest(Request):
-    JOB: ClassVar[str] = "support.collect"
     FILES: ClassVar[dict[str, str]] = {"copy_to": "out"}
 
     refresh: bool = False  # rebuild the cached registries
@@ -19,7 +18,6 @@ class CollectRequest(Request):
 
 @dataclass
 class TensorRTProbeRequest(Request):
-    JOB: ClassVar[str] = "support.tensorrt_probe"
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str
@@ -30,13 +28,9 @@ class TensorRTProbeRequest(Request):
 class TensorRTOpsRequest(Request):
     """Which ONNX op types the installed parser has an importer for (the live matrix column)."""
 
-    JOB: ClassVar[str] = "support.tensorrt_ops"
-
     module: str = "tensorrt_rtx"
 
 
 @dataclass
 class SampleAtenRequest(Request):
-    JOB: ClassVar[str] = "support.sample_aten"
-
     sample: str

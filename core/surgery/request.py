@@ -17,8 +17,6 @@ from deploylens.core.surgery.steps import Step, steps_from_toml
 
 @dataclass
 class SurgeryRequest(Request):
-    JOB: ClassVar[str] = "surgery.apply"
-    COMMAND: ClassVar[str] = "surgery"
     FILES: ClassVar[dict[str, str]] = {"model": "in", "output": "out", "script": "out"}
 
     model: str

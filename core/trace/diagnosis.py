@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.trace.intervals import merged
 from deploylens.core.trace.model import KIND, Trace, member
-from deploylens.core.trace.stats import merged
 
 SMALL_KERNEL_NS = 10_000  # "kernels under 10 µs"
 LAUNCH_CALLS = ("LaunchKernel", "cudaGraphLaunch", "cuGraphLaunch", "LaunchCooperative")

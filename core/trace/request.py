@@ -26,8 +26,6 @@ EXECUTORS = ("auto", "worker", "ray")
 
 @dataclass
 class ProfileRequest(Request):
-    JOB: ClassVar[str] = "trace.profile"
-    COMMAND: ClassVar[str] = "profile"
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "out"}
 
     model: str  # ort: an ONNX file; torch: an export spec; trt: an engine file
@@ -171,8 +169,6 @@ def _mode_list(text: str) -> list[Mode]:
 class SweepRequest(Request):
     """One capture per batch × streams × mode point, in one worker (``deploylens sweep``)."""
 
-    JOB: ClassVar[str] = "trace.sweep"
-    COMMAND: ClassVar[str] = "sweep"
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "outdir"}
 
     model: str
@@ -272,8 +268,6 @@ class SweepRequest(Request):
 class LabRequest(Request):
     """A lab scenario's trace and diagnosis (``deploylens lab``): real on a GPU, else synthetic."""
 
-    JOB: ClassVar[str] = "trace.lab"
-    COMMAND: ClassVar[str] = "lab"
     FILES: ClassVar[dict[str, str]] = {"out": "out"}
 
     name: str

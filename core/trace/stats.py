@@ -8,25 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.trace.intervals import merged
 from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace, member
-
-
-def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of intervals as sorted, disjoint ``(starts, ends)``."""
-    if start.size == 0:
-        return start, end
-    if np.all(start[1:] >= start[:-1]):  # a lane slice usually is sorted already
-        s, e = start, np.maximum.accumulate(end)
-    else:
-        order = np.argsort(start, kind="stable")
-        s, e = start[order], end[order]
-        del order
-        np.maximum.accumulate(e, out=e)
-    new = np.empty(s.size, bool)
-    new[0] = True
-    np.greater(s[1:], e[:-1], out=new[1:])
-    return s[new], np.maximum.reduceat(e, np.flatnonzero(new))
-
 
 DUR_BITS = 40  # a kernel shorter than 2**40 ns (18 min) sorts as one int64 with its name id
 

@@ -56,8 +56,8 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path, threads: in
     """Capture one point in this process (the sweep job's worker, or a Ray task) and diagnose
     its trace; ``threads`` caps ONNX Runtime's (0: its default, every core)."""
     from deploylens.core.trace.diagnosis import diagnosis
-    from deploylens.core.trace.job import profile
     from deploylens.core.trace.load import load_trace
+    from deploylens.core.trace.profiling import profile
 
     trace = folder / f"point-{point.mode}-s{point.streams}-b{point.batch}.json"
     request = replace(base, out=str(trace), mode=point.mode, streams=point.streams,

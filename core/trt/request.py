@@ -21,8 +21,6 @@ RTX_VERSION = "rtx"  # what --target-cc implies when no --trt-version is given
 
 @dataclass
 class BuildRequest(Request):
-    JOB: ClassVar[str] = "build.engine"
-    COMMAND: ClassVar[str] = "build"
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "engine": "out",

@@ -24,8 +24,6 @@ DEFAULT_BUDGET_MB = 256.0
 
 @dataclass
 class ValidateRequest(Request):
-    JOB: ClassVar[str] = "validate.outputs"
-    COMMAND: ClassVar[str] = "validate"
     FILES: ClassVar[dict[str, str]] = {
         "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in"
     }  # fmt: skip

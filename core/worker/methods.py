@@ -9,36 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-METHODS: dict[str, str] = {
-    "model.inspect": "deploylens.core.model.jobs:inspect_job",
-    "validate.outputs": "deploylens.core.validate.run:validate_job",
-    "quantize.calibrate": "deploylens.core.quantize.job:calibrate_job",
-    "quantize.sensitivity": "deploylens.core.quantize.job:sensitivity_job",
-    "quantize.study": "deploylens.core.quantize.job:study_job",
-    "build.engine": "deploylens.core.trt.job:build_job",
-    "surgery.apply": "deploylens.core.surgery.job:surgery_job",
-    "trace.profile": "deploylens.core.trace.job:profile_job",
-    "trace.sweep": "deploylens.core.trace.job:sweep_job",
-    "trace.lab": "deploylens.core.trace.job:lab_job",
-    "export.run": "deploylens.core.export.run:export_job",
-    "support.collect": "deploylens.core.support.collect:support_job",
-    "support.tensorrt_probe": "deploylens.core.trt.probe:tensorrt_probe_job",
-    "support.tensorrt_ops": "deploylens.core.trt.probe:tensorrt_ops_job",
-    "support.sample_aten": "deploylens.core.support.torch_ops:sample_aten_job",
-    "graph.shapes": "deploylens.core.graph.jobs:shapes_job",
-    "graph.tensor_stats": "deploylens.core.graph.jobs:tensor_stats_job",
-    "env.probe": "deploylens.core.worker.selftest:probe_job",
-    # Self-tests: Preferences uses them to check an interpreter; the tests use them too.
-    "selftest.echo": "deploylens.core.worker.selftest:echo_job",
-    "selftest.progress": "deploylens.core.worker.selftest:progress_job",
-    "selftest.noisy": "deploylens.core.worker.selftest:noisy_job",
-    "selftest.segfault": "deploylens.core.worker.selftest:segfault_job",
-    "selftest.import": "deploylens.core.worker.selftest:import_job",
-    "selftest.user_error": "deploylens.core.worker.selftest:user_error_job",
-    "selftest.bug": "deploylens.core.worker.selftest:bug_job",
-    "selftest.sleep": "deploylens.core.worker.selftest:sleep_job",
-    "selftest.array": "deploylens.core.worker.selftest:array_job",
-}
+from deploylens.core.job_table import JOBS
+
+# every job's function, from the one job table (core/job_table.py)
+METHODS: dict[str, str] = {name: job.run for name, job in JOBS.items()}
 
 
 class UnknownMethod(LookupError):

@@ -109,7 +109,7 @@ def test_demo_without_screenshot(tmp_path: Path) -> None:
     result = run_cli("demo", "--out", str(tmp_path / "demo"), "--no-screenshot")
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "demo" / "report.json").read_text())
-    assert len(report["models"]) == 11 and all("summary" in m for m in report["models"])
+    assert len(report["models"]) == 12 and all("summary" in m for m in report["models"])
     assert "small_cnn.dynamo.onnx" in (tmp_path / "demo" / "report.md").read_text()
 
 
