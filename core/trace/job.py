@@ -67,12 +67,16 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
             if not on_cpu:
                 executor, reason = _auto_for_gpus()
             elif runnable:
-                first = runnable.pop(0)  # the cheapest point measures what the rest will cost
-                began = time.perf_counter()
-                ran_here(first)
-                seconds = time.perf_counter() - began
+                # the two cheapest points measure what the rest will cost: a fixed part and a
+                # part per sample (a wide model's batch 16 costs far less than 16 of batch 1)
+                measured = []
+                for row in runnable[:2]:
+                    began = time.perf_counter()
+                    ran_here(row)
+                    measured.append((_cost_units(row), time.perf_counter() - began))
+                del runnable[: len(measured)]
                 executor, reason = ray_cluster.auto_for_cpu_work(
-                    seconds * sum(_cost_units(row) for row in runnable) / _cost_units(first)
+                    _estimate(measured, [_cost_units(row) for row in runnable])
                 )
             else:
                 executor, reason = "worker", "no point to run"
@@ -154,6 +158,20 @@ def _auto_for_gpus() -> tuple[str, str]:
 def _cost(row: Any) -> tuple[int, int]:
     """How big a point is, roughly: what it feeds per batch."""
     return (row.batch * row.streams, row.batch)
+
+
+def _estimate(measured: list[tuple[int, float]], costs: list[int]) -> float:
+    """Seconds the points of ``costs`` will take, from (cost, seconds) of points already run:
+    a line through the two (its slope never below 0), or proportional to the one."""
+    if not costs:
+        return 0.0
+    if len(measured) == 1 or measured[0][0] == measured[-1][0]:
+        cost, seconds = measured[0]
+        return seconds * sum(costs) / cost
+    (c0, t0), (c1, t1) = measured[0], measured[-1]
+    slope = max(0.0, (t1 - t0) / (c1 - c0))
+    fixed = max(0.0, t0 - slope * c0)
+    return sum(fixed + slope * cost for cost in costs)
 
 
 def _cost_units(row: Any) -> int:
