@@ -24,7 +24,7 @@ RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin", "gra
 
 @dataclass
 class Fix:
-    """One way out of a blocker. ``rank`` is its rung (1–4, ``RUNGS``); ``step`` the number
+    """One way out of a blocker. ``rank`` is its rung (1–5, ``RUNGS``); ``step`` the number
     the user reads once the ladder is ``numbered`` (two fixes may share a rung)."""
 
     rank: int
