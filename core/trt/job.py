@@ -11,8 +11,9 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
+from deploylens.core.trt.checks import assert_buildable
 from deploylens.core.trt.driver import cuda_driver_present
-from deploylens.core.trt.settings import BuildSettings, assert_buildable
+from deploylens.core.trt.settings import BuildSettings
 
 
 def model_inputs(model: str) -> dict[str, list[Any]]:
@@ -46,10 +47,10 @@ def build_engine(
 ) -> dict[str, Any]:
     from deploylens.core.engine.layers import parse_layer_info
     from deploylens.core.model.sniff import check_model_file
+    from deploylens.core.trt.checks import build_targets
     from deploylens.core.trt.findings import ParseRejected, explained
     from deploylens.core.trt.flags import RTX
     from deploylens.core.trt.request import BuildRequest
-    from deploylens.core.trt.settings import build_targets
     from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt, module_for
 
     request = BuildRequest.from_params(params)

@@ -4,13 +4,13 @@ DeployLens would do, as plain TensorRT API calls an engineer can run and edit on
 from __future__ import annotations
 
 from deploylens.core.codegen import docstring, identifier, literal
+from deploylens.core.trt.checks import assert_buildable
 from deploylens.core.trt.flags import RTX, family
 from deploylens.core.trt.settings import (
     CURRENT_GPU,
     HARDWARE_LEVELS,
     VERBOSITY,
     BuildSettings,
-    assert_buildable,
     switches_on,
 )
 

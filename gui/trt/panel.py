@@ -29,18 +29,12 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.quantize.request import CalibrateRequest, Method
+from deploylens.core.trt.checks import check
+from deploylens.core.trt.commands import migrate_to_11, polygraphy_command, trtexec_command
 from deploylens.core.trt.flags import RTX, family, is_rtx, release_name
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.script import build_script
-from deploylens.core.trt.settings import (
-    BuildSettings,
-    Calibration,
-    check,
-    load_settings,
-    migrate_to_11,
-    polygraphy_command,
-    trtexec_command,
-)
+from deploylens.core.trt.settings import BuildSettings, Calibration, load_settings
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.copy_request import CopyRequestButton
@@ -204,7 +198,7 @@ class BuildPanel(QWidget):
             self._blank_outputs()
             return
         except ValueError:
-            from deploylens.core.trt.settings import version_problem
+            from deploylens.core.trt.checks import version_problem
 
             self._show_problems([version_problem(version)])
             self._blank_outputs()

@@ -11,18 +11,15 @@ import onnx
 import pytest
 
 from deploylens.core.errors import UserError
-from deploylens.core.trt.flags import FLAGS, family, flag_table
-from deploylens.core.trt.settings import (
-    BuildSettings,
-    Calibration,
-    Profile,
-    check,
-    load_settings,
+from deploylens.core.trt.checks import check
+from deploylens.core.trt.commands import (
     migrate_to_11,
     polygraphy_command,
     trtexec_args,
     trtexec_command,
 )
+from deploylens.core.trt.flags import FLAGS, family, flag_table
+from deploylens.core.trt.settings import BuildSettings, Calibration, Profile, load_settings
 from tests.helpers.onnx_models import chain_model
 
 INPUTS = {"x": [-1, 8]}

@@ -61,7 +61,8 @@ def test_int8_sensitivity_and_a_plan_on_the_digits_cnn(
     ranked = [row["node"] for row in report["nodes"]]
     assert all(point["nodes"] == ranked[: point["kept"]] for point in report["curve"])
     # TensorRT ≤ 10 settings the build command reads, with the calibration cache
-    from deploylens.core.trt.settings import check, load_settings
+    from deploylens.core.trt.checks import check
+    from deploylens.core.trt.settings import load_settings
 
     settings = load_settings(report["files"]["settings"])
     assert settings.precisions == ["int8"] and settings.precision_constraints == "obey"
