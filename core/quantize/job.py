@@ -96,7 +96,7 @@ def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import asdict
     from pathlib import Path
 
-    from deploylens.core import cluster
+    from deploylens.core import cluster, ray_start
     from deploylens.core.quantize.request import StudyRequest
     from deploylens.core.quantize.study import run_study, run_study_on_ray
 
@@ -120,7 +120,7 @@ def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         ctx.progress(
             0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address else "")
         )
-        starting = cluster.Starting(request.ray_address)
+        starting = ray_start.Starting(request.ray_address)
         try:
             started = starting.result()
             result = run_study_on_ray(request.sensitivity(), ctx.progress, lambda: ctx.cancelled,

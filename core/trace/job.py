@@ -29,6 +29,7 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import asdict
 
     from deploylens.core import cluster as ray_cluster
+    from deploylens.core import ray_start
     from deploylens.core.trace.request import SweepRequest
     from deploylens.core.trace.sweep import points, run_point, write_outputs
 
@@ -47,7 +48,7 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
             # GPU points, or a cluster: what its nodes have decides the points, so Ray first
             ctx.progress(0.0, "starting Ray" + (f" at {request.ray_address}" if request.ray_address
                                                 else ""))  # fmt: skip
-            starting = ray_cluster.Starting(request.ray_address)
+            starting = ray_start.Starting(request.ray_address)
             cluster = starting.result()
             on_cpu = _cluster_cpu_only(request, cluster)
         rows = points(base, request.batches, request.streams, request.modes, on_cpu)
@@ -90,15 +91,15 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
             )
             try:
                 if early:
-                    starting = ray_cluster.Starting(request.ray_address)
+                    starting = ray_start.Starting(request.ray_address)
                     # at most half the points run here while Ray starts: the biggest are Ray's
                     while len(runnable) > total // 2 and not starting.ready():
                         ran_here(runnable.pop(0), 1, "this worker, while Ray started")
                     cluster = starting.result()
                 else:
-                    starting = ray_cluster.Starting(request.ray_address)
+                    starting = ray_start.Starting(request.ray_address)
                     cluster = starting.result()
-            except ray_cluster.RayUnavailable as exc:
+            except ray_start.RayUnavailable as exc:
                 if request.executor != "auto":
                     raise
                 executor, fell_back = "worker", exc.message

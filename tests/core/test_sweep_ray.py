@@ -264,7 +264,7 @@ def test_ray_started_here_listens_on_loopback_only_with_token_auth(tmp_path: Pat
     script = tmp_path / "start.py"
     script.write_text(
         "import json, os, subprocess\n"
-        "from deploylens.core import cluster\n"
+        "from deploylens.core import ray_start as cluster\n"
         "starting = cluster.Starting()\n"
         "starting.result()\n"
         "pids = cluster.ray_pids()\n"
