@@ -244,8 +244,14 @@ def test_gpu_points_on_a_ray_without_gpus_are_skipped_with_the_reason_not_left_w
     assert all("Ray cluster has none" in p["reason"] for p in report["points"])
 
 
-def _ray_processes() -> list[str]:
-    found = subprocess.run(["pgrep", "-a", "-f", "gcs_server|raylet|ray::"], capture_output=True,
+def _ray_root() -> str:
+    """A Ray temp root of this test's own (short: Ray's socket paths are limited), so the
+    processes a sweep leaves can be told from another test's Ray on the other xdist worker."""
+    return f"/tmp/rt-{uuid.uuid4().hex[:8]}"
+
+
+def _ray_processes(root: str) -> list[str]:
+    found = subprocess.run(["pgrep", "-a", "-f", root], capture_output=True,
                            text=True).stdout.splitlines()  # fmt: skip
     return [line for line in found if "defunct" not in line and "pgrep" not in line]
 
@@ -320,29 +326,34 @@ def test_a_ray_that_does_not_start_in_time_is_stopped_and_auto_falls_back_to_the
     --executor ray says so and fails; auto runs every point in the worker; no Ray process is
     left either way."""
     model = dynamic_mlp(tmp_path)
-    late = {"DEPLOYLENS_RAY_START_DEADLINE_S": "0.5", "DEPLOYLENS_RAY_PAYS_OFF_S": "0"}
+    root = _ray_root()
+    late = {"DEPLOYLENS_RAY_START_DEADLINE_S": "0.5", "DEPLOYLENS_RAY_PAYS_OFF_S": "0",
+            "RAY_TMPDIR": root}  # fmt: skip
     run = subprocess.run(
         [DEPLOYLENS, "sweep", str(model), "--backend", "ort", "--batch", "1,2", "--iterations",
          "2", "--warmup", "1", "--out", str(tmp_path / "ray"), "--executor", "ray"],
         capture_output=True, text=True, timeout=300, env={**os.environ, **late},
     )  # fmt: skip
     assert run.returncode == 1 and "Ray did not start within" in run.stderr, run.stderr[-2000:]
-    assert not _ray_processes()
+    assert not _ray_processes(root)
     report = sweep(model, tmp_path / "auto", env=late, iterations=3)
     assert report["executor"] == "worker" and report["ran"] == 8
     assert "Ray did not start within" in report["ray_unavailable"]
-    assert not _ray_processes()
+    assert not _ray_processes(root)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_under_an_address_space_cap_ray_starts_with_a_bounded_store(tmp_path: Path) -> None:
     """``ulimit -v 8 GB``: Ray's default store (30 % of RAM) could not be mapped and the sweep
     hung until killed; the sweep's Ray maps 1 GiB and runs."""
     model = dynamic_mlp(tmp_path)
-    out = tmp_path / "o"
+    out, root = tmp_path / "o", _ray_root()
     command = (f"ulimit -v 8000000; exec {DEPLOYLENS} sweep {model} --backend ort --batch 1,2 "
                f"--iterations 2 --warmup 1 --out {out} --executor ray --json")  # fmt: skip
-    run = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "RAY_TMPDIR": root})  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     assert report["executor"] == "ray" and report["ran"] == 2
-    assert not _ray_processes()
+    assert not _ray_processes(root)
+    shutil.rmtree(root, ignore_errors=True)
