@@ -56,6 +56,31 @@ CATEGORY_COLORS = np.array(
     dtype=np.uint8,
 )
 NO_VALUE = np.array([236, 236, 236], dtype=np.uint8)
+# Categories whose word carries a meaning keep its colour in every overlay: failing red, fine
+# green, undecided amber (support painted blocked nodes blue and supported ones orange)
+SEMANTIC_COLORS = {
+    "red": (214, 39, 40),
+    "green": (44, 160, 44),
+    "amber": (240, 170, 30),
+}
+SEMANTIC_WORDS = {
+    "red": ("blocked", "fail", "failed", "failing", "unsupported", "not supported", "error",
+            "differs", "diverges", "mismatch", "removed"),
+    "green": ("supported", "ok", "pass", "passed", "matches", "same", "runs", "kept"),
+    "amber": ("unknown", "needs plugin", "plugin", "warning", "inconclusive", "changed",
+              "untested"),
+}  # fmt: skip
+
+
+def semantic_color(category: str) -> tuple[int, int, int] | None:
+    """The colour a category's meaning asks for (its first words), else None."""
+    word = category.strip().lower().split(":")[0].strip()
+    for colour, words in SEMANTIC_WORDS.items():
+        if word in words:
+            return SEMANTIC_COLORS[colour]
+    return None
+
+
 AGGREGATES = ("mean", "sum", "max", "min", "mode")
 
 
@@ -96,7 +121,7 @@ class Overlay:
         out = np.tile(NO_VALUE, (len(values), 1))
         if self.categorical:
             known = values >= 0
-            out[known] = CATEGORY_COLORS[values[known].astype(int) % len(CATEGORY_COLORS)]
+            out[known] = self.category_colors()[values[known].astype(int)]
             return out
         low, high = value_range or self.value_range()
         finite = np.isfinite(values)
@@ -110,6 +135,24 @@ class Overlay:
         span = (high - low) or 1.0
         out[finite] = viridis((scaled - low) / span)
         return out
+
+    def category_colors(self) -> np.ndarray:
+        """(C, 3) colour of each category: its meaning's (failing red, fine green, undecided
+        amber) where its word has one, else the palette's, skipping the meaning colours so a
+        neutral category never reads as red or green."""
+        neutral = [
+            _rgb(c) for c in CATEGORY_COLORS
+            if _rgb(c) not in {(225, 87, 89), (89, 161, 79)}
+        ]  # fmt: skip
+        colours: list[tuple[int, int, int]] = []
+        cycle = 0
+        for category in self.categories:
+            meant = semantic_color(category)
+            if meant is None:
+                meant = neutral[cycle % len(neutral)]
+                cycle += 1
+            colours.append(meant)
+        return np.array(colours or [(0, 0, 0)], dtype=np.uint8)
 
     def node_colors(self) -> np.ndarray:
         return self.colors_for(self.values)
@@ -155,23 +198,23 @@ class Overlay:
             result[done] = accumulated[done]
         return result
 
-    def legend_entries(self, limit: int = 12) -> list[tuple[str, tuple[int, int, int]]]:
+    def legend_entries(
+        self, limit: int = 12, value_range: tuple[float, float] | None = None
+    ) -> list[tuple[str, tuple[int, int, int]]]:
+        """What the legend lists: each category's colour, or five steps of the numeric scale —
+        ``value_range`` being the one the view paints with (leaves and groups alike)."""
         if self.categorical:
             counts = np.bincount(
                 self.values[self.values >= 0].astype(int), minlength=len(self.categories)
             )
             top = np.argsort(-counts, kind="stable")[:limit]
+            palette = self.category_colors()
             return [
-                (
-                    f"{self.categories[i]} ({counts[i]})",
-                    _rgb(CATEGORY_COLORS[i % len(CATEGORY_COLORS)]),
-                )
-                for i in top
-                if counts[i]
+                (f"{self.categories[i]} ({counts[i]})", _rgb(palette[i])) for i in top if counts[i]
             ]
-        low, high = self.value_range()
+        low, high = value_range or self.value_range()
         steps = np.linspace(low, high, 5)
-        colors = self.colors_for(steps)
+        colors = self.colors_for(steps, (low, high))
         return [(f"{v:.4g}", _rgb(rgb)) for v, rgb in zip(steps, colors, strict=True)]
 
 

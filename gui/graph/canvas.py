@@ -52,6 +52,7 @@ class GraphCanvas(QWidget):
     sig_activated = Signal(int, int)  # double click on a box
     sig_context = Signal(int, int, QPointF)  # right click: kind, ref, global position
     sig_view_changed = Signal()
+    sig_fills_changed = Signal()  # the overlay's colours (and so the legend's scale) changed
     sig_highlight_changed = Signal()  # the highlighted node set changed (rubber band, menus)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -63,6 +64,7 @@ class GraphCanvas(QWidget):
         self.scene: Scene | None = None
         self.overlay: Overlay | None = None
         self.fills = np.zeros((0, 3), dtype=np.uint8)
+        self.value_scale: tuple[float, float] | None = None  # numeric overlays: fills and legend
         self.strips: dict[int, list[tuple[float, tuple[int, int, int]]]] = {}
         self.scale = 1.0
         self.center = QPointF(0, 0)
@@ -90,17 +92,23 @@ class GraphCanvas(QWidget):
         if self.model is None:
             return
         self.scene = self.model.scene()
-        self.fills = palette.box_fills(self.model, self.scene, self.overlay)
-        self.strips = palette.composition(self.model, self.scene, self.overlay)
+        self._recolour()
         self.update()
         self.sig_view_changed.emit()
 
     def set_overlay(self, overlay: Overlay | None) -> None:
         self.overlay = overlay
         if self.model is not None and self.scene is not None:
-            self.fills = palette.box_fills(self.model, self.scene, overlay)
-            self.strips = palette.composition(self.model, self.scene, overlay)
+            self._recolour()
         self.update()
+
+    def _recolour(self) -> None:
+        """Fills, strips and the one value scale they share with the legend."""
+        assert self.model is not None and self.scene is not None
+        self.value_scale = palette.overlay_scale(self.model, self.scene, self.overlay)
+        self.fills = palette.box_fills(self.model, self.scene, self.overlay, self.value_scale)
+        self.strips = palette.composition(self.model, self.scene, self.overlay)
+        self.sig_fills_changed.emit()
 
     def set_highlight(self, nodes: np.ndarray | None) -> None:
         if self.model is None:

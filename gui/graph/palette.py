@@ -26,8 +26,14 @@ HIGHLIGHT = "#d62728"
 TEXT = "#1f2933"
 
 
-def box_fills(model: GraphScene, scene: Scene, overlay: Overlay | None) -> np.ndarray:
-    """(B, 3) uint8 fill of every box: overlay colour, aggregated for collapsed groups."""
+def box_fills(
+    model: GraphScene,
+    scene: Scene,
+    overlay: Overlay | None,
+    scale: tuple[float, float] | None = None,
+) -> np.ndarray:
+    """(B, 3) uint8 fill of every box: overlay colour, aggregated for collapsed groups, on
+    ``scale`` (default: ``overlay_scale``, the one the legend shows)."""
     count = len(scene.box_kind)
     fills = np.tile(np.array(FRAME_FILL, dtype=np.uint8), (count, 1))
     nodes = scene.box_kind == BOX_NODE
@@ -40,15 +46,34 @@ def box_fills(model: GraphScene, scene: Scene, overlay: Overlay | None) -> np.nd
         fills[nodes] = (255, 255, 255)
         fills[pseudo] = PSEUDO_FILL
         return fills
-    fills[nodes] = overlay.node_colors()[scene.box_ref[nodes]]
+    scale = scale or overlay_scale(model, scene, overlay)
+    fills[nodes] = overlay.colors_for(overlay.values, scale)[scene.box_ref[nodes]]
     fills[pseudo] = PSEUDO_FILL
     if groups.any() and not overlay.categorical:  # categories: a composition strip instead
-        values = group_values(model, scene, overlay)[groups]
-        scale = None
-        if overlay.aggregate == "sum" and np.isfinite(values).any():
-            scale = (float(np.nanmin(values)), float(np.nanmax(values)))
-        fills[groups] = overlay.colors_for(values, scale)
+        fills[groups] = overlay.colors_for(group_values(model, scene, overlay)[groups], scale)
     return fills
+
+
+def overlay_scale(
+    model: GraphScene, scene: Scene, overlay: Overlay | None
+) -> tuple[float, float] | None:
+    """The one numeric scale of everything in view — the nodes' values and the collapsed groups'
+    aggregates together — that the fills and the legend share (groups had a scale of their own:
+    MobileNetV2's features block, 95 % of the time, was painted the cheapest colour while a
+    0.016 ms Gemm was the hottest); None for categories."""
+    if overlay is None or overlay.categorical:
+        return None
+    nodes = scene.box_kind == BOX_NODE
+    nodes[nodes] = model.ir.kind[scene.box_ref[nodes]] == OP  # inputs/outputs wear no colour
+    groups = scene.box_kind == BOX_GROUP
+    shown = [overlay.values[scene.box_ref[nodes]]]
+    if groups.any():
+        shown.append(group_values(model, scene, overlay)[groups])
+    values = np.concatenate(shown)
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return None
+    return float(finite.min()), float(finite.max())
 
 
 def group_values(model: GraphScene, scene: Scene, overlay: Overlay) -> np.ndarray:

@@ -111,6 +111,7 @@ class GraphPanel(QWidget):
         self.canvas.sig_highlight_changed.connect(self.sig_selection_changed)
         self.canvas.sig_activated.connect(self._on_activated)
         self.canvas.sig_context.connect(self._on_context)
+        self.canvas.sig_fills_changed.connect(self._show_legend)
         self.results.itemActivated.connect(self._on_result)
         self.results.itemClicked.connect(self._on_result)
         self.properties.sig_stats_requested.connect(self._request_stats)
@@ -265,9 +266,14 @@ class GraphPanel(QWidget):
         self._on_overlay_chosen(self.overlay_box.currentText())
 
     def _on_overlay_chosen(self, name: str) -> None:
-        overlay = self.overlays.get(name)
-        self.canvas.set_overlay(overlay)
-        self.legend.show_overlay(overlay)
+        self.canvas.set_overlay(self.overlays.get(name))  # the legend follows sig_fills_changed
+
+    def _show_legend(self) -> None:
+        """The legend on the canvas's own scale, redone whenever the fills are (an expand or
+        collapse changes which groups are in view and so the scale)."""
+        canvas = self.canvas
+        groups = canvas.scene is not None and bool((canvas.scene.box_kind == BOX_GROUP).any())
+        self.legend.show_overlay(canvas.overlay, canvas.value_scale, groups)
 
     def load_overlay_file(self, path: str) -> list[str]:
         if self.model is None:

@@ -121,3 +121,25 @@ def test_grouped_aggregation_matches_per_group_brute_force() -> None:
         picked = categories[(owner == group) & (categories >= 0)].astype(int)
         expected = int(np.bincount(picked).argmax()) if picked.size else -1
         assert grouped[group] == expected
+
+
+def test_meaningful_categories_keep_their_colours(ir) -> None:
+    """Support painted blocked nodes blue and supported ones orange (palette order): a word
+    that means failing is red and one that means fine is green, in every overlay."""
+    from deploylens.core.graph.overlay import SEMANTIC_COLORS
+
+    names = [ir.label(i) for i in range(ir.node_count)]
+    mapping = {name: ("blocked" if i % 3 == 0 else "supported") for i, name in enumerate(names)}
+    overlay, _ = overlay_from_mapping(ir, "support", mapping)
+    colours = dict((label.split(" (")[0], rgb) for label, rgb in overlay.legend_entries())
+    assert colours == {"blocked": SEMANTIC_COLORS["red"], "supported": SEMANTIC_COLORS["green"]}
+    neutral = op_type_overlay(ir).category_colors()
+    assert not {tuple(c) for c in neutral.tolist()} & set(SEMANTIC_COLORS.values())
+
+
+def test_legend_follows_the_scale_it_is_given(ir) -> None:
+    overlay, _ = overlay_from_mapping(ir, "ms", {ir.label(0): 1.0, ir.label(1): 3.0})
+    assert [label for label, _ in overlay.legend_entries()][::4] == ["1", "3"]
+    wider = overlay.legend_entries(value_range=(0.0, 40.0))
+    assert [label for label, _ in wider][::4] == ["0", "40"]
+    assert wider[-1][1] == overlay.legend_entries()[-1][1]  # the top colour is the top value's

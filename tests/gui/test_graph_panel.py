@@ -216,3 +216,64 @@ def test_overlay_asked_for_before_the_parse_waits_for_it(qtbot, make_window, sam
         panel.load(path, proto)
     assert panel.overlay_box.currentText() == "early"
     assert panel.overlays["early"].name == "early"
+
+
+def test_groups_and_nodes_share_one_scale_with_the_legend(
+    qtbot, make_window, samples: Path
+) -> None:
+    """A collapsed group summing 90 % of the time was painted the cheapest colour (groups had a
+    scale of their own): now the hottest box, leaf or group, gets the top colour and the legend
+    shows that same scale and how groups got their colour."""
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    ir = panel.model.ir
+    names = [ir.label(i) for i in range(ir.node_count)]
+    ms = {name: 1.0 for name in names}
+    ms["/stem/stem.0/Conv"] = 3.0  # the hottest leaf; its collapsed stem group sums 4
+    panel.overlay("ms", ms, aggregate="sum")
+    canvas = panel.canvas
+    scene = canvas.scene
+    groups = np.flatnonzero(scene.box_kind == BOX_GROUP)
+    assert len(groups), "the sample opens with its modules collapsed"
+    _low, high = canvas.value_scale
+    assert high >= 3.0 + 1.0  # a group summing several nodes tops the scale, not the leaf
+    top = panel.legend.entries[-1]
+    assert top[0] == f"{high:.4g}"
+    hottest = max(groups.tolist(), key=lambda b: palette_sum(panel, b))
+    assert tuple(canvas.fills[hottest]) == top[1]  # the hottest group wears the legend's top
+    assert "collapsed groups: sum of their nodes" in panel.legend.text()
+    panel.expand_to_depth(9)
+    qtbot.waitUntil(lambda: not (panel.canvas.scene.box_kind == BOX_GROUP).any(), timeout=5000)
+    assert canvas.value_scale == (1.0, 3.0)  # all leaves: the scale is theirs again
+    assert panel.legend.entries[-1][0] == "3" and "collapsed groups" not in panel.legend.text()
+
+
+def palette_sum(panel, box: int) -> float:
+    from deploylens.gui.graph.palette import group_values
+
+    canvas = panel.canvas
+    return float(group_values(panel.model, canvas.scene, canvas.overlay)[box])
+
+
+def test_support_overlay_paints_blocked_red_and_supported_green(
+    qtbot, make_window, samples: Path
+) -> None:
+    from deploylens.core.graph.overlay import SEMANTIC_COLORS
+
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    ir = panel.model.ir
+    conv = next(i for i in range(ir.node_count) if ir.op_type(i) == "Conv")
+    relu = next(i for i in range(ir.node_count) if ir.op_type(i) == "Relu")
+    panel.overlay("support (TensorRT)", {ir.label(conv): "blocked", ir.label(relu): "supported"})
+    panel.expand_to_depth(9)
+    canvas = panel.canvas
+    qtbot.waitUntil(lambda: not (canvas.scene.box_kind == BOX_GROUP).any(), timeout=5000)
+    box = {int(ref): b for b, ref in enumerate(canvas.scene.box_ref) if
+           canvas.scene.box_kind[b] == BOX_NODE}  # fmt: skip
+    assert tuple(canvas.fills[box[conv]]) == SEMANTIC_COLORS["red"]
+    assert tuple(canvas.fills[box[relu]]) == SEMANTIC_COLORS["green"]
+    assert dict(panel.legend.entries)  # listed with the same colours
+    assert [rgb for _, rgb in panel.legend.entries] == [
+        SEMANTIC_COLORS["red"], SEMANTIC_COLORS["green"]
+    ] or [rgb for _, rgb in panel.legend.entries] == [
+        SEMANTIC_COLORS["green"], SEMANTIC_COLORS["red"]
+    ]  # fmt: skip
