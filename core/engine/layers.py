@@ -49,7 +49,24 @@ class EngineLayer:
 
     @property
     def is_reformat(self) -> bool:
-        return self.origin == "REFORMAT" or self.name.startswith("Reformatting CopyNode")
+        """A layer that only copies between formats or precisions — what the summary's
+        "reformat layers" counts, so it agrees with the type table's "Reformat" row: a Q/DQ
+        layer TensorRT runs as a Reformat is a quantize step ("Reformat (Q/DQ)"), and a
+        "Reformatting CopyNode" elided to a NoOp costs nothing."""
+        if self.origin == "REFORMAT":
+            return True
+        if self.type:
+            return self.type == "Reformat" and self.origin != "QDQ"
+        return self.name.startswith("Reformatting CopyNode")  # the names-only form
+
+    @property
+    def kind(self) -> str:
+        """The layer type the summary groups by (Q/DQ reformats kept apart from copies)."""
+        if self.type == "Reformat" and self.origin == "QDQ":
+            return "Reformat (Q/DQ)"
+        if self.is_reformat:
+            return "Reformat"
+        return self.type or "?"
 
     @property
     def precision(self) -> str:

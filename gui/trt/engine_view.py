@@ -228,7 +228,7 @@ def summary_html(summary: dict[str, Any]) -> str:
         ms = entry["ms"] if summary["timed"] else None
         return entry["name"], f"{entry['layers']} · {_share(ms, entry['percent'])}"
 
-    by_type = [line(e) for e in summary["by_type"][:6]]
+    by_type = [line(e) for e in summary["by_type"]]  # core folds the tail into "other"
     by_precision = [line(e) for e in summary["by_precision"]]
     slowest = [(r["name"][:48], _share(r["time_ms"], r["percent"])) for r in summary["slowest"]]
     cells = table("By layer type", by_type) + table("By precision", by_precision)

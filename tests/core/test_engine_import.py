@@ -253,3 +253,31 @@ def test_profile_numbers_must_be_numbers(tmp_path: Path, row: dict, problem: str
     path.write_text(json.dumps([{"count": 1}, row]))
     with pytest.raises(UserError, match=problem):
         load_profile(path)
+
+
+def test_the_summary_never_contradicts_itself(artifacts: Path) -> None:
+    """On every real engine: the reformat count is the type table's "Reformat" row (Q/DQ layers
+    TensorRT runs as Reformat are their own row, NoOp copy nodes are NoOps), and each breakdown
+    covers every layer and all the time, however many types there are."""
+    from deploylens.core.engine.view import engine_summary, engine_text
+
+    qdq_seen = False
+    for graph in files(artifacts, "*.graph.json"):
+        info = load_layer_info(graph)
+        profile = graph.with_name(graph.name.replace(".graph.json", ".profile.json"))
+        times = load_profile(profile)[1] if profile.exists() else None
+        rows = layer_table(info, times)
+        summary = engine_summary(info, rows, types=3)
+        every_type = engine_summary(info, rows, types=99)["by_type"]
+        by_type = {e["name"]: e for e in every_type}
+        reformat_row = by_type.get("Reformat", {"layers": 0})["layers"]
+        assert summary["reformat_layers"] == reformat_row, graph
+        assert f"reformat layers: {reformat_row}" in engine_text(info, rows), graph
+        assert len(summary["by_type"]) <= 3, graph
+        for breakdown in ("by_type", "by_precision"):
+            assert sum(e["layers"] for e in summary[breakdown]) == len(info.layers), graph
+            if summary["timed"]:
+                ms = sum(e["ms"] for e in summary[breakdown])
+                assert ms == pytest.approx(summary["total_ms"], rel=1e-9), graph
+        qdq_seen |= any(layer.kind == "Reformat (Q/DQ)" for layer in info.layers)
+    assert qdq_seen  # the QAT engines in the artifacts have them

@@ -113,6 +113,16 @@ def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> 
     text = view.summary.text()
     assert f"{total:.3f} ms" in text and "By layer type" in text and "By precision" in text
     assert "reformat layers" in text and "Slowest layers" in text
+    # the page agrees with itself: the header's reformat count is the table's Reformat row, and
+    # the type rows cover every layer (the fp16 ResNet has 10 NoOp copy nodes and 2 reformats)
+    import re
+
+    header = int(re.search(r"(\d+) reformat layers", text)[1])
+    row = re.search(r"<td>Reformat</td><td align='right'>&nbsp;(\d+) ·", text)
+    assert header == (int(row[1]) if row else 0) == 2
+    type_block = text.split("By layer type")[1].split("By precision")[0]
+    counts = [int(n) for n in re.findall(r"&nbsp;(\d+) ·", type_block)]
+    assert sum(counts) == len(view.info.layers)
     ms = COLUMN["ms"]
     view.table.sortItems(ms, Qt.SortOrder.DescendingOrder)
     slowest = float(view.table.item(0, ms).text())
