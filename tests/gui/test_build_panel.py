@@ -117,9 +117,9 @@ def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> 
     # the type rows cover every layer (the fp16 ResNet has 10 NoOp copy nodes and 2 reformats)
     import re
 
-    header = int(re.search(r"(\d+) reformat layers", text)[1])
-    row = re.search(r"<td>Reformat</td><td align='right'>&nbsp;(\d+) ·", text)
-    assert header == (int(row[1]) if row else 0) == 2
+    header = re.search(r"(\d+) reformat layers", text)
+    reformat_row = re.search(r"<td>Reformat</td><td align='right'>&nbsp;(\d+) ·", text)
+    assert header and reformat_row and int(header[1]) == int(reformat_row[1]) == 2
     type_block = text.split("By layer type")[1].split("By precision")[0]
     counts = [int(n) for n in re.findall(r"&nbsp;(\d+) ·", type_block)]
     assert sum(counts) == len(view.info.layers)
