@@ -20,6 +20,8 @@ class Job:
     title: str = ""  # what a progress line and the Jobs dock call it
     command: str = ""  # the deploylens command that fills its request ("" for none)
     cli: str = ""  # the module that declares that command
+    here: bool = False  # always on this machine unless asked: reading a model never waits on,
+    # or fails with, the Preferences' remote host
 
 
 _CORE = "deploylens.core"
@@ -28,9 +30,9 @@ JOBS: dict[str, Job] = {
     job.name: job
     for job in (
         Job("model.inspect", f"{_CORE}.model.jobs:inspect_job",
-            f"{_CORE}.model.request:InspectRequest", "inspect"),
+            f"{_CORE}.model.request:InspectRequest", "inspect", here=True),
         Job("graph.shapes", f"{_CORE}.graph.jobs:shapes_job",
-            f"{_CORE}.graph.request:ShapesRequest", "inferred shapes"),
+            f"{_CORE}.graph.request:ShapesRequest", "inferred shapes", here=True),
         Job("graph.tensor_stats", f"{_CORE}.graph.jobs:tensor_stats_job",
             f"{_CORE}.graph.request:TensorStatsRequest", "initializer statistics"),
         Job("support.collect", f"{_CORE}.support.collect:support_job",

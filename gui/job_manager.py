@@ -32,9 +32,14 @@ class JobManager(QObject):
         remote_python: str | None = None,
     ) -> WorkerJob:
         """Start ``method`` in a worker: on the Preferences' remote host unless ``remote`` says
-        otherwise ("" : here; Preferences' check asks a host that is not saved yet)."""
+        otherwise ("" : here; Preferences' check asks a host that is not saved yet) or the job
+        reads the model here (``Job.here``: opening a model never depends on the host)."""
+        from deploylens.core.job_table import JOBS
+
         settings = AppSettings.load()
         host = settings.remote_host if remote is None else remote
+        if remote is None and method in JOBS and JOBS[method].here:
+            host = ""
         job = WorkerJob(
             method,
             params,

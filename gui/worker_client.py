@@ -126,7 +126,14 @@ class WorkerJob(QObject):
         from deploylens.core.worker.remote import Host, RemoteError, ensure_code, remote_worker_argv
         from deploylens.core.worker.transfer import RemoteFiles
 
-        host = Host.parse(self.host)
+        try:
+            host = Host.parse(self.host)
+        except ValueError as exc:  # a hand-edited settings file: said with the host's name
+            raise JobFailure(
+                "address",
+                f"The remote host {self.host!r} is not usable: {exc}.",
+                "Fix it in Edit → Preferences (or clear it: jobs then run on this machine).",
+            ) from None
 
         def progress(fraction: float | None, text: str) -> None:
             if self.state == CANCELLING:

@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shlex
 import subprocess
 import tarfile
@@ -33,6 +34,10 @@ SSH_FAILED = 255  # ssh's own exit status: connection, authentication or host ke
 CONNECT_TIMEOUT_S = 15
 SHARE_ENV = "DEPLOYLENS_SSH_SHARE"  # "0": one connection per command (no ControlMaster)
 PERSIST_S = 60  # a shared connection outlives its last command by this much
+
+
+_USER = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]*\$?")  # what useradd and ssh accept
+_SERVER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.%a-z]+\]")  # name, IPv4, [IPv6]
 
 
 class RemoteError(Exception):
@@ -53,13 +58,26 @@ class Host:
 
     @classmethod
     def parse(cls, spec: str) -> Host:
+        """The host, or ValueError saying what is wrong with ``spec`` (Preferences refuses to
+        save it; "root@@bad host:99999" was saved and every job failed after)."""
         spec = spec.strip()
-        if not spec or any(c.isspace() for c in spec) or spec.startswith("-"):
-            raise ValueError(f"{spec!r} is not a host (user@server[:port])")
+        shape = f"{spec!r} is not a host (user@server[:port] or an ~/.ssh/config alias)"
+        if not spec or spec.startswith("-"):
+            raise ValueError(shape)
+        if any(c.isspace() for c in spec):
+            raise ValueError(f"{shape}: it has a space")
+        destination, port = spec, None
         head, sep, tail = spec.rpartition(":")
         if sep and tail.isdigit() and "]" not in tail:
-            return cls(head, int(tail))
-        return cls(spec)
+            destination, port = head, int(tail)
+            if not 1 <= port <= 65535:
+                raise ValueError(f"{shape}: port {port} is not between 1 and 65535")
+        user, at, server = destination.rpartition("@")
+        if at and (not user or "@" in user or not _USER.fullmatch(user)):
+            raise ValueError(f"{shape}: {user!r} is not a user name")
+        if not _SERVER.fullmatch(server):
+            raise ValueError(f"{shape}: {server!r} is not a server name or address")
+        return cls(destination, port)
 
     def __str__(self) -> str:
         return self.destination + (f":{self.port}" if self.port else "")

@@ -115,9 +115,22 @@ class PreferencesDialog(QDialog):
     def _on_failed(self, failure: JobFailure) -> None:
         self.status.setText(f"Not usable: {failure.message} {failure.hint}".strip())
 
-    def save(self) -> None:
+    def save(self) -> bool:
+        """Save what passes the host's own check; a malformed host is said and never saved
+        (it used to be, and then every job failed — opening a local model included)."""
+        host = self.host_edit.text().strip()
+        if host:
+            from deploylens.core.worker.remote import Host
+
+            try:
+                Host.parse(host)
+            except ValueError as exc:
+                self.status.setText(f"Not saved: {exc}.")
+                self.host_edit.setFocus()
+                return False
         self.settings.worker_python = self.python_edit.text().strip()
-        self.settings.remote_host = self.host_edit.text().strip()
+        self.settings.remote_host = host
         self.settings.remote_python = self.remote_python_edit.text().strip() or "python3"
         self.settings.save()
         self.accept()
+        return True

@@ -64,6 +64,10 @@ def test_host_options_are_taken_anywhere_and_profile_buffers_keep_their_old_spel
     rest, host, python = take_remote(["sweep", "m", "--host=gpu", "--remote-python=/opt/py"])
     assert host == "gpu" and python == "/opt/py" and rest == ["sweep", "m"]
     assert Host.parse("me@gpu:2222") == Host("me@gpu", 2222) and str(Host.parse("gpu")) == "gpu"
+    malformed = ("root@@bad host:99999", "root@@bad:22", "me@gpu:0", "me@:22", "@gpu", "x;rm")
+    for bad in malformed:
+        with pytest.raises(ValueError, match="is not a host"):
+            Host.parse(bad)
     with pytest.raises(ValueError):
         Host.parse("-oProxyCommand=evil")  # an option smuggled in as a host
 

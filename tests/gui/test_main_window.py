@@ -311,3 +311,34 @@ def test_summary_property_names_do_not_depend_on_the_file_path(
     assert widths[0] == widths[1]
     metrics = window.summary_panel.tree.fontMetrics()
     assert widths[0] >= metrics.horizontalAdvance("Producer")
+
+
+def test_a_malformed_remote_host_is_never_saved_and_never_stops_local_work(
+    qtbot, make_window, samples: Path
+) -> None:
+    """Preferences saved 'root@@bad host:99999'; afterwards every job failed, opening a local
+    model included, with "(no further details)". Now: Save refuses it and says why; a host
+    malformed in a hand-edited settings file leaves opening a model alone, and a job that goes
+    to the host fails with a sentence naming it."""
+    window = make_window()
+    dialog = PreferencesDialog(window.jobs, window)
+    qtbot.addWidget(dialog)
+    for bad, why in (
+        ("root@@bad host:99999", "has a space"),
+        ("root@@bad:22", "not a user name"),
+        ("me@gpu:99999", "not between 1 and 65535"),
+    ):
+        dialog.host_edit.setText(bad)
+        assert dialog.save() is False
+        assert dialog.status.text().startswith("Not saved") and why in dialog.status.text()
+        assert AppSettings.load().remote_host == ""
+    AppSettings(remote_host="root@@bad host:99999").save()  # edited by hand
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        wait_opened(qtbot, window, samples / "small_cnn.torchscript.onnx")
+    assert window.graph_panel.model is not None  # opened here, the host never asked
+    job = window.jobs.submit("env.probe", {}, "probe on the host")
+    with qtbot.waitSignal(job.sig_failed, timeout=JOB_TIMEOUT_MS) as failed:
+        pass
+    failure = failed.args[0]
+    assert failure.kind == "address" and "'root@@bad host:99999'" in failure.message
+    assert "Preferences" in failure.hint
