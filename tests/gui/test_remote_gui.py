@@ -36,7 +36,9 @@ def test_a_remote_job_sends_its_model_while_the_window_lives_and_answers_locally
     manager = JobManager()
     model = external_data_matmul(tmp_path)
     seen: list[tuple[float | None, str]] = []
-    job = manager.submit("model.inspect", {"path": str(model)}, "inspect remotely")
+    job = manager.submit(
+        "model.inspect", {"path": str(model)}, "inspect remotely", remote=remote["host"]
+    )  # opening a model runs here unless a host is named (Job.here)
     job.sig_progress.connect(lambda fraction, text: seen.append((fraction, text)))
     with qtbot.waitSignal(job.sig_finished, timeout=TIMEOUT) as done:
         pass
@@ -82,7 +84,9 @@ def test_a_cancel_while_the_model_is_on_its_way_ends_the_job(
 ) -> None:
     manager = JobManager()
     model = external_data_matmul(tmp_path, 96)
-    job = manager.submit("model.inspect", {"path": str(model)}, "inspect remotely")
+    job = manager.submit(
+        "model.inspect", {"path": str(model)}, "inspect remotely", remote=remote["host"]
+    )  # opening a model runs here unless a host is named (Job.here)
     sent: list[float] = []
 
     def cancel_midway(fraction: float | None, text: str) -> None:
@@ -104,7 +108,9 @@ def test_a_connection_dropped_while_sending_is_tried_once_more_from_the_gui(
 ) -> None:
     manager = JobManager()
     model = external_data_matmul(tmp_path, 64)
-    job = manager.submit("model.inspect", {"path": str(model)}, "inspect remotely")
+    job = manager.submit(
+        "model.inspect", {"path": str(model)}, "inspect remotely", remote=remote["host"]
+    )  # opening a model runs here unless a host is named (Job.here)
     logs: list[str] = []
     job.sig_log.connect(lambda level, text: logs.append(text))
     dropped: list[int] = []
