@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 from deploylens.gui.graph.properties import PropertiesView
 from deploylens.gui.job_manager import JobManager
 
+DEFAULT_DEPTH = 0  # the depth spinner of a freshly opened model (its top-level modules)
 SIDE_WIDTH = 320  # minimap, legend, search results and properties
 BACKGROUND_EXPAND_NODES = 3000  # expansions bigger than this lay out off the UI thread
 NO_OVERLAY = "(no overlay)"
@@ -169,6 +170,10 @@ class GraphPanel(QWidget):
     def expect(self, path: str) -> None:
         """``path`` is being opened and parsed for this view: overlays asked for meanwhile (a
         validation that ends first) wait for it instead of failing."""
+        if path != self.path:  # another model: the last one's search and depth go
+            self.search_box.clear()
+            self.results.clear()
+            self.depth_box.setValue(DEFAULT_DEPTH)
         self.path = path
         self.loaded_path = ""
         self.pending_overlays = []

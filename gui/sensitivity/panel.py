@@ -159,7 +159,19 @@ class SensitivityPanel(QWidget):
             widget.setText(path)
 
     def set_model(self, path: str) -> None:
+        """Another model: the last one's results go (they named its nodes); an analysis still
+        running for it finishes in its worker and is said in the status bar, not shown here."""
+        if path == self.model_path:
+            return
         self.model_path = path
+        self.job = None  # its answers are the old model's (see ``run``)
+        self._busy(False)
+        self.report = None
+        self.table.setRowCount(0)
+        self.curve.setData([], [])
+        self.chosen.setData([], [])
+        self.build_button.setEnabled(False)
+        self._banner(f"{Path(path).name}: give calibration data, then Analyse.", IDLE_STYLE)
 
     # -- the job ---------------------------------------------------------------------------------
     def request(self) -> SensitivityRequest:
@@ -206,14 +218,21 @@ class SensitivityPanel(QWidget):
         self._banner("Calibrating once, then every node lowered alone and kept alone …", IDLE_STYLE)
         job = self.jobs.submit_request(request, f"Sensitivity {Path(self.model_path).name}")
         self.job = job
-        job.sig_progress.connect(
-            lambda f, t: self._banner(
-                "Sensitivity …" + (f" {f:.0%}" if isinstance(f, float) else "") + f" {t}",
-                IDLE_STYLE,
-            )
-        )
-        job.sig_finished.connect(self.show_report)
-        job.sig_failed.connect(self._failed)
+        name = Path(self.model_path).name
+        job.sig_progress.connect(lambda f, t: self._progress(job, f, t))
+        job.sig_finished.connect(lambda report: self._answer(job, name, report))
+        job.sig_failed.connect(lambda failure: self._failed(failure, job))
+
+    def _progress(self, job: Any, fraction: float | None, text: str) -> None:
+        if job is self.job:
+            done = f" {fraction:.0%}" if isinstance(fraction, float) else ""
+            self._banner(f"Sensitivity …{done} {text}", IDLE_STYLE)
+
+    def _answer(self, job: Any, name: str, report: dict[str, Any]) -> None:
+        if job is self.job:
+            self.show_report(report)
+        else:  # the model it analysed is no longer open
+            self.sig_message.emit(f"Sensitivity of {name} finished: {report['files']['model']}")
 
     def cancel(self) -> None:
         if self.job is not None and self.job.active:
@@ -223,7 +242,9 @@ class SensitivityPanel(QWidget):
         self.run_button.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
 
-    def _failed(self, failure: JobFailure) -> None:
+    def _failed(self, failure: JobFailure, job: Any = None) -> None:
+        if job is not None and job is not self.job:
+            return  # the analysis of a model that is no longer open
         self._busy(False)
         self.job = None
         self._banner(f"{failure.message}\n{failure.hint}".strip(), BAD_STYLE)

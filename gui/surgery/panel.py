@@ -200,6 +200,10 @@ class SurgeryPanel(QWidget):
         else:
             self.base, self.steps = path, []
         self.redo_stack = []
+        self.report = None  # the last model's diff, details and chosen nodes go with it
+        self.diff.clear()
+        self.details.clear()
+        self.set_chosen([])
         self._show_steps()
         self._set_banner(
             f"{len(self.steps)} step(s) on {Path(self.base).name}."

@@ -5,6 +5,7 @@ and the engine view. Long work runs in the worker with progress and cancel."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -157,14 +158,23 @@ class BuildPanel(QWidget):
     def set_model(
         self, path: str, inputs: dict[str, list[Any]] | None, table: dict[str, Any] | None = None
     ) -> None:
+        """A newly opened model; ``table`` is the project's [build] table, if any. Without one
+        the form keeps the user's choices (precision, workspace, cache …) and drops what named
+        the last model's tensors and layers (profiles, per-layer types, calibration data)."""
         self.model_path, self.inputs = path, inputs
         table = table or {}
         if table.get("trt_version"):
             self.version.setCurrentText(str(table["trt_version"]))
-        try:
-            self.form.set_settings(BuildSettings.from_dict(table.get("settings") or {}))
-        except (UserError, TypeError) as exc:
-            self.sig_message.emit(f"The project's build settings could not be read: {exc}")
+        if table:
+            try:
+                self.form.set_settings(BuildSettings.from_dict(table.get("settings") or {}))
+            except (UserError, TypeError) as exc:
+                self.sig_message.emit(f"The project's build settings could not be read: {exc}")
+        else:
+            try:
+                self.form.set_settings(model_free(self.form.settings()))
+            except UserError:
+                pass  # a form mid-edit stays as typed: its problems list says what is wrong
         self.refresh()
         layers = table.get("layers_json")
         if layers and Path(layers).is_file():
@@ -441,3 +451,10 @@ class BuildPanel(QWidget):
             atomic_write_text(path, text)
         except (UserError, OSError) as exc:
             self._set_banner(getattr(exc, "message", str(exc)), BAD_STYLE)
+
+
+def model_free(settings: BuildSettings) -> BuildSettings:
+    """``settings`` without what names one model's tensors, layers or data."""
+    return dataclasses.replace(
+        settings, profiles=None, layer_precisions=None, layer_output_types=None, calibration=None
+    )

@@ -217,11 +217,17 @@ class ValidatePanel(QWidget):
 
     # -- settings (and the project table that keeps them) ----------
     def set_model(self, path: str, table: dict[str, Any] | None = None) -> None:
-        """A newly opened model; ``table`` is the project's [validate] table, if any."""
+        """A newly opened model; ``table`` is the project's [validate] table, if any. Without
+        one, what named the last model (its PyTorch module, its inputs) goes and the user's
+        choices (tolerances, statistic, seed, layer-wise, budget, preprocess) stay."""
         self.model_path = path
-        table = table or {}
-        self.torch_spec.setText(str(table.get("torch", "")))
-        self.inputs.setText(str(table.get("inputs", "")))
+        self.torch_spec.setText(str((table or {}).get("torch", "")))
+        self.inputs.setText(str((table or {}).get("inputs", "")))
+        self.result = None
+        self.banner.setText("No validation yet.")
+        self.banner.setStyleSheet(IDLE_STYLE)
+        if not table:
+            return
         self.preprocess.setText(str(table.get("preprocess", "")))
         defaults = ValidateRequest()
         self.rtol.setText(str(table.get("rtol", repr(DEFAULT_RTOL))))
@@ -233,9 +239,6 @@ class ValidatePanel(QWidget):
         self.layerwise.setChecked(bool(table.get("layerwise", defaults.layerwise)))
         self.budget.setValue(float(table.get("budget_mb", defaults.budget_mb)))
         last = table.get("last_result")
-        self.result = None
-        self.banner.setText("No validation yet.")
-        self.banner.setStyleSheet(IDLE_STYLE)
         if last and Path(last).is_file():
             try:
                 self.show_result(load_result(last), Path(last))

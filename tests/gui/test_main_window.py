@@ -342,3 +342,42 @@ def test_a_malformed_remote_host_is_never_saved_and_never_stops_local_work(
     failure = failed.args[0]
     assert failure.kind == "address" and "'root@@bad host:99999'" in failure.message
     assert "Preferences" in failure.hint
+
+
+def test_each_model_owns_its_state_and_the_forms_keep_the_users_choices(
+    qtbot, make_window, samples: Path
+) -> None:
+    """Opening another model carried over the search text, the depth spinner, the surgery's
+    chosen nodes and diff and the sensitivity results, while forms the user had set reset to
+    defaults. Now what named the last model goes and the user's choices stay."""
+    from deploylens.core.trt.settings import BuildSettings
+
+    window = make_window()
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        wait_opened(qtbot, window, samples / "small_cnn.torchscript.onnx")
+    graph, surgery = window.graph_panel, window.surgery_panel
+    graph.search_box.setText("Conv")
+    graph.run_search()
+    graph.depth_box.setValue(3)
+    assert graph.results.count() > 0
+    surgery.set_chosen(["/stem/stem.0/Conv"])
+    surgery._show_diff({"added": ["/stem/stem.0/Conv_fused"], "changed": [], "removed": []})
+    window.validate_panel.atol.setText("0.003")
+    window.validate_panel.torch_spec.setText("torchvision:resnet18")
+    window.build_panel.form.set_settings(
+        BuildSettings(workspace_mb=512, layer_precisions={"/stem/stem.0/Conv": "fp32"})
+    )
+    sensitivity = window.sensitivity_panel
+    sensitivity.table.setRowCount(4)  # as if an analysis had listed four of its nodes
+    sensitivity.build_button.setEnabled(True)
+
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        wait_opened(qtbot, window, samples / "roll_dims.torchscript.onnx")
+    assert graph.search_box.text() == "" and graph.results.count() == 0
+    assert graph.depth_box.value() == 0
+    assert surgery.chosen == [] and surgery.diff.topLevelItemCount() == 0
+    assert sensitivity.table.rowCount() == 0 and not sensitivity.build_button.isEnabled()
+    assert window.validate_panel.torch_spec.text() == ""  # it named the last model's module
+    assert window.validate_panel.atol.text() == "0.003"  # the user's tolerance stays
+    settings = window.build_panel.form.settings()
+    assert settings.workspace_mb == 512 and not settings.layer_precisions
