@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from deploylens.core.command import Command
+from deploylens.core.outputs import beside
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest, StudyRequest
 
 
@@ -70,12 +71,11 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
 def build_plan(report: dict[str, Any], python: str | None) -> dict[str, Any]:
     """The plan's model built by TensorRT-RTX ahead of time (the build job, found by its name:
     the quantize room does not import the TensorRT room)."""
-    from pathlib import Path
 
     from deploylens.core.requests import request_class
 
     model = report["files"]["model"]
-    engine = str(Path(model).with_suffix(".engine"))
+    engine = beside(model, ".engine")  # trt.settings.default_engine, a room above
     build = request_class("build.engine").from_params(
         {
             "model": model,

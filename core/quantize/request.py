@@ -18,8 +18,11 @@ DEFAULT_CACHE_VERSION = "10.16"
 
 
 def default_output(model: str, method: str) -> str:
-    """Where a calibration writes its Q/DQ model unless told: beside the model."""
-    return str(Path(model).with_suffix("")) + f".{method}.qdq.onnx"
+    """Where a calibration writes its Q/DQ model unless told: beside the model (or the
+    outputs folder for a bundled sample: ``core.outputs.beside``)."""
+    from deploylens.core.outputs import beside
+
+    return beside(model, f".{method}.qdq.onnx")
 
 
 @dataclass

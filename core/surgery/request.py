@@ -27,7 +27,7 @@ class SurgeryRequest(Request):
     check_tensorrt: bool = True  # the installed TensorRT(-RTX) parser's verdict, where there is one
 
     def output_path(self) -> str:
-        return self.output or str(Path(self.model).with_suffix(".edited.onnx"))
+        return self.output or default_output(self.model)
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ class SurgeryRequest(Request):
             model=str(input_file(args.model, "ONNX model").resolve()),
             steps=steps,
             output=output_path(
-                args.out or Path(output_path(args.model)).with_suffix(".edited.onnx")
+                args.out or default_output(output_path(args.model))
             ),  # always named: a remote worker's output comes back here; links not followed
             script=output_path(args.script) if args.script else "",
             compare=not args.no_compare,
@@ -85,3 +85,11 @@ class SurgeryRequest(Request):
         if not self.check_tensorrt:
             args.append("--no-tensorrt")
         return args
+
+
+def default_output(model: str) -> str:
+    """MODEL.edited.onnx beside the model, or in the outputs folder when the model is a bundled
+    sample (surgery wrote into the install tree)."""
+    from deploylens.core.outputs import beside
+
+    return beside(model, ".edited.onnx")

@@ -229,4 +229,7 @@ def load_settings(path: str | Path) -> BuildSettings:
 
 
 def default_engine(model: str) -> str:
-    return str(Path(model).with_suffix(".engine"))
+    """Beside the model, never into the installation (``core.outputs.beside``)."""
+    from deploylens.core.outputs import beside
+
+    return beside(model, ".engine")

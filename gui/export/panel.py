@@ -33,6 +33,7 @@ from deploylens.core.export.cli_export import result_text
 from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings, parse_dynamic_axes
+from deploylens.core.outputs import place
 from deploylens.core.plugin_api import load_plugins
 from deploylens.core.pytorch.source import ModelSource, parse_input
 from deploylens.core.support.matrix import SupportMatrix
@@ -81,7 +82,7 @@ class ExportPanel(QWidget):
         self.opset = QSpinBox()
         self.opset.setRange(0, 30)
         self.opset.setSpecialValueText("exporter default")
-        self.output = QLineEdit(str(Path.cwd() / "model.onnx"))
+        self.output = QLineEdit(place(Path.cwd(), "model.onnx"))  # never into the install
         self.dynamic = QLineEdit()
         self.dynamic.setPlaceholderText("dynamic axes, e.g. x:0:batch; output:0:batch")
         self.output_names = QLineEdit()

@@ -30,7 +30,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import Method, Metric, Precision, SensitivityRequest
 from deploylens.core.settings import cache_dir
 from deploylens.core.trt.request import BuildRequest
-from deploylens.core.trt.settings import BuildSettings
+from deploylens.core.trt.settings import BuildSettings, default_engine
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
@@ -305,7 +305,7 @@ class SensitivityPanel(QWidget):
         if self.report is None:
             return
         model = self.report["files"]["model"]
-        request = BuildRequest(model, engine=str(Path(model).with_suffix(".engine")), version="rtx",
+        request = BuildRequest(model, engine=default_engine(model), version="rtx",
                                settings=BuildSettings(compute_capabilities=["sm89"]))  # fmt: skip
         job = self.jobs.submit_request(request, "Build the precision plan")
         job.sig_finished.connect(

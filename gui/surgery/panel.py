@@ -36,7 +36,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.surgery.cli_surgery import surgery_text
 from deploylens.core.surgery.patterns import PATTERNS
-from deploylens.core.surgery.request import SurgeryRequest
+from deploylens.core.surgery.request import SurgeryRequest, default_output
 from deploylens.core.surgery.steps import (
     Step,
     reproducer_script,
@@ -357,8 +357,7 @@ class SurgeryPanel(QWidget):
         self._refresh_buttons()
 
     def output_path(self) -> str:
-        base = Path(self.base)
-        return str(base.with_name(f"{base.stem}.edited.onnx"))
+        return default_output(self.base)
 
     def cancel(self) -> None:
         if self.job is not None:

@@ -35,7 +35,7 @@ from deploylens.core.trt.commands import migrate_to_11, polygraphy_command, trte
 from deploylens.core.trt.flags import RTX, family, is_rtx, release_name
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.script import build_script
-from deploylens.core.trt.settings import BuildSettings, Calibration, load_settings
+from deploylens.core.trt.settings import BuildSettings, Calibration, default_engine, load_settings
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.copy_request import CopyRequestButton
@@ -232,7 +232,7 @@ class BuildPanel(QWidget):
                     "setting would build another engine."
                 )
             return
-        engine = str(Path(model).with_suffix(".engine"))
+        engine = default_engine(model)
         if family(version) == RTX:
             self.trtexec.setPlainText(
                 "TensorRT-RTX ships no trtexec in its wheels (the SDK's tensorrt_rtx tool is a "
@@ -444,7 +444,7 @@ class BuildPanel(QWidget):
             settings = self.form.settings()
             if path.endswith(".py"):
                 model = self.model_path or "model.onnx"
-                engine = str(Path(model).with_suffix(".engine"))
+                engine = default_engine(model)
                 text = build_script(settings, self.version.currentText(), model, engine)
             else:
                 text = settings.to_toml()

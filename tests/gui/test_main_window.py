@@ -381,3 +381,21 @@ def test_each_model_owns_its_state_and_the_forms_keep_the_users_choices(
     assert window.validate_panel.atol.text() == "0.003"  # the user's tolerance stays
     settings = window.build_panel.form.settings()
     assert settings.workspace_mb == 512 and not settings.layer_precisions
+
+
+def test_surgery_and_build_on_a_bundled_sample_write_to_the_users_folder(
+    qtbot, make_window, samples: Path
+) -> None:
+    """Surgery wrote its edited model into the bundled samples' folder (the install tree) and
+    Build's commands named an engine there: both now go to the user's outputs folder."""
+    from deploylens.core.outputs import outputs_dir
+
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.torchscript.onnx")
+    assert Path(window.surgery_panel.output_path()).parent == outputs_dir()
+    build = window.build_panel
+    build.version.setCurrentText("10.16")
+    build.refresh()
+    command = build.trtexec.toPlainText()
+    assert f"--saveEngine={outputs_dir() / 'small_cnn.torchscript.engine'}" in command
+    assert str(samples / "small_cnn.torchscript.engine") not in command
