@@ -62,3 +62,18 @@ def identifier(name: str, what: str) -> str:
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise UserError(f"{what} {str(name)[:60]!r} is not a Python name (letters, digits, _).")
     return name
+
+
+def shell_lines(command: str) -> str:
+    """A one-line shell command shown one option per line (``\\``-continued), the way a long
+    trtexec or Polygraphy line is read: a pane that wraps never cuts a flag in two
+    (``--saveEng`` / ``ine=…``). The words are re-quoted (``shlex.quote``), so a POSIX shell
+    runs exactly the command's argv."""
+    import shlex
+
+    lines: list[list[str]] = [[]]
+    for word in shlex.split(command):
+        if word.startswith("-") and lines[-1]:
+            lines.append([])
+        lines[-1].append(shlex.quote(word))
+    return " \\\n    ".join(" ".join(line) for line in lines)

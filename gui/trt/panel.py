@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from deploylens.core.codegen import shell_lines
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.quantize.request import CalibrateRequest, Method
@@ -52,9 +53,12 @@ IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
 
 
 def _text_box() -> QPlainTextEdit:
+    """A command or script pane: never wrapped — a command is shown one option per line
+    (``codegen.shell_lines``) and a path wider than the pane scrolls; wrapping cut flags in two
+    (``--saveEng`` / ``ine=…``: the line breaks Unicode allows after ``-`` and ``/``)."""
     box = QPlainTextEdit()
     box.setReadOnly(True)
-    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    box.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
     return box
 
 
@@ -77,6 +81,9 @@ class BuildPanel(QWidget):
         self.form = BuildSettingsForm()
         self.problems = QListWidget()
         self.problems.setMaximumHeight(110)
+        self.problems.setWordWrap(True)  # a problem is a sentence: read whole, never cut
+        self.problems.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.problems.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.banner = QLabel("Open a model to check build settings.")
         self.banner.setWordWrap(True)
         self.banner.setStyleSheet(IDLE_STYLE)
@@ -228,20 +235,24 @@ class BuildPanel(QWidget):
             self._show_problems([str(p) for p in problems])
             for box in (self.trtexec, self.polygraphy, self.script):
                 box.setPlainText(
-                    "Fix the problems on the left first: a command that silently drops a "
-                    "setting would build another engine."
+                    "Fix the problems on the left first:\na command that silently drops a "
+                    "setting\nwould build another engine."
                 )
             return
         engine = default_engine(model)
         if family(version) == RTX:
             self.trtexec.setPlainText(
-                "TensorRT-RTX ships no trtexec in its wheels (the SDK's tensorrt_rtx tool is a "
-                "separate download): the Python script and the Polygraphy line are its "
-                "reproducers, and 'Build (ahead of time)' builds the plan here, with no GPU."
+                "TensorRT-RTX ships no trtexec in its wheels\n(the SDK's tensorrt_rtx tool is a "
+                "separate download):\nthe Python script and the Polygraphy line are its "
+                "reproducers,\nand 'Build (ahead of time)' builds the plan here, with no GPU."
             )
         else:
-            self.trtexec.setPlainText(trtexec_command(settings, version, model, engine))
-        self.polygraphy.setPlainText(polygraphy_command(settings, model, engine, version))
+            self.trtexec.setPlainText(
+                shell_lines(trtexec_command(settings, version, model, engine))
+            )
+        self.polygraphy.setPlainText(
+            shell_lines(polygraphy_command(settings, model, engine, version))
+        )
         self.script.setPlainText(build_script(settings, version, model, engine))
         self._show_problems([])
 

@@ -4,6 +4,8 @@ missing (always in CI), the engine view on real TREx files, and the project roun
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,8 @@ from PIL import Image
 from PySide6.QtCore import Qt
 
 from deploylens.core.quantize.trt_cache import read_cache
+from deploylens.core.trt.commands import trtexec_command
+from deploylens.core.trt.settings import default_engine
 from deploylens.gui.trt.engine_view import COLUMNS
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
 
@@ -267,3 +271,49 @@ def test_a_plugin_library_from_settings_loads_only_after_the_dialog(
     panel.build()
     assert is_trusted(library) and len(asked) == 2
     qtbot.waitUntil(lambda: panel.job is None, timeout=JOB_TIMEOUT_MS)  # the job ran and ended
+
+
+def test_commands_wrap_between_flags_and_problems_wrap_whole(
+    qtbot, make_window, samples: Path
+) -> None:
+    """The trtexec line wrapped inside flags (`--saveEng` / `ine=…`) and a problem longer than
+    the list was cut at its edge: commands break at spaces only, problems wrap to be read whole."""
+    from deploylens.core.trt.settings import BuildSettings
+
+    window = make_window()
+    window.resize(1366, 768)
+    panel = window.build_panel
+    panel.set_model(str(samples / "small_cnn.torchscript.onnx"), {"image": [1, 3, 32, 32]})
+    panel.version.setCurrentText("10.16")
+    panel.form.set_settings(BuildSettings(precisions=["fp16"], workspace_mb=512))
+    panel.refresh()
+    box = panel.trtexec
+    box.resize(260, 300)
+    box.show()
+    qtbot.wait(20)
+    text = box.toPlainText()
+    block = box.document().firstBlock()
+    breaks = 0
+    while block.isValid():
+        breaks += block.layout().lineCount() - 1
+        block = block.next()
+    assert breaks == 0  # a narrow pane scrolls; it never cuts a line, let alone a flag
+    lines = text.splitlines()
+    assert len(lines) > 3 and lines[0] == "trtexec \\"
+    assert all(line.lstrip().startswith("-") for line in lines[1:])  # one option per line
+    assert any(line.strip().startswith("--saveEngine=") for line in lines)
+    script = text.replace("trtexec", "printf '%s\\0'", 1)  # bash itself reads the lines
+    argv = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    settings = panel.form.settings()
+    model = panel.model_path
+    expected = shlex.split(trtexec_command(settings, "10.16", model, default_engine(model)))
+    assert argv.stdout.split("\0")[:-1] == expected[1:]  # the same argv as the one-liner
+    panel.form.set_settings(BuildSettings(strongly_typed=True, precisions=["fp16"]))
+    panel.refresh()
+    problems = panel.problems
+    problems.resize(240, 110)
+    qtbot.wait(20)
+    item = problems.item(0)
+    assert len(item.text()) > 60
+    line = problems.fontMetrics().height()
+    assert problems.visualItemRect(item).height() >= 2 * line  # wrapped, not cut
