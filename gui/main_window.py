@@ -14,11 +14,21 @@ from PySide6.QtGui import (
     QKeySequence,
     QShowEvent,
 )
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QToolBar, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QToolBar,
+    QWidget,
+)
 
 from deploylens.core.errors import UserError
+from deploylens.core.file_kind import OPEN_PATTERNS
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX
+from deploylens.core.samples import sample_models
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
@@ -43,7 +53,18 @@ LAYOUT_VERSION = 3  # 2: start page, Engine dock, left column; 3: the Surgery do
 PANELS = ("Start", "Graph", "Op support", "Export", "Surgery", "Validate", "Build", "Engine",
           "Sensitivity", "Timeline")  # fmt: skip
 LEFT_SHARE, LEFT_MIN, LEFT_MAX = 0.2, 260, 460  # the left column's width: 20 %, clamped
-OPEN_FILTER = f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
+OPEN_FILTER = (
+    f"Models, projects, traces, engine JSON ({' '.join(OPEN_PATTERNS)});;"
+    f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
+)
+KEYS_HELP = (
+    "Graph: wheel or +/− zooms, drag or the arrow keys pan, F or Home fits; double-click "
+    "expands or collapses a group; Shift+drag chooses nodes; right-click for upstream/downstream "
+    "and export.\n"
+    "Timeline: W/S zoom, A/D pan, F fits, Esc clears the selection; click a kernel for its "
+    "details.\n"
+    "Ctrl+O opens a model, project, trace or engine JSON (also by drag and drop)."
+)
 
 
 class MainWindow(QMainWindow):
@@ -221,8 +242,16 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open…", self.choose_and_open, QKeySequence.StandardKey.Open)
+        self._action(file_menu, "Open &Trace…", lambda: self._start_action("trace"))
+        self._action(file_menu, "Open &Engine Layers…", lambda: self._start_action("engine"))
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._fill_recent()
+        samples = file_menu.addMenu("Open &Sample")
+        for sample in sample_models():
+            action = samples.addAction(sample.name)
+            action.setToolTip(sample.about)
+            action.triggered.connect(lambda _=False, p=sample.path: self.open_path(p))
+        samples.setToolTipsVisible(True)
         self._action(
             file_menu, "&Save Project As…", self.save_project_as, QKeySequence.StandardKey.SaveAs
         )
@@ -237,6 +266,10 @@ class MainWindow(QMainWindow):
             view_menu.addAction(dock.toggleViewAction())
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&Environment…", self.show_environment)
+        self._action(help_menu, "&Keyboard and Mouse…", self.show_keys)
+        self._action(help_menu, "Start &Page", lambda: self.docks["Start"].raise_())
+        help_menu.addSeparator()
+        self._action(help_menu, "&About DeployLens…", self.show_about)
 
     def _action(self, menu: QMenu, text: str, slot: object, shortcut: object = None) -> QAction:
         action = QAction(text, self)
@@ -257,7 +290,32 @@ class MainWindow(QMainWindow):
 
     # -- actions --------------------------------------------------------------------------------
     def open_path(self, path: str | Path) -> None:
-        self.document.open(path)
+        """Open whatever ``path`` is, by its content (``core.file_kind``): a model or project
+        becomes the document; a trace goes to the Timeline; an engine's layer info (with the
+        profile beside it) or profile goes to the Engine panel."""
+        from deploylens.core.file_kind import (
+            ENGINE_LAYERS,
+            ENGINE_PROFILE,
+            TRACE,
+            file_kind,
+            profile_beside,
+        )
+
+        try:
+            kind = file_kind(path)
+            if kind == TRACE or (kind == ENGINE_PROFILE and self.engine_view.info is None):
+                self.docks["Timeline"].raise_()  # a profile alone is a timeline of its layers
+                self.timeline_panel.load(str(path))
+            elif kind == ENGINE_LAYERS:
+                self.docks["Engine"].raise_()
+                self.engine_view.load(path, profile_beside(path))
+            elif kind == ENGINE_PROFILE:
+                self.docks["Engine"].raise_()
+                self.engine_view.load_profile(path)
+            else:
+                self.document.open(path)
+        except UserError as exc:
+            self.notifier.user_message(exc.message, exc.hint)
 
     def _support_shown(self, visible: bool) -> None:
         if visible:
@@ -317,6 +375,20 @@ class MainWindow(QMainWindow):
 
     def show_preferences(self) -> None:
         self._keep(PreferencesDialog(self.jobs, self)).show()
+
+    def show_keys(self) -> None:
+        QMessageBox.information(self, "Keyboard and mouse", KEYS_HELP)
+
+    def show_about(self) -> None:
+        from deploylens.core import __version__
+
+        QMessageBox.about(
+            self,
+            "About DeployLens",
+            f"<b>DeployLens {__version__}</b><br>PyTorch → ONNX → TensorRT in one workbench: "
+            "export and fix, validate, build, profile.<br>Help → Environment lists what is "
+            "installed and how to get what is missing.",
+        )
 
     def show_environment(self) -> None:
         self._keep(EnvironmentDialog(self.jobs, self)).show()

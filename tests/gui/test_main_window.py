@@ -399,3 +399,43 @@ def test_surgery_and_build_on_a_bundled_sample_write_to_the_users_folder(
     command = build.trtexec.toPlainText()
     assert f"--saveEngine={outputs_dir() / 'small_cnn.torchscript.engine'}" in command
     assert str(samples / "small_cnn.torchscript.engine") not in command
+
+
+def test_file_open_takes_traces_and_engine_json_by_content(
+    qtbot, make_window, artifacts: Path, tmp_path: Path
+) -> None:
+    """File → Open refused traces and engine JSON (they had to be opened from their own panel,
+    and only under their usual names). Now the content decides, whatever the file is called."""
+    import shutil
+
+    window = make_window()
+    trex = next(artifacts.rglob("fp16/resnet.onnx.engine.graph.json"))
+    layers = shutil.copy(trex, tmp_path / "engine.graph.json")
+    shutil.copy(trex.with_name("resnet.onnx.engine.profile.json"), tmp_path / "engine.profile.json")
+    window.open_path(layers)  # its profile, beside it under TREx's naming, comes along
+    assert window.front == "Engine" and window.engine_view.info is not None
+    assert window.engine_view.times  # joined with the profile
+    trace = shutil.copy(
+        next(artifacts.rglob("hta-holistictraceanalysis/call_stack/backward_thread.json")),
+        tmp_path / "capture.txt",  # a name that says nothing
+    )
+    window.open_path(trace)
+    assert window.front == "Timeline"
+    qtbot.waitUntil(lambda: window.timeline_panel.trace is not None, timeout=JOB_TIMEOUT_MS)
+    assert window.timeline_panel.path == str(trace)
+    neither = tmp_path / "config.json"
+    neither.write_text('{"name": "not a trace", "values": [1, 2]}')
+    window.open_path(neither)
+    assert window.document.model_path is None  # not sent to the ONNX reader as a model
+    assert "neither a trace" in window.notification_bar.label.text()
+
+
+def test_menus_reach_traces_samples_and_help(qtbot, make_window) -> None:
+    window = make_window()
+    menus = {m.title().replace("&", ""): m for m in (a.menu() for a in window.menuBar().actions())}
+    file_items = [a.text().replace("&", "") for a in menus["File"].actions()]
+    assert {"Open…", "Open Trace…", "Open Engine Layers…", "Open Sample"} <= set(file_items)
+    samples = next(a.menu() for a in menus["File"].actions() if a.text() == "Open &Sample")
+    assert len(samples.actions()) >= 5
+    help_items = [a.text().replace("&", "") for a in menus["Help"].actions() if a.text()]
+    assert len(help_items) >= 4 and "About DeployLens…" in help_items
