@@ -11,6 +11,7 @@ from typing import Any
 from deploylens.core.command import Command
 from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.verdict import exit_status, export_verdict
 from deploylens.core.plugin_api import load_plugins
 
 
@@ -46,13 +47,17 @@ def run_export(request: ExportRequest, python: str | None) -> dict[str, Any]:
 
 def result_text(result: dict[str, Any], show_code: bool = False) -> str:
     settings = result["settings"]
-    lines = [f"$ {result['cli']}"]
+    tone, verdict = export_verdict(result)
+    lines = [f"$ {result['cli']}", f"{tone.upper()}: {verdict}"]
     if result["ok"]:
         ort = result.get("ort") or {}
+        worst = ort.get("max_abs_diff")
         smoke = (
             (
-                f"max |Δ| vs torch {ort['max_abs_diff']:.3g}"
+                ("agrees with torch" if ort.get("agrees", True) else "DIFFERS from torch")
+                + (f", max |Δ| {worst:.3g}" if isinstance(worst, float) else "")
                 + (f" ({ort['via']})" if ort.get("via") else "")
+                + "".join(f"\n    ✗ {d}" for d in ort.get("disagreements", []))
             )
             if ort.get("ok")
             else f"not run: {ort.get('reason')}"
@@ -87,7 +92,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(json.dumps(result, indent=2) if args.json else result_text(result, args.script))
     if args.script and not args.json:
         print("\n# Python reproducer\n" + result["script"])
-    return 0 if result["ok"] else 1
+    return exit_status(result)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -97,7 +102,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         )
         result = run_export(request, args.python)
     print(json.dumps(result, indent=2) if args.json else result_text(result, show_code=True))
-    return 0 if result["ok"] else 1
+    return exit_status(result)
 
 
 COMMANDS = (

@@ -85,15 +85,38 @@ def _ort_smoke(
     except Exception as exc:
         return {"ok": False, "reason": str(exc).strip().splitlines()[0][:300]}
     want = to_numpy_list(expected)
-    diffs = [
-        float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))))
-        if g.shape == w.shape and g.size
-        else float("nan")
-        for g, w in zip(got, want, strict=False)
-    ]
+    names = [o.name for o in session.get_outputs()]
+    return {"ok": True, **agreement(names, list(got), want), "outputs": len(got), "via": via}
+
+
+def agreement(names: list[str], got: list[Any], want: list[Any]) -> dict[str, Any]:
+    """Whether ONNX Runtime's outputs are PyTorch's, judged as Validate judges them (element
+    tolerances and the scale-aware rel L2, ``validate.compare``): the smoke test said "ok" for
+    any difference at all, and a NaN or a shape mismatch hid behind ``max``."""
+    from deploylens.core.validate.compare import compare, judge_scale
+    from deploylens.core.validate.tolerances import Tolerances
+
+    tolerances = Tolerances()
+    problems: list[str] = []
+    diffs: list[float] = []
+    if len(got) != len(want):
+        problems.append(f"{len(got)} outputs where PyTorch gave {len(want)}")
+    for name, g, w in zip(names, got, want, strict=False):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            problems.append(f"{name}: shape {list(g.shape)} where PyTorch gave {list(w.shape)}")
+            continue
+        if not g.size:
+            continue
+        c = compare(name, g.astype(np.float64), w.astype(np.float64), tolerances)
+        judge_scale(c, tolerances)
+        diffs.append(c.max_abs)
+        if not c.passed:
+            problems.append(f"{name}: {c.reason or 'outside the tolerances'}")
+    finite = [d for d in diffs if np.isfinite(d)]
     return {
-        "ok": True,
-        "max_abs_diff": max(diffs) if diffs else None,
-        "outputs": len(got),
-        "via": via,
+        "agrees": not problems,
+        "disagreements": problems,
+        "max_abs_diff": max(finite) if len(finite) == len(diffs) and finite else None,
+        "tolerances": tolerances.to_dict(),
     }

@@ -108,14 +108,26 @@ def aten_text(report: dict[str, Any]) -> str:
     return f"{report['aten']}\n  TorchScript exporter: {ts_text}\n  dynamo exporter: {dy_text}"
 
 
+def span_text(report: TargetReport) -> str:
+    """Which opsets work, in words the verdict beside it never contradicts (the panel said
+    "OK — no opset works as is" for a model that runs at its own opset)."""
+    if report.opset_range:
+        return f"works at opsets {report.opset_range[0]}–{report.opset_range[1]}"
+    live = next((n for n in report.notes if n.startswith("answered by the installed")), "")
+    if live:
+        return live
+    if report.ok:
+        return (
+            f"works at the model's opset {report.model_opset}; no other opset was checked "
+            "for every operator"
+        )
+    return "no opset works as is"
+
+
 def reports_text(reports: list[TargetReport]) -> str:
     lines = []
     for report in reports:
-        span = (
-            f"opsets {report.opset_range[0]}–{report.opset_range[1]}"
-            if report.opset_range
-            else "no opset works as is"
-        )
+        span = span_text(report)
         lines.append(
             f"{report.target}: {'OK' if report.ok else 'BLOCKED'} "
             f"(model opset {report.model_opset}; {span})"

@@ -33,11 +33,14 @@ from deploylens.core.export.cli_export import result_text
 from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings, parse_dynamic_axes
+from deploylens.core.export.verdict import FAIL, PASS, WARN, export_verdict
 from deploylens.core.outputs import place
 from deploylens.core.plugin_api import load_plugins
 from deploylens.core.pytorch.source import ModelSource, parse_input
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, OK_STYLE, WARN_STYLE
+from deploylens.gui.common.wrapping import WrappingDelegate
 from deploylens.gui.job_manager import JobManager
 
 KINDS = {
@@ -108,7 +111,14 @@ class ExportPanel(QWidget):
             self.plugin_list.addItem(item)
         self.findings = QTreeWidget()
         self.findings.setHeaderLabels(["Finding / fix", "Detail"])
-        self.findings.setColumnWidth(0, 380)
+        # a finding is a sentence: the Detail column wraps it and its row grows to fit
+        self.findings.setItemDelegate(WrappingDelegate(self.findings))
+        self.findings.setColumnWidth(0, 300)
+        self.findings.header().setStretchLastSection(True)
+        self.findings.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.banner = QLabel("Choose a model and Export: findings and their fixes appear here.")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet(IDLE_STYLE)
         self.code = QPlainTextEdit()
         self.code.setReadOnly(True)
         self.summary = QPlainTextEdit()
@@ -125,9 +135,9 @@ class ExportPanel(QWidget):
         model_row.addWidget(self.target, 1)
         model_row.addWidget(self.browse)
         form.addRow("Model", model_row)
-        form.addRow("", self.factory)
+        form.addRow("Factory", self.factory)
         form.addRow("Inputs", self.inputs)
-        form.addRow("", self.npz)
+        form.addRow("Inputs (.npz)", self.npz)
         form.addRow("", self.trust)
         form.addRow("Exporter", self.exporter)
         form.addRow("Opset", self.opset)
@@ -148,6 +158,7 @@ class ExportPanel(QWidget):
         column.addLayout(form)
         column.addLayout(buttons)
         right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.banner)
         right.addWidget(self.summary)
         right.addWidget(self.findings)
         right.addWidget(self.code)
@@ -266,6 +277,7 @@ class ExportPanel(QWidget):
             self.sig_message.emit(exc.message)
             return
         self.summary.setPlainText(f"Exporting with the {request.settings.exporter} exporter …")
+        self._say(f"Exporting with the {request.settings.exporter} exporter …", IDLE_STYLE)
         self.findings.clear()
         self.export_button.setEnabled(False)
         if self.matrix is None:
@@ -277,6 +289,7 @@ class ExportPanel(QWidget):
     def _on_failed(self, failure: JobFailure) -> None:
         self.export_button.setEnabled(True)
         self.summary.setPlainText(f"{failure.message}\n{failure.hint}".strip())
+        self._say(f"Export FAILED: {failure.message}", BAD_STYLE + BOLD)
         self.sig_message.emit(failure.message)
 
     def _on_result(self, result: dict[str, Any]) -> None:
@@ -284,6 +297,8 @@ class ExportPanel(QWidget):
         attach_fixes(result, self.matrix, self.plugins)
         self.result = result
         self.summary.setPlainText(result_text(result))
+        tone, text = export_verdict(result)
+        self._say(text, TONE_STYLES[tone])
         self._show_findings(result)
         self.sig_finished.emit(result)
         if result["ok"]:
@@ -304,12 +319,18 @@ class ExportPanel(QWidget):
         for finding in result.get("findings", []):
             where = " at ".join(x for x in (finding["module_path"], finding["source"]) if x)
             top = QTreeWidgetItem([finding["operator"] or finding["kind"], finding["message"]])
-            top.setToolTip(1, where or finding["message"])
+            top.setToolTip(0, finding["operator"] or finding["kind"])
+            top.setToolTip(1, finding["message"] + (f"\n{where}" if where else ""))
             self.findings.addTopLevelItem(top)
             for fix in finding["fixes"]:
                 item = QTreeWidgetItem(top, [f"{fix['step']}. {fix['title']}", fix["rung"]])
+                item.setToolTip(0, fix["title"])
                 item.setData(0, Qt.ItemDataRole.UserRole, fix)
             top.setExpanded(True)
+
+    def _say(self, text: str, style: str) -> None:
+        self.banner.setText(text)
+        self.banner.setStyleSheet(style)
 
     def _on_fix_selected(self, item: QTreeWidgetItem | None) -> None:
         fix = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
@@ -334,3 +355,6 @@ class ExportPanel(QWidget):
         item = self.findings.currentItem()
         if item is not None and item.data(0, Qt.ItemDataRole.UserRole):
             self.apply_fix(item.data(0, Qt.ItemDataRole.UserRole))
+
+
+TONE_STYLES = {PASS: OK_STYLE + BOLD, WARN: WARN_STYLE + BOLD, FAIL: BAD_STYLE + BOLD}

@@ -34,12 +34,10 @@ from deploylens.core.trt.settings import BuildSettings, default_engine
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
+from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 
-OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
-BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
-IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
 COLUMNS = ("rank", "node", "op", "only this node lowered", "all but this node lowered")
 
 

@@ -30,6 +30,7 @@ from deploylens.core.support.analysis import TargetReport, analyze, collect_ops,
 from deploylens.core.support.live import live_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.queries import span_text
 from deploylens.core.support.request import (
     CollectRequest,
     TensorRTOpsRequest,
@@ -325,13 +326,7 @@ class OpSupportPanel(QWidget):
     def _show_findings(self) -> None:
         self.findings.clear()
         for report in self.reports:
-            span = (
-                f"works at opsets {report.opset_range[0]}–{report.opset_range[1]}"
-                if report.opset_range
-                else report.notes[0]
-                if report.notes and report.notes[0].startswith("answered by the installed")
-                else "no opset works as is"
-            )
+            span = span_text(report)
             top = QTreeWidgetItem(
                 [report.target, ("OK — " if report.ok else "BLOCKED — ") + span, ""]
             )

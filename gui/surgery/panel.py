@@ -46,12 +46,9 @@ from deploylens.core.surgery.steps import (
     steps_to_toml,
 )
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE, WARN_STYLE
 from deploylens.gui.job_manager import JobManager
 
-OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
-WARN_STYLE = "background:#fff3cd; color:#7a5200; padding:6px"
-BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
-IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
 DIFF_OVERLAY = "surgery: changed nodes"
 
 

@@ -40,6 +40,7 @@ from deploylens.core.trt.settings import BuildSettings, Calibration, default_eng
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.copy_request import CopyRequestButton
+from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.trt.engine_view import EngineView
 from deploylens.gui.trt.settings_form import BuildSettingsForm
@@ -47,9 +48,6 @@ from deploylens.gui.trt.settings_form import BuildSettingsForm
 VERSIONS = ["10.16", "11.4", "8.6.1", "rtx"]
 BUILD_GPU = "Build engine (GPU)"
 BUILD_AOT = "Build (ahead of time, no GPU needed)"
-OK_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px"
-BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
-IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
 
 
 def _text_box() -> QPlainTextEdit:

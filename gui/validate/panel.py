@@ -47,14 +47,15 @@ from deploylens.core.validate.tolerances import (
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.copy_request import CopyRequestButton
+from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, OK_STYLE
+from deploylens.gui.common.styles import WARN_STYLE as AMBER_STYLE
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
 
 OVERLAY_NAME = "validation error (rel L2)"
-PASS_STYLE = "background:#c8e6c9; color:#1b5e20; padding:6px; font-weight:bold"
-FAIL_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px; font-weight:bold"
-WARN_STYLE = "background:#ffe0b2; color:#8a4b00; padding:6px; font-weight:bold"
-IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
+PASS_STYLE = OK_STYLE + BOLD
+FAIL_STYLE = BAD_STYLE + BOLD
+WARN_STYLE = AMBER_STYLE + BOLD
 
 
 def results_dir() -> Path:

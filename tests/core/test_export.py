@@ -271,7 +271,8 @@ def test_cli_export_and_diagnose(tmp_path: Path) -> None:
         timeout=300,
     )
     assert ok.returncode == 0, ok.stderr[-1500:]
-    assert "wrote 9" in ok.stdout and "max |Δ| vs torch 0" in ok.stdout
+    assert "wrote 9" in ok.stdout and "agrees with torch, max |Δ| 0" in ok.stdout
+    assert ok.stdout.splitlines()[1].startswith("PASS: Exported a.onnx")
     bad = subprocess.run(
         [DEPLOYLENS, "diagnose", "sample:asinh", "--exporter", "torchscript", "--opset", "9"],
         capture_output=True,

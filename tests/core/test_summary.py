@@ -39,7 +39,12 @@ def test_every_bundled_sample_matches_its_manifest(samples: Path) -> None:
             assert summary.opset_imports == export["opset"]
             assert summary.node_count == export["nodes"]
             assert not summary.problems
-    assert files == len(list(samples.glob("*.onnx")))
+    batched = manifest["batched"]  # the dynamic-batch sample for sweeps and calibration
+    summary = inspect_model(samples / batched["file"])
+    assert [v.name for v in summary.inputs] == [i["name"] for i in batched["inputs"]]
+    assert summary.inputs[0].shape == batched["inputs"][0]["shape"]
+    assert summary.node_count == batched["nodes"] and not summary.problems
+    assert files + 1 == len(list(samples.glob("*.onnx")))
 
 
 def test_custom_domain_sample_lists_its_domain(samples: Path) -> None:

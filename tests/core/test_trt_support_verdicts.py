@@ -280,3 +280,17 @@ def test_resize_attributes_are_checked_against_the_documented_restrictions(
     plain = _model([helper.make_node("Resize", ["x", "", "scales"], ["y"], "up")], [x], [y],
                    [scales], opset=19)  # fmt: skip
     assert _blocked(matrix, plain, "trt-10.1") == {}
+
+
+def test_the_opset_span_never_contradicts_the_verdict() -> None:
+    """The Op-support panel said "OK — no opset works as is" for a model that runs at its own
+    opset when no single range covered every operator: CLI and panel now share one sentence."""
+    from deploylens.core.support.analysis import Blocker, TargetReport
+    from deploylens.core.support.queries import span_text
+
+    runs = TargetReport("ONNX Runtime (CPU)", True, [], None, 17)
+    assert span_text(runs).startswith("works at the model's opset 17")
+    blocked = TargetReport("TensorRT 10.16", False, [Blocker("Roll", 1, ["r"], "no")], None, 17)
+    assert span_text(blocked) == "no opset works as is"
+    ranged = TargetReport("ONNX Runtime (CPU)", True, [], (13, 21), 17)
+    assert span_text(ranged) == "works at opsets 13–21"

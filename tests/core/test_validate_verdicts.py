@@ -307,3 +307,42 @@ def test_a_domain_the_header_imports_but_no_node_uses_is_not_a_custom_op(
     assert main(["validate", str(model)]) == 0, capsys.readouterr()
     compared = compare_models(model, model, [])
     assert compared["comparable"] and compared["passed"], compared
+
+
+def test_the_export_smoke_test_judges_like_validate(tmp_path) -> None:
+    """Export's ONNX Runtime smoke test said "ok" whatever the difference (and a NaN or a shape
+    mismatch hid behind max): a model computing x + 1 where PyTorch computed x passed with
+    exit 0. It now judges with Validate's compare, and the export verdict fails."""
+    import onnx
+    import onnxruntime as ort
+    import torch
+    from onnx import TensorProto, helper
+
+    from deploylens.core.export.verdict import FAIL, PASS, exit_status, export_verdict
+    from deploylens.core.export.verify import agreement
+
+    one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "one"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [one],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "plus_one.onnx"
+    onnx.save(model, path)
+    x = torch.randn(2, 3)
+    got = ort.InferenceSession(str(path)).run(None, {"x": x.numpy()})
+    wrong = agreement(["y"], got, [x.numpy()])  # PyTorch's module returned x
+    assert not wrong["agrees"] and wrong["disagreements"][0].startswith("y:")
+    right = agreement(["y"], got, [(x + 1).numpy()])
+    assert right["agrees"] and right["max_abs_diff"] < 1e-6
+    nan = agreement(["y"], [np.full((2, 3), np.nan, np.float32)], [(x + 1).numpy()])
+    assert not nan["agrees"]
+    shape = agreement(["y"], [got[0][:1]], [(x + 1).numpy()])
+    assert not shape["agrees"] and "shape [1, 3]" in shape["disagreements"][0]
+    result = {"ok": True, "path": str(path), "actual_opset": 17,
+              "settings": {"exporter": "dynamo"}, "ort": {"ok": True, **wrong}}  # fmt: skip
+    tone, sentence = export_verdict(result)
+    assert tone == FAIL and "DIFFER" in sentence and exit_status(result) == 1
+    result["ort"] = {"ok": True, **right}
+    assert export_verdict(result)[0] == PASS and exit_status(result) == 0

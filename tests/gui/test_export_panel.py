@@ -6,6 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
+from deploylens.gui.common.styles import BAD_STYLE, OK_STYLE
 from tests.gui.conftest import JOB_TIMEOUT_MS, export_sample
 
 
@@ -19,8 +20,31 @@ def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
     assert not export_sample(qtbot, window, "asinh", "torchscript", 9, tmp_path / "asinh.onnx")[
         "ok"
     ]
+    # a failure reads as one: a red banner naming the exporter, not a plain-text line
+    assert panel.banner.text().startswith("Export FAILED with the torchscript exporter")
+    assert BAD_STYLE in panel.banner.styleSheet()
     top = panel.findings.topLevelItem(0)
     assert top.text(0) == "aten::asinh"
+    # the Detail column wraps its sentence (it was cut at the panel's edge) and tells it whole
+    assert panel.findings.wordWrap() and panel.findings.header().stretchLastSection()
+    assert top.toolTip(1).startswith(top.text(1))
+    window.docks["Export"].raise_()
+    panel.findings.resize(520, 300)
+    qtbot.wait(50)
+    line = panel.findings.fontMetrics().height()
+    assert panel.findings.columnWidth(1) < panel.findings.fontMetrics().horizontalAdvance(
+        top.text(1)
+    )  # the sentence is wider than its column …
+    assert panel.findings.visualItemRect(top).height() >= 2 * line  # … so it wraps
+    # every input box says what it is for
+    from PySide6.QtWidgets import QFormLayout
+
+    form = panel.findChildren(QFormLayout)[0]
+    labels = []
+    for widget in (panel.factory, panel.npz):
+        label = form.labelForField(widget)
+        labels.append(label.text() if label is not None else "")
+    assert all(labels), labels
     fixes = [top.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(top.childCount())]
     plugin_fix = next(f for f in fixes if f["plugin"] == "asinh")
     symbolic = next(f for f in fixes if f["kind"] == "symbolic")
@@ -31,7 +55,9 @@ def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
     with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
         panel.apply_button.click()
     assert panel.result["ok"] and panel.result["actual_opset"] == 9
-    assert "max |Δ| vs torch 0" in panel.summary.toPlainText()
+    assert "agrees with torch, max |Δ| 0" in panel.summary.toPlainText()
+    assert panel.banner.text().startswith("Exported asinh.onnx (opset 9)")
+    assert OK_STYLE in panel.banner.styleSheet()
     assert window.document.model_path == tmp_path / "asinh.onnx"
     assert "Asinh" in {
         window.graph_panel.model.ir.op_type(i)

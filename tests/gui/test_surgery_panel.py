@@ -14,7 +14,8 @@ from PySide6.QtCore import QPoint, Qt
 
 from deploylens.core.errors import UserError
 from deploylens.core.surgery.steps import Step
-from deploylens.gui.surgery.panel import DIFF_OVERLAY, OK_STYLE, WARN_STYLE, parse_attrs
+from deploylens.gui.common.styles import OK_STYLE, WARN_STYLE
+from deploylens.gui.surgery.panel import DIFF_OVERLAY, parse_attrs
 from tests.core.test_surgery import export_block
 from tests.gui.conftest import JOB_TIMEOUT_MS, export_sample, wait_opened
 
