@@ -4,6 +4,9 @@ Value column pushed off to the right behind a scrollbar."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QHeaderView, QTableView, QTreeView
 
 MIN_WIDTH = 56
@@ -64,3 +67,38 @@ def set_widths(view: QTableView | QTreeView, widths: dict[int, int]) -> None:
 def compact_rows(view: QTableView) -> None:
     """Rows one text line high (Qt's default leaves twice that on some styles)."""
     view.verticalHeader().setDefaultSectionSize(view.fontMetrics().height() + 8)
+
+
+class _Refit(QObject):
+    def __init__(self, view: QTableView | QTreeView, fit: Callable[[], None]) -> None:
+        super().__init__(view)
+        self.view, self.fit, self.width = view, fit, -1
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() not in (QEvent.Type.Resize, QEvent.Type.Show):
+            return False
+        try:
+            width = self.view.viewport().width()
+        except RuntimeError:  # the view is being torn down
+            return False
+        if width != self.width:
+            self.width = width  # only a new width refits: a scrollbar appearing cannot loop
+            self.fit()
+        return False
+
+
+def keep_fitted(view: QTableView | QTreeView, fit: Callable[[], None]) -> None:
+    """Run ``fit`` whenever ``view`` is shown or resized: widths fitted while a tab was hidden
+    (a viewport of a few pixels) squeezed a name column to its minimum for good."""
+    viewport = view.viewport()
+    refit = _Refit(view, fit)
+    refit.setParent(viewport)  # goes with the viewport it watches
+    viewport.installEventFilter(refit)
+
+
+def name_floor(view: QTableView | QTreeView, names: list[str], share: float = 0.45) -> int:
+    """A name column's minimum: the longest name, but at most ``share`` of the view (and at
+    least 220 px when the view has room) — C++ kernel names elide in the middle beyond it."""
+    longest = max((view.fontMetrics().horizontalAdvance(n) for n in names[:2000]), default=0)
+    cap = max(220, int(share * view.viewport().width()))
+    return min(longest + 24, cap)

@@ -34,7 +34,8 @@ from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.model import KIND
 from deploylens.gui.timeline.raster import Label, paint
 
-HEADER_W = 240
+HEADER_W = 240  # the lane labels' column at least …
+HEADER_SHARE = 0.3  # … and at most this share of a wide view, as wide as the longest label
 AXIS_H = 22
 ROW_H = 16
 LANE_GAP = 4
@@ -87,6 +88,7 @@ class TimelineCanvas(QWidget):
         self.setMouseTracking(True)
         self.setMinimumHeight(160)
         self.index: TimelineIndex | None = None
+        self.header_w = HEADER_W  # the lane labels' column (``label_width``)
         self.t0, self.t1 = 0, 1
         self.scroll_y = 0
         self.selected = -1
@@ -109,7 +111,21 @@ class TimelineCanvas(QWidget):
         self.selected, self.range, self.scroll_y = -1, None, 0
         self.collapsed, self.pinned = set(), []
         self.layout_rows()
+        self.header_w = self.label_width()
         self.fit()
+
+    def label_width(self) -> int:
+        """The lane labels' column: as wide as the longest lane name needs, from HEADER_W up
+        to HEADER_SHARE of the view (it was 240 px at every size: names elided at 4K)."""
+        if self.index is None:
+            return HEADER_W
+        metrics = QFontMetrics(self.font())
+        firsts = self.index.lane_first_row[:-1][:4000]
+        need = max(
+            (metrics.horizontalAdvance("▾ 📌 " + self.index.row_title(int(r))) for r in firsts),
+            default=0,
+        )
+        return int(min(max(HEADER_W, need + 16), max(HEADER_W, HEADER_SHARE * self.width())))
 
     def lane_order(self) -> list[int]:
         assert self.index is not None
@@ -169,7 +185,7 @@ class TimelineCanvas(QWidget):
 
     # -- view ----------------------------------------------------------------------------------
     def plot_width(self) -> int:
-        return max(self.width() - HEADER_W, 1)
+        return max(self.width() - self.header_w, 1)
 
     def fit(self) -> None:
         if self.index is None or not len(self.index.trace):
@@ -187,8 +203,8 @@ class TimelineCanvas(QWidget):
 
     def zoom(self, factor: float, anchor_x: float | None = None) -> None:
         """``factor`` < 1 zooms in, around ``anchor_x`` (widget x) or the centre."""
-        x = self.plot_width() / 2 if anchor_x is None else anchor_x - HEADER_W
-        t = self.time_at(x + HEADER_W)
+        x = self.plot_width() / 2 if anchor_x is None else anchor_x - self.header_w
+        t = self.time_at(x + self.header_w)
         span = (self.t1 - self.t0) * factor
         left = t - span * (x / self.plot_width())
         self.set_view(int(left), int(left + span))
@@ -198,10 +214,10 @@ class TimelineCanvas(QWidget):
         self.set_view(self.t0 + shift, self.t1 + shift)
 
     def time_at(self, x: float) -> int:
-        return int(self.t0 + (x - HEADER_W) * (self.t1 - self.t0) / self.plot_width())
+        return int(self.t0 + (x - self.header_w) * (self.t1 - self.t0) / self.plot_width())
 
     def x_of(self, t: float) -> float:
-        return HEADER_W + (t - self.t0) * self.plot_width() / (self.t1 - self.t0)
+        return self.header_w + (t - self.t0) * self.plot_width() / (self.t1 - self.t0)
 
     def row_at(self, y: float) -> int:
         if self.index is None or not self.shown_y.size:
@@ -214,7 +230,7 @@ class TimelineCanvas(QWidget):
 
     def event_at(self, x: float, y: float) -> int:
         row = self.row_at(y)
-        if row < 0 or x < HEADER_W or self.index is None:
+        if row < 0 or x < self.header_w or self.index is None:
             return -1
         tolerance = int(3 * (self.t1 - self.t0) / self.plot_width())
         return self.index.event_at(row, self.time_at(x), tolerance)
@@ -275,7 +291,7 @@ class TimelineCanvas(QWidget):
             Label(label.x0 / ratio, label.x1 / ratio, label.y // ratio, label.event)
             for label in physical_labels
         ]
-        painter.drawImage(HEADER_W, AXIS_H, qimage)
+        painter.drawImage(self.header_w, AXIS_H, qimage)
         self._paint_labels(painter, labels)
         self._paint_range(painter)
         self._paint_selection(painter)
@@ -290,7 +306,9 @@ class TimelineCanvas(QWidget):
         metrics = QFontMetrics(painter.font())
         painter.setPen(QColor(255, 255, 255))
         for label in labels:
-            rect = QRectF(HEADER_W + label.x0 + 3, AXIS_H + label.y, label.x1 - label.x0 - 6, ROW_H)
+            rect = QRectF(
+                self.header_w + label.x0 + 3, AXIS_H + label.y, label.x1 - label.x0 - 6, ROW_H
+            )
             text = metrics.elidedText(
                 trace.names[int(trace.name[label.event])],
                 Qt.TextElideMode.ElideRight,
@@ -309,7 +327,7 @@ class TimelineCanvas(QWidget):
     def _paint_selection(self, painter: QPainter) -> None:
         if self.selected < 0 or self.index is None:
             return
-        painter.setClipRect(HEADER_W, AXIS_H, self.plot_width(), self.height())
+        painter.setClipRect(self.header_w, AXIS_H, self.plot_width(), self.height())
         rect = self._event_rect(self.selected)
         painter.setPen(QPen(QColor(0, 0, 0), 2))
         painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -343,7 +361,7 @@ class TimelineCanvas(QWidget):
         if self.range is None:
             return
         x0, x1 = sorted((self.x_of(self.range[0]), self.x_of(self.range[1])))
-        x0, x1 = max(x0, HEADER_W), min(x1, self.width())
+        x0, x1 = max(x0, self.header_w), min(x1, self.width())
         if x1 > x0:
             painter.fillRect(QRectF(x0, AXIS_H, x1 - x0, self.height()), QColor(30, 90, 200, 45))
             painter.setPen(QColor(30, 90, 200))
@@ -355,7 +373,7 @@ class TimelineCanvas(QWidget):
 
     def _paint_headers(self, painter: QPainter, rows: list[tuple[int, int]]) -> None:
         assert self.index is not None
-        painter.fillRect(0, AXIS_H, HEADER_W, self.height(), QColor(238, 240, 244))
+        painter.fillRect(0, AXIS_H, self.header_w, self.height(), QColor(238, 240, 244))
         metrics = QFontMetrics(painter.font())
         index = self.index
         for row, y in rows:
@@ -377,10 +395,10 @@ class TimelineCanvas(QWidget):
             text = metrics.elidedText(
                 pin + title,
                 Qt.TextElideMode.ElideMiddle,
-                HEADER_W - 8 - metrics.horizontalAdvance(mark),
+                self.header_w - 8 - metrics.horizontalAdvance(mark),
             )
             painter.drawText(
-                QRectF(6, AXIS_H + y, HEADER_W - 8, ROW_H), Qt.AlignmentFlag.AlignVCenter,
+                QRectF(6, AXIS_H + y, self.header_w - 8, ROW_H), Qt.AlignmentFlag.AlignVCenter,
                 mark + text,
             )  # fmt: skip
 
@@ -406,7 +424,7 @@ class TimelineCanvas(QWidget):
                 break
             min_px = widest + 16.0
         painter.setPen(QColor(60, 60, 60))
-        painter.setClipRect(HEADER_W, 0, self.plot_width(), AXIS_H)
+        painter.setClipRect(self.header_w, 0, self.plot_width(), AXIS_H)
         for tick, label in zip(ticks, labels, strict=True):
             x = self.x_of(origin + tick)
             painter.drawLine(QPointF(x, AXIS_H - 6), QPointF(x, AXIS_H))
@@ -414,10 +432,10 @@ class TimelineCanvas(QWidget):
         painter.setClipping(False)
         self.last_ticks = [
             label for tick, label in zip(ticks, labels, strict=True)
-            if self.x_of(origin + tick) >= HEADER_W
+            if self.x_of(origin + tick) >= self.header_w
         ]  # fmt: skip
         painter.drawText(
-            QRectF(4, 0, HEADER_W - 8, AXIS_H), Qt.AlignmentFlag.AlignVCenter,
+            QRectF(4, 0, self.header_w - 8, AXIS_H), Qt.AlignmentFlag.AlignVCenter,
             "lanes (click: fold, right-click: pin)",
         )  # fmt: skip
 
@@ -441,11 +459,12 @@ class TimelineCanvas(QWidget):
 
     def resizeEvent(self, event: object) -> None:
         super().resizeEvent(event)  # type: ignore[arg-type]
+        self.header_w = self.label_width()
         self.scroll_by(0)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         pos = event.position()
-        if pos.x() < HEADER_W and pos.y() > AXIS_H and self.index is not None:
+        if pos.x() < self.header_w and pos.y() > AXIS_H and self.index is not None:
             lane = self.lane_at(pos.y())
             if lane >= 0 and event.button() == Qt.MouseButton.RightButton:
                 self.toggle_pin(lane)

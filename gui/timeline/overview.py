@@ -4,6 +4,8 @@ draws a new one. The image is computed once per size, not per frame."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen
@@ -27,6 +29,8 @@ class TimelineOverview(QWidget):
         self._image: tuple[tuple[int, int], np.ndarray] | None = None
         self._drag: tuple[float, int, int] | None = None
         self._new_region = False
+        # the detail view's lane-label column, so both plots share their time axis' x
+        self.header_w: Callable[[], int] = lambda: HEADER_W
 
     def set_index(self, index: TimelineIndex | None) -> None:
         self.index, self._image = index, None
@@ -43,15 +47,17 @@ class TimelineOverview(QWidget):
 
     def _x(self, t: float) -> float:
         start, end = self._span()
-        return HEADER_W + (t - start) * (self.width() - HEADER_W) / (end - start)
+        return self.header_w() + (t - start) * (self.width() - self.header_w()) / (end - start)
 
     def _t(self, x: float) -> int:
         start, end = self._span()
-        return int(start + (x - HEADER_W) * (end - start) / max(self.width() - HEADER_W, 1))
+        return int(
+            start + (x - self.header_w()) * (end - start) / max(self.width() - self.header_w(), 1)
+        )
 
     def image(self) -> np.ndarray:
         assert self.index is not None
-        size = (self.width() - HEADER_W, HEIGHT)
+        size = (self.width() - self.header_w(), HEIGHT)
         if self._image is None or self._image[0] != size:
             lanes = self.index.lane_first_row[:-1]
             row_h = max(HEIGHT // max(len(lanes), 1), 2)
@@ -64,7 +70,7 @@ class TimelineOverview(QWidget):
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor(238, 240, 244))
-        if self.index is None or self.width() <= HEADER_W:
+        if self.index is None or self.width() <= self.header_w():
             painter.end()
             return
         pixels = self.image()
@@ -75,14 +81,16 @@ class TimelineOverview(QWidget):
             pixels.shape[1] * 4,
             QImage.Format.Format_RGB32,
         )
-        painter.drawImage(HEADER_W, 0, qimage)
+        painter.drawImage(self.header_w(), 0, qimage)
         painter.setPen(QColor(60, 60, 60))
         painter.drawText(
-            QRectF(4, 0, HEADER_W - 8, HEIGHT), Qt.AlignmentFlag.AlignVCenter, "overview"
+            QRectF(4, 0, self.header_w() - 8, HEIGHT), Qt.AlignmentFlag.AlignVCenter, "overview"
         )
         x0, x1 = self._x(self.region[0]), self._x(self.region[1])
         x1 = max(x1, x0 + 3)
-        painter.fillRect(QRectF(HEADER_W, 0, max(x0 - HEADER_W, 0), HEIGHT), QColor(0, 0, 0, 50))
+        painter.fillRect(
+            QRectF(self.header_w(), 0, max(x0 - self.header_w(), 0), HEIGHT), QColor(0, 0, 0, 50)
+        )
         painter.fillRect(QRectF(x1, 0, max(self.width() - x1, 0), HEIGHT), QColor(0, 0, 0, 50))
         painter.setPen(QPen(QColor(30, 90, 200), 2))
         painter.drawRect(QRectF(x0, 1, x1 - x0, HEIGHT - 2))

@@ -46,7 +46,7 @@ from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
-from deploylens.gui.common.columns import compact_rows, fit_columns
+from deploylens.gui.common.columns import compact_rows, fit_columns, keep_fitted, name_floor
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
@@ -111,6 +111,7 @@ class TimelinePanel(QWidget):
         self.export_task: BackgroundTask | None = None
         self.canvas = TimelineCanvas()
         self.overview = TimelineOverview()
+        self.overview.header_w = lambda: self.canvas.header_w
         self.canvas.sig_view_changed.connect(self.overview.set_region)
         self.overview.sig_navigate.connect(self.canvas.set_view)
         self.canvas.sig_selected.connect(self._on_selected)
@@ -191,6 +192,7 @@ class TimelinePanel(QWidget):
         self.kernels.setWordWrap(False)
         compact_rows(self.kernels)
         self.kernels.itemSelectionChanged.connect(self._on_kernel_row)
+        keep_fitted(self.kernels, self._fit_kernels)
         self.histogram = pg.PlotWidget(background="w")
         self.histogram.setLabel("bottom", "duration", units="s")
         self.histogram.setLabel("left", "count")
@@ -469,7 +471,9 @@ class TimelinePanel(QWidget):
         self.kernels.setSortingEnabled(False)
         self.kernels.setRowCount(len(rows))
         for r, row in enumerate(rows):
-            self.kernels.setItem(r, 0, QTableWidgetItem(row["name"]))
+            name = QTableWidgetItem(row["name"])
+            name.setToolTip(row["name"])  # the whole name; the cell elides its middle
+            self.kernels.setItem(r, 0, name)
             for c, (key, _) in enumerate(KERNEL_COLUMNS[1:], start=1):
                 value = row[key]
                 item = NumberItem(float(value), 0 if key == "count" else 2)
@@ -477,9 +481,15 @@ class TimelinePanel(QWidget):
         self.kernels.setSortingEnabled(True)
         total = next(c for c, (key, _) in enumerate(KERNEL_COLUMNS) if key == "total_us")
         self.kernels.sortItems(total, Qt.SortOrder.DescendingOrder)  # where the time goes
-        fit_columns(self.kernels, stretch=0)  # the numbers on screen, the name elided
+        self._fit_kernels()
         if rows:  # the heaviest kernel's histogram, not a blank plot
             self.kernels.selectRow(0)
+
+    def _fit_kernels(self) -> None:
+        """The numbers on screen and the name as wide as it can be (its middle elided beyond):
+        names were squeezed to ~50 px at every size."""
+        names = [self.kernels.item(r, 0).text() for r in range(min(self.kernels.rowCount(), 2000))]
+        fit_columns(self.kernels, stretch=0, floor={0: name_floor(self.kernels, names)})
 
     # -- range -----------------------------------------------------------------------------------
     def select_range(self, t0: int, t1: int) -> dict[str, Any]:

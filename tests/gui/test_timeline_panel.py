@@ -19,7 +19,7 @@ from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.model import KIND, Trace
 from deploylens.core.trace.synthetic import make_trace
 from deploylens.gui.timeline import panel as timeline_panel
-from deploylens.gui.timeline.canvas import AXIS_H, HEADER_W, TimelineCanvas
+from deploylens.gui.timeline.canvas import AXIS_H, HEADER_SHARE, HEADER_W, TimelineCanvas
 from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.timeline.raster import BACKGROUND_PIXEL, KIND_COLORS, paint
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
@@ -45,7 +45,7 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
     image = canvas.grab().toImage()
     kernel = KIND_COLORS["kernel"]
     y = AXIS_H + ROW_MID
-    row = [_rgb(image, x, y) for x in range(HEADER_W + 30, canvas.width() - 30)]
+    row = [_rgb(image, x, y) for x in range(canvas.header_w + 30, canvas.width() - 30)]
     assert sum(abs(c[2] - kernel[2]) < 60 and c[2] > c[0] for c in row) > len(row) // 2
     # keyboard and wheel: W zooms in, S out, A/D pan, F fits
     span = canvas.t1 - canvas.t0
@@ -69,7 +69,7 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
     assert panel.index.partner(first) >= 0
     # Shift+drag selects a range → its statistics
     qtbot.keyClick(canvas, Qt.Key.Key_F)
-    start, end = QPoint(HEADER_W + 100, 60), QPoint(HEADER_W + 400, 60)
+    start, end = QPoint(canvas.header_w + 100, 60), QPoint(canvas.header_w + 400, 60)
     qtbot.mousePress(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, start)
     qtbot.mouseMove(canvas, end)
     qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, end)
@@ -285,7 +285,8 @@ def test_gpu_lanes_first_distinct_ticks_folding_pinning_and_kernel_colours(
     ratio = round(image.devicePixelRatio())  # 2 on a HiDPI screen: the raster is physical
     row_y = (AXIS_H + canvas._row_top(index.row_of(first)) + ROW_MID - canvas.scroll_y) * ratio
     colours = {
-        _rgb(image, x, row_y) for x in range((HEADER_W + 2) * ratio, (canvas.width() - 2) * ratio)
+        _rgb(image, x, row_y)
+        for x in range((canvas.header_w + 2) * ratio, (canvas.width() - 2) * ratio)
     }
     from deploylens.gui.timeline.raster import KERNEL_COLORS
 
@@ -303,3 +304,30 @@ def test_the_kernel_table_and_histogram_start_on_the_heaviest_kernel(qtbot, tmp_
     xs, ys = curve.getData()
     (x0, x1), (_, y1) = panel.histogram.plotItem.viewRange()
     assert ys.max() > 0 and x0 <= xs.min() and xs.max() <= x1 and y1 >= ys.max()  # in view
+
+
+def test_kernel_names_and_lane_labels_get_room(qtbot, tmp_path: Path) -> None:
+    """Kernel names were elided to ~50 px at every size and the lane labels' column stayed
+    240 px at 4K: the name column now starts as wide as its names need (up to ~45 % of the
+    table, its middle elided beyond, the whole name in the tooltip), refitted on resize, and the
+    lane column grows with the view up to HEADER_SHARE."""
+    path = write_chrome(_gpu_trace(), tmp_path / "gpu.json")
+    panel = open_panel(qtbot, path)
+    panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.kernels.parentWidget()))
+    qtbot.wait(20)
+    table = panel.kernels
+    names = [table.item(r, 0).text() for r in range(table.rowCount())]
+    longest = max(table.fontMetrics().horizontalAdvance(n) for n in names)
+    width = table.columnWidth(0)
+    assert width >= min(longest, 220), (width, longest)
+    assert table.item(0, 0).toolTip() == table.item(0, 0).text()
+    panel.resize(3000, 900)
+    qtbot.wait(20)
+    assert table.columnWidth(0) >= width  # more room: the name takes it first
+    canvas = panel.canvas
+    need = max(
+        canvas.fontMetrics().horizontalAdvance("▾ 📌 " + canvas.index.row_title(int(r)))
+        for r in canvas.index.lane_first_row[:-1]
+    )
+    assert canvas.header_w >= min(need, HEADER_SHARE * canvas.width())
+    assert HEADER_W <= canvas.header_w <= max(HEADER_W, HEADER_SHARE * canvas.width())
