@@ -313,7 +313,9 @@ def test_kernel_names_and_lane_labels_get_room(qtbot, tmp_path: Path) -> None:
     lane column grows with the view up to HEADER_SHARE."""
     path = write_chrome(_gpu_trace(), tmp_path / "gpu.json")
     panel = open_panel(qtbot, path)
-    panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.kernels.parentWidget()))
+    tab = panel.kernels.parentWidget()
+    assert tab is not None
+    panel.tabs.setCurrentIndex(panel.tabs.indexOf(tab))
     qtbot.wait(20)
     table = panel.kernels
     names = [table.item(r, 0).text() for r in range(table.rowCount())]
