@@ -396,7 +396,7 @@ class ValidatePanel(QWidget):
         fit_columns(self.layers, stretch=1)
         self._fill_unmapped(lw.get("unmapped", []))
         if lw:
-            self._plot(lw)
+            self._plot(lw, layer_limit(result))
             errors = node_errors(result)
             if errors:
                 self.sig_overlay.emit(OVERLAY_NAME, errors)
@@ -422,8 +422,10 @@ class ValidatePanel(QWidget):
             self.unmapped.setItem(row, 0, QTableWidgetItem(item["module"]))
             self.unmapped.setItem(row, 1, QTableWidgetItem(item["reason"]))
 
-    def _plot(self, lw: dict[str, Any]) -> None:
-        """Rel L2 error against topological position (log scale), the first divergence marked."""
+    def _plot(self, lw: dict[str, Any], limit: float) -> None:
+        """Rel L2 error against topological position (log scale, decades on the axis — not a
+        "×1e-09" factor), the limit a layer passes under as a dashed line, the first divergence
+        marked."""
         import pyqtgraph as pg  # ~200 ms to import: only once there is something to plot
 
         if self.plot is None:
@@ -431,9 +433,17 @@ class ValidatePanel(QWidget):
             self.plot.setLogMode(y=True)
             self.plot.setLabel("bottom", "node position (topological)")
             self.plot.setLabel("left", "rel L2 error")
+            self.plot.getAxis("left").enableAutoSIPrefix(False)
+            self.plot.getAxis("bottom").enableAutoSIPrefix(False)
             self.plot.showGrid(x=True, y=True, alpha=0.3)
             self.plot_host.layout().addWidget(self.plot)
         self.plot.clear()
+        dashed = pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DashLine)
+        self.limit_line = pg.InfiniteLine(
+            math.log10(limit), angle=0, pen=dashed, label=f"limit {limit:g}",
+            labelOpts={"position": 0.05, "color": "#d62728"},
+        )  # fmt: skip
+        self.plot.addItem(self.limit_line)
         points = [
             (layer["index"], max(layer["rel_l2"], 1e-12))
             for layer in lw["layers"]
@@ -484,3 +494,13 @@ class ValidatePanel(QWidget):
         if path.suffix.lower() == ".csv":
             return save_csv(self.result, path)
         return save_result(self.result, path)
+
+
+def layer_limit(result: dict[str, Any]) -> float:
+    """The rel L2 a layer passes under: the run's own tolerances (``Tolerances.rel_l2_for``)."""
+    saved = result.get("tolerances") or {}
+    fields = ("rtol", "atol", "statistic", "quantile", "rel_l2")
+    try:
+        return Tolerances(**{k: saved[k] for k in fields if k in saved}).rel_l2_for("")
+    except (TypeError, UserError):  # a result saved by another version: the default limit
+        return Tolerances().rel_l2_for("")

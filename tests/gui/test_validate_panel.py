@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 
 from deploylens.core.graph.scene import BOX_NODE
+from deploylens.core.validate.tolerances import Tolerances
 from deploylens.gui.validate.layers_model import NODE_ROLE
 from deploylens.gui.validate.panel import OVERLAY_NAME
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
@@ -56,6 +58,11 @@ def test_broken_model_first_divergence_table_graph_and_project(
     assert graph.overlay_box.currentText() == OVERLAY_NAME and overlay.log_scale
     assert overlay.value_range()[1] > 1e-3
     assert panel.plot is not None and len(panel.plot_points) == panel.layers_model.rowCount()
+    # the plot shows the limit a layer passes under and decades on its axis, not "×1e-09"
+    limit = 10 ** panel.limit_line.value()
+    assert limit == pytest.approx(Tolerances().rel_l2_for(""))
+    assert not panel.plot.getAxis("left").autoSIPrefix
+    assert any(y > limit for _, y in panel.plot_points)  # the perturbed layers are above it
     # The project remembers the settings and the result; a re-open shows it again.
     assert panel.export_to(tmp_path / "layers.csv").read_text().startswith("index,node")
     saved = json.loads(panel.export_to(tmp_path / "result.json").read_text())
