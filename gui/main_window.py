@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
     QDragEnterEvent,
     QDropEvent,
+    QGuiApplication,
     QKeySequence,
+    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -53,6 +55,23 @@ LAYOUT_VERSION = 3  # 2: start page, Engine dock, left column; 3: the Surgery do
 PANELS = ("Start", "Graph", "Op support", "Export", "Surgery", "Validate", "Build", "Engine",
           "Sensitivity", "Timeline")  # fmt: skip
 LEFT_SHARE, LEFT_MIN, LEFT_MAX = 0.2, 260, 460  # the left column's width: 20 %, clamped
+PANEL_SHARE = 0.6  # the panel in front keeps at least this share of the window
+BAND_SHARE = 0.22  # a side dock moved to the top or bottom: at most this share of the height
+FIRST_SHARE = 0.85  # the first start: this share of the screen (it was 1400×860 everywhere)
+
+
+def first_size() -> QSize:
+    """The window's size before any layout was saved: most of the screen it opens on."""
+    screen = QGuiApplication.primaryScreen()
+    if screen is None:
+        return QSize(1400, 860)
+    free = screen.availableGeometry()
+    return QSize(
+        min(free.width(), max(1024, int(FIRST_SHARE * free.width()))),
+        min(free.height(), max(700, int(FIRST_SHARE * free.height()))),
+    )
+
+
 OPEN_FILTER = (
     f"Models, projects, traces, engine JSON ({' '.join(OPEN_PATTERNS)});;"
     f"ONNX models and projects (*.onnx *{PROJECT_SUFFIX});;All files (*)"
@@ -72,7 +91,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("DeployLens")
         self.setObjectName("DeployLensMainWindow")
-        self.resize(1400, 860)
+        self.resize(first_size())
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
         self.persist_layout = persist_layout
@@ -191,6 +210,8 @@ class MainWindow(QMainWindow):
             self.docks[title].visibilityChanged.connect(
                 lambda visible, t=title: self._on_dock_visible(t, visible)
             )
+        for dock in self.docks.values():  # a dock moved elsewhere: the panel keeps its share
+            dock.dockLocationChanged.connect(lambda *_: QTimer.singleShot(0, self.keep_panel_share))
         # the registries take seconds: collected when the panel first comes to the front
         self.docks["Op support"].visibilityChanged.connect(self._support_shown)
         first.raise_()
@@ -218,6 +239,43 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._proportions_applied and not self._restored:
             QTimer.singleShot(0, self.apply_default_proportions)
+        else:  # a restored layout may be one that starved the panel (it came back each start)
+            QTimer.singleShot(0, self.keep_panel_share)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._proportions_applied or self._restored:
+            QTimer.singleShot(0, self.keep_panel_share)  # after the docks took their new sizes
+
+    def panel_share(self) -> float:
+        """The share of the window the panel in front has (its dock's area over the window's)."""
+        dock = self.docks[self.front]
+        return dock.width() * dock.height() / max(self.width() * self.height(), 1)
+
+    def keep_panel_share(self) -> None:
+        """Keep the panel in front at PANEL_SHARE of the window or more: once maximized, the
+        extra width went to the left column (the panel fell to 56 % at 1920, 49 % at 4K) and
+        that layout came back after a restart; a dock moved to the bottom took height the same
+        way. The side docks give back what they took past their share; a user's narrower
+        choice stays."""
+        if self.panel_share() >= PANEL_SHARE or self.isMinimized():
+            return
+        column = int(min(LEFT_MAX, max(LEFT_MIN, LEFT_SHARE * self.width())))
+        for title in ("Model summary", "Jobs / Log"):
+            dock = self.docks[title]
+            if dock.isFloating() or dock.isHidden():
+                continue
+            area = self.dockWidgetArea(dock)
+            sideways = area in (Qt.DockWidgetArea.LeftDockWidgetArea,
+                                Qt.DockWidgetArea.RightDockWidgetArea)  # fmt: skip
+            front = self.docks[self.front]
+            if sideways and dock.width() > column:
+                rest = max(self.width() - column, 200)
+                self.resizeDocks([dock, front], [column, rest], Qt.Orientation.Horizontal)
+            elif not sideways and dock.height() > BAND_SHARE * self.height():
+                band = int(BAND_SHARE * self.height())
+                rest = max(self.height() - band, 200)
+                self.resizeDocks([dock, front], [band, rest], Qt.Orientation.Vertical)
 
     def active_panel(self) -> QDockWidget:
         """The panel tab in front (what the user works in)."""

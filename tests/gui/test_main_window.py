@@ -439,3 +439,33 @@ def test_menus_reach_traces_samples_and_help(qtbot, make_window) -> None:
     assert len(samples.actions()) >= 5
     help_items = [a.text().replace("&", "") for a in menus["Help"].actions() if a.text()]
     assert len(help_items) >= 4 and "About DeployLens…" in help_items
+
+
+def test_the_panel_keeps_its_share_after_maximize_restart_and_a_moved_dock(
+    qtbot, make_window
+) -> None:
+    """Once maximized the extra width went to the left column (the panel fell to 56 % at
+    1920×1080 and 49 % at 3840×2160) and that layout came back after a restart. Now: grow
+    the window, restart from the saved layout, move Jobs/Log to the bottom — the panel in front
+    keeps ≥ 60 % each time."""
+    from deploylens.gui.main_window import PANEL_SHARE
+
+    window = make_window()
+    window.resize(1400, 860)
+    qtbot.wait(100)
+    window.apply_default_proportions()
+    window.docks["Graph"].raise_()
+    for size in ((1920, 1080), (3840, 2160)):  # what maximizing does to the window
+        window.resize(*size)
+        qtbot.waitUntil(lambda: window.panel_share() >= PANEL_SHARE, timeout=2000)
+    window.save_layout()
+    window.close()
+    again = make_window()  # a restart: the saved geometry and docks come back
+    again.resize(3840, 2160)
+    again.docks["Timeline"].raise_()
+    qtbot.waitUntil(lambda: again.panel_share() >= PANEL_SHARE, timeout=2000)
+    jobs = again.docks["Jobs / Log"]
+    again.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, jobs)  # the user drags it
+    again.resizeDocks([jobs], [int(0.5 * again.height())], Qt.Orientation.Vertical)
+    qtbot.waitUntil(lambda: again.panel_share() >= PANEL_SHARE, timeout=2000)
+    assert again.panel_share() >= PANEL_SHARE, round(again.panel_share(), 3)
