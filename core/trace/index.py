@@ -339,3 +339,48 @@ def _related(candidate: Any, lane: Any) -> bool:
         candidate.group == lane.group
         and candidate.name in (f"annotations {lane.name}", f"NVTX {lane.name}")
     )
+
+
+GPU_WINDOW_BELOW = 0.25  # GPU work covering less of the trace than this opens zoomed onto it
+GPU_WINDOW_SHARE = 0.75  # … onto the shortest stretch holding this share of the GPU's events
+
+
+def gpu_window(trace: Trace) -> tuple[int, int] | None:
+    """The shortest stretch holding 3/4 of the GPU's events (kernels, copies), padded by 2 %,
+    when it is under a quarter of the trace: a 43 s capture whose kernels sit in its last second
+    opened as 43 s of empty lanes (the weights' upload at 30 s must not stretch the view back).
+    None when the GPU's work fills the trace, or there is none: the whole trace is the first
+    view. F fits the whole trace either way."""
+    if not len(trace):
+        return None
+    gpu = np.flatnonzero(member(trace.kind, GPU_KINDS))
+    if not gpu.size:
+        return None
+    order = gpu[np.argsort(trace.start[gpu], kind="stable")]
+    starts, ends = trace.start[order], trace.end[order]
+    cumulative = np.arange(len(order) + 1, dtype=np.float64)  # one per event
+    need = GPU_WINDOW_SHARE * cumulative[-1]
+    # for each first event i, the fewest events i..j whose busy time reaches ``need``
+    last = np.searchsorted(cumulative, cumulative[:-1] + need, side="left") - 1
+    valid = last < len(order)
+    if not valid.any():
+        return None
+    firsts = np.flatnonzero(valid)
+    reach = np.maximum.accumulate(ends)[np.minimum(last[firsts], len(order) - 1)]
+    widths = reach - starts[firsts]
+    best = int(np.argmin(widths))
+    lo, hi = int(firsts[best]), int(last[firsts[best]])
+    first, end_at = int(starts[lo]), int(reach[best])
+    # grow it over the same burst: neighbours closer than a tenth of its width join it
+    gap = max((end_at - first) // 10, 1)
+    while lo > 0 and first - int(ends[lo - 1]) <= gap:
+        lo -= 1
+        first = min(first, int(starts[lo]))
+    while hi + 1 < len(order) and int(starts[hi + 1]) - end_at <= gap:
+        hi += 1
+        end_at = max(end_at, int(ends[hi]))
+    start, stop = trace.span()
+    if end_at - first >= GPU_WINDOW_BELOW * max(stop - start, 1):
+        return None
+    pad = max((end_at - first) // 50, 1)
+    return max(start, first - pad), min(stop, end_at + pad)

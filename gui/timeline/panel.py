@@ -38,7 +38,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
 from deploylens.core.settings import cache_dir
 from deploylens.core.trace.export import write_chrome, write_csv
-from deploylens.core.trace.index import TimelineIndex
+from deploylens.core.trace.index import TimelineIndex, gpu_window
 from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import KIND, KINDS, Trace, member
@@ -262,6 +262,9 @@ class TimelinePanel(QWidget):
         self.path, self.trace, self.index, self.stats = path, trace, index, {}
         self.range_stats = {}
         self.canvas.set_index(index)
+        window = gpu_window(trace)
+        if window is not None:  # the GPU's part of a long capture first; F shows it all
+            self.canvas.set_view(*window)
         self.overview.set_index(index)
         self.overview.set_region(self.canvas.t0, self.canvas.t1)
         counts = np.bincount(trace.kind, minlength=len(KINDS)) if len(trace) else np.zeros(0, int)
@@ -272,6 +275,11 @@ class TimelinePanel(QWidget):
             f"{len(trace):,} events on {len(trace.lanes)} lanes, "
             f"{format_ns(index.span[1] - index.span[0])} (opened in {seconds:.2f} s). {kinds}"
         )
+        if window is not None:
+            text += (
+                f"\nShowing the {format_ns(window[1] - window[0])} where the GPU works "
+                f"(F fits the whole {format_ns(index.span[1] - index.span[0])})."
+            )
         if meta.get("synthetic_times"):
             text += f"\n⚠ Times: {meta['synthetic_times']}."
         self.status.setText(text)

@@ -285,3 +285,29 @@ def test_gpu_lanes_come_first_and_statistics_do_not_change() -> None:
     assert sorted(after["streams"], key=lambda r: r["lane"]) == sorted(
         before["streams"], key=lambda r: r["lane"]
     )
+
+
+def test_a_long_capture_opens_on_the_gpus_work() -> None:
+    """A 43 s capture (HTA's alexnet) whose kernels sit in its last 0.1 s opened as 43 s of
+    empty lanes. The first view is now the shortest stretch with 3/4 of the GPU's events, even
+    with the weights' upload seconds earlier; a trace the GPU fills opens whole."""
+    from deploylens.core.trace.index import gpu_window
+    from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+
+    builder = TraceBuilder()
+    cpu = builder.lane(Lane("process 1", "thread 1"))
+    gpu = builder.lane(Lane("GPU 0", "stream 7", 0, 7))
+    builder.add(0, 40_000_000_000, cpu, KIND["cpu_op"], "python main loop")  # 40 s of CPU
+    for k in range(10):  # the weights' upload, 10 s in
+        builder.add(10_000_000_000 + k * 1_000_000, 900_000, gpu, KIND["memcpy_h2d"], "HtoD")
+    for k in range(90):  # the step: 90 kernels in the last 100 ms
+        builder.add(39_900_000_000 + k * 1_000_000, 500_000, gpu, KIND["kernel"], "sgemm")
+    window = gpu_window(builder.finish())
+    assert window is not None
+    first, last = window
+    assert 39_890_000_000 <= first <= 39_900_000_000 and 39_989_500_000 <= last < 40_000_000_000
+    busy = TraceBuilder()
+    lane = busy.lane(Lane("GPU 0", "stream 7", 0, 7))
+    for k in range(100):
+        busy.add(k * 1_000_000, 900_000, lane, KIND["kernel"], "sgemm")
+    assert gpu_window(busy.finish()) is None
