@@ -213,7 +213,10 @@ class Overlay:
                 (f"{self.categories[i]} ({counts[i]})", _rgb(palette[i])) for i in top if counts[i]
             ]
         low, high = value_range or self.value_range()
-        steps = np.linspace(low, high, 5)
+        if self.log_scale and high > 0:  # even steps of the scale painted: decades, not µs
+            steps = np.geomspace(max(low, high * 1e-12, 1e-30), high, 5)
+        else:
+            steps = np.linspace(low, high, 5)
         colors = self.colors_for(steps, (low, high))
         return [(f"{v:.4g}", _rgb(rgb)) for v, rgb in zip(steps, colors, strict=True)]
 

@@ -140,6 +140,31 @@ def check_panel(window: object, title: str) -> None:
     assert elided_headers(window.docks[title].widget()) == [], title  # type: ignore[attr-defined]
 
 
+def check_overlay_scale(graph: object) -> None:
+    """The hottest box in view, leaf or collapsed group, wears the legend's top colour."""
+    from deploylens.core.graph.scene import BOX_GROUP, BOX_NODE
+    from deploylens.gui.graph.palette import group_values
+
+    canvas = graph.canvas  # type: ignore[attr-defined]
+    scene, overlay = canvas.scene, canvas.overlay
+    values = np.full(len(scene.box_kind), np.nan)
+    nodes = scene.box_kind == BOX_NODE
+    values[nodes] = overlay.values[scene.box_ref[nodes]]
+    groups = scene.box_kind == BOX_GROUP
+    values[groups] = group_values(graph.model, scene, overlay)[groups]  # type: ignore[attr-defined]
+    hottest = int(np.nanargmax(values))
+    top = graph.legend.entries[-1]  # type: ignore[attr-defined]
+    assert tuple(canvas.fills[hottest]) == top[1], (hottest, top)
+    assert "collapsed groups: sum of their nodes" in graph.legend.text()  # type: ignore[attr-defined]
+
+
+def check_support_colours(graph: object) -> None:
+    from deploylens.core.graph.overlay import SEMANTIC_COLORS
+
+    colours = {rgb for _, rgb in graph.legend.entries}  # type: ignore[attr-defined]
+    assert colours and colours <= {SEMANTIC_COLORS["green"], SEMANTIC_COLORS["red"]}, colours
+
+
 # -- the suite -------------------------------------------------------------------------------
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_every_panel_at_every_size(
@@ -192,6 +217,19 @@ def test_every_panel_at_every_size(
     assert np.min(np.linalg.norm(op_colours - selected, axis=1)) > 100
     assert shot.width() >= size[0] * 0.99
 
+    # a real latency overlay (ONNX Runtime's profiler, in the worker) with the modules
+    # collapsed: leaves and groups on the legend's one scale, the hottest box its top colour
+    graph.expand_to_depth(1)
+    qtbot.waitUntil(lambda: not graph.busy, timeout=JOB_TIMEOUT_MS)
+    timeline = window.timeline_panel
+    timeline.submit_capture(timeline.capture(accept=False))
+    qtbot.waitUntil(lambda: "Latency (timeline)" in graph.overlays, timeout=SLOW_MS)
+    front(window, "Graph", qtbot)
+    graph.overlay_box.setCurrentText("Latency (timeline)")
+    graph.canvas.fit()
+    save(window, shots, size, "02b-graph-latency", qtbot)
+    check_overlay_scale(graph)
+
     # op support with the live TensorRT-RTX parser where installed
     front(window, "Op support", qtbot)
     support = window.support_panel
@@ -199,6 +237,11 @@ def test_every_panel_at_every_size(
     qtbot.wait(1500)
     save(window, shots, size, "03-support", qtbot)
     check_panel(window, "Op support")
+    qtbot.waitUntil(lambda: bool(support.reports), timeout=SLOW_MS)
+    support.emit_overlay()  # its verdicts painted on the graph: supported green, blocked red
+    front(window, "Graph", qtbot)
+    save(window, shots, size, "03b-graph-support", qtbot)
+    check_support_colours(graph)
 
     # export: asinh at opset 9 fails, with its fix ladder
     front(window, "Export", qtbot)
@@ -255,7 +298,9 @@ def test_every_panel_at_every_size(
     front(window, "Timeline", qtbot)
     timeline = window.timeline_panel
     timeline.load(str(data["trace"]))
-    qtbot.waitUntil(lambda: bool(timeline.stats), timeout=SLOW_MS)
+    qtbot.waitUntil(  # this trace's statistics, not the profile's shown before it
+        lambda: timeline.path == str(data["trace"]) and bool(timeline.stats), timeout=SLOW_MS
+    )
     canvas = timeline.canvas
     index = timeline.index
     first_rows = [row for row, _ in canvas.visible_rows()]
