@@ -14,7 +14,7 @@ SYSTEM_PACKAGES := libgl1 libegl1 libxkbcommon0 libfontconfig1 libdbus-1-3 libgl
 	libxcb-shape0 libxcb-xkb1 libxkbcommon-x11-0 xvfb xauth fonts-dejavu-core graphviz \
 	openssh-client openssh-server procps gcc
 
-.PHONY: system install demo test test-slow lint bench clean package smoke screenshots
+.PHONY: gpu-wheels gpu-check gpu-check-dry system install demo test test-slow lint bench clean package smoke screenshots
 
 system:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -57,6 +57,24 @@ screenshots: install
 		$(BIN)/python -m pytest -q -m xvfb tests/gui/test_screenshots.py -k "not hidpi"
 	mkdir -p docs/screenshots
 	$(BIN)/python -c "import sys, PIL.Image as I; [I.open(f).convert('RGB').quantize(256, dither=I.Dither.NONE).save('docs/screenshots/' + f.rsplit('/', 1)[1], optimize=True) for f in sys.argv[1:]]" out/screens/1920x1080/*.png
+
+# The GPU check (bench/gpu_check.py): `make gpu-wheels` here fetches what the device image lacks
+# (Python 3.12 wheels, carried in the call with build/gpu-wheels); `make gpu-check` runs on the
+# device with its own python3 (no venv, no registry); `make gpu-check-dry` says what it would do.
+GPU_PY ?= python3
+GPU_WHEELS := msgspec tomli-w platformdirs nvtx
+gpu-wheels: install
+	$(BIN)/python -m pip download --only-binary=:all: --python-version 3.12 --no-deps \
+		--platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any \
+		-d build/gpu-wheels $(GPU_WHEELS)
+
+gpu-check:
+	$(GPU_PY) -m pip install -q --no-index --find-links build/gpu-wheels $(GPU_WHEELS)
+	$(GPU_PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(GPU_PY) bench/gpu_check.py --out $${OUT:-out/gpu-check}
+
+gpu-check-dry: install
+	$(BIN)/python bench/gpu_check.py --dry-run
 
 lint: install
 	$(BIN)/ruff check .
