@@ -39,6 +39,8 @@ def surgery_text(report: dict[str, Any]) -> str:
             f"  {step['step']}{extra}: {step['nodes_before']} → {step['nodes_after']}"
             + (f"  [{moved}]" if moved else "")
         )
+    for title in report.get("skipped", []):
+        lines.append(f"  {title}: matched nothing — not kept as a step")
     lines.append(f"  steps saved: {report['steps_file']}")
     if "script" in report:
         lines.append(f"  reproducer: {report['script']}")

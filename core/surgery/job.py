@@ -26,25 +26,41 @@ def load_with_weights(path: str) -> onnx.ModelProto:
     return model
 
 
+def idle(step: Any, report: dict[str, Any]) -> bool:
+    """A pattern step that matched nothing (its report counts the matches)."""
+    return step.op == "pattern" and report.get("matches") == 0
+
+
 def run_surgery(request: Any, progress: Any = None) -> dict[str, Any]:
     model = load_with_weights(request.model)
     edited, reports = apply_steps(model, request.steps, progress)
+    # a pattern that matched nothing changed nothing: it is said, not kept as a step
+    kept = [i for i, r in enumerate(reports) if not idle(request.steps[i], r)]
+    if not kept:
+        titles = ", ".join(step.title() for step in request.steps)
+        raise UserError(
+            f"{titles} matched nothing in {Path(request.model).name}: nothing was written",
+            "a pattern rewrites only the subgraphs it recognises (deploylens surgery --help)",
+        )
     output = request.output_path()
     data = edited.SerializeToString()
     atomic_write_bytes(output, data)  # a killed job never leaves a half model under its name
     steps_file = str(Path(output).with_suffix(".steps.toml"))
-    atomic_write_text(steps_file, steps_to_toml(request.steps))
+    atomic_write_text(steps_file, steps_to_toml([request.steps[i] for i in kept]))
     result: dict[str, Any] = {
         "model": request.model,
         "output": output,
         "steps_file": steps_file,
-        "steps": reports,
+        "steps": [reports[i] for i in kept],
+        "kept": kept,
+        "skipped": [reports[i]["step"] for i in range(len(reports)) if i not in kept],
         "nodes_before": len(model.graph.node),
         "nodes_after": len(edited.graph.node),
         "diff": graph_diff(model, edited),
     }
     if request.script:
-        atomic_write_text(request.script, reproducer_script(request.model, output, request.steps))
+        kept_steps = [request.steps[i] for i in kept]
+        atomic_write_text(request.script, reproducer_script(request.model, output, kept_steps))
         result["script"] = request.script
     try:
         onnx.checker.check_model(data)  # the bytes already serialized: no second copy

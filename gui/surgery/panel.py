@@ -369,7 +369,10 @@ class SurgeryPanel(QWidget):
 
     def _finished(self, report: dict[str, Any]) -> None:
         self.job = None
-        self.steps, self.pending = self.pending or [], None
+        pending = self.pending or []
+        # a pattern that matched nothing is said in the details, never kept as a step
+        self.steps = [pending[i] for i in report.get("kept", range(len(pending)))]
+        self.pending = None
         self.report = report
         self._show_steps()
         self._show_diff(report.get("diff", {}))

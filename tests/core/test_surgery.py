@@ -480,3 +480,24 @@ def test_an_output_the_original_never_computes_is_not_a_pass(tmp_path: Path) -> 
         }
     )
     assert "NOT CHECKED" in text and "PASS" not in text
+
+
+def test_a_pattern_that_matched_nothing_is_not_a_step(tmp_path: Path) -> None:
+    """A chain kept a pattern that matched nothing as a step (and wrote an unchanged model for a
+    chain of only that). It is now said and left out of the saved steps; alone, nothing is
+    written and the error says why."""
+    from deploylens.core.surgery.job import run_surgery
+    from deploylens.core.surgery.request import SurgeryRequest
+
+    original = export_block(tmp_path / "block.onnx", 12)
+    steps = [Step(op="fold"), Step(op="pattern", pattern="deform_to_trt")]  # no DeformConv here
+    out = tmp_path / "edited.onnx"
+    report = run_surgery(SurgeryRequest(str(original), steps, str(out), compare=False,
+                                        check_tensorrt=False))  # fmt: skip
+    assert report["kept"] == [0] and report["skipped"] == ["pattern deform_to_trt"]
+    assert [s.op for s in steps_from_toml(Path(report["steps_file"]).read_text())] == ["fold"]
+    alone = tmp_path / "alone.onnx"
+    with pytest.raises(UserError, match=r"matched nothing in block\.onnx: nothing was written"):
+        run_surgery(SurgeryRequest(str(original), steps[1:], str(alone), compare=False,
+                                   check_tensorrt=False))  # fmt: skip
+    assert not alone.exists()
