@@ -148,7 +148,28 @@ def apply_step(model: onnx.ModelProto, step: Step) -> tuple[onnx.ModelProto, dic
         "set_dims": lambda: graph_ops.set_dims(model, step.dims),
     }
     edited, report = actions[step.op]()
+    carry_node_metadata(model, edited, step.nodes if step.op == "replace" else [])
     return edited, {"step": step.title(), **report}
+
+
+def carry_node_metadata(
+    original: onnx.ModelProto, edited: onnx.ModelProto, replaced: list[str]
+) -> None:
+    """Give the edited graph's nodes the metadata their originals had (a dynamo export's name
+    scopes: the Graph panel's hierarchy). onnx-graphsurgeon and onnxslim drop it, so one replace
+    or fold flattened the whole model's groups; untouched nodes now keep theirs, and a
+    replacement node takes the scope of the first node it replaced."""
+    props = {n.name: list(n.metadata_props) for n in original.graph.node if n.metadata_props}
+    if not props:
+        return
+    first = next((props[name] for name in replaced if name in props), None)
+    known = {n.name for n in original.graph.node}
+    for node in edited.graph.node:
+        if node.metadata_props:
+            continue
+        carried = props.get(node.name) or (first if node.name not in known else None)
+        if carried:
+            node.metadata_props.extend(carried)
 
 
 def apply_steps(

@@ -501,3 +501,29 @@ def test_a_pattern_that_matched_nothing_is_not_a_step(tmp_path: Path) -> None:
         run_surgery(SurgeryRequest(str(original), steps[1:], str(alone), compare=False,
                                    check_tensorrt=False))  # fmt: skip
     assert not alone.exists()
+
+
+def test_a_replace_or_fold_keeps_the_groups_of_the_untouched_nodes(samples: Path) -> None:
+    """onnx-graphsurgeon and onnxslim drop node metadata, so one replace flattened a dynamo
+    export's whole hierarchy in the Graph panel. Untouched nodes keep their name scopes; the
+    replacement node takes the scope of the node it replaced."""
+    from deploylens.core.graph.hierarchy import NAME_SCOPES_KEY
+    from deploylens.core.graph.ir import build_model_ir
+
+    model = onnx.load(samples / "small_cnn.dynamo.onnx")
+
+    def scopes(m: onnx.ModelProto) -> dict[str, str]:
+        return {n.name: p.value for n in m.graph.node for p in n.metadata_props
+                if p.key == NAME_SCOPES_KEY}  # fmt: skip
+
+    before = scopes(model)
+    target = model.graph.node[2].name
+    for steps in ([Step(op="fold")],
+                  [Step(op="replace", nodes=[target], new_op="MyOp", domain="custom",
+                        name="my_op")]):  # fmt: skip
+        edited, _ = apply_steps(model, steps)
+        after = scopes(edited)
+        untouched = set(after) & set(before)
+        assert untouched and all(after[n] == before[n] for n in untouched)
+        assert build_model_ir(edited).hierarchy == "name_scopes"
+    assert after["my_op"] == before[target]
