@@ -61,6 +61,12 @@ def _tensor_row(ir: GraphIR, name: str) -> tuple[str, str, str]:
     initializer = ir.initializers.get(name)
     if initializer is not None:
         return (name, tensor_text(initializer), "initializer")
+    if name in ir.folded:  # a weight passed on by an Identity or held by a Constant
+        maker = ir.proto.node[ir.folded[name]]
+        source = next((i for i in maker.input if i in ir.initializers), "")
+        typed = ir.value_types.get(name) or ir.value_types.get(source)
+        shown = f"{typed[0]} {shape_text(typed[1])}" if typed else "?"
+        return (name, shown, f"weight ({maker.op_type} {source})".strip().replace(" )", ")"))
     typed = ir.value_types.get(name)
     if typed is None:
         return (name, "?", "type unknown (shape inference pending or failed)")

@@ -25,6 +25,7 @@ def graph_stats(path: str | Path, expand: int = 0) -> dict[str, Any]:
     return {
         "model": str(path),
         "nodes": ir.op_count,
+        "weight_nodes_folded": len(ir.folded),  # Identity/Constant shown inside their consumer
         "pseudo_nodes": ir.node_count - ir.op_count,
         "edges": len(ir.edge_src),
         "hierarchy": ir.hierarchy,

@@ -115,3 +115,38 @@ def test_name_scope_parsing() -> None:
     assert parse_name_scopes("['', 'layer1', 'layer1.0', 'conv2d']") == ("layer1", "layer1.0")
     assert parse_name_scopes("['', \"it's\", 'x']") == ("it's",)
     assert parse_name_scopes("not a list") == ()
+
+
+def test_nodes_that_only_make_a_weight_are_drawn_inside_their_consumer() -> None:
+    """TorchScript writes an Identity per shared weight and MobileNetV2's graph showed 39 of
+    them in one row (Netron lists weights inside the node). An Identity of an initializer and a
+    Constant are folded into their consumers: no box, no edge, a "weight" row in the consumer's
+    properties; an Identity of a computed tensor, or one that is a graph output, stays a node."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from deploylens.core.graph.details import node_sections
+
+    w = numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Identity", ["w"], ["w_shared"], name="share_w"),
+            helper.make_node("Constant", [], ["bias"], name="make_bias",
+                             value=numpy_helper.from_array(np.zeros(4, np.float32))),
+            helper.make_node("Conv", ["x", "w_shared", "bias"], ["y"], name="conv"),
+            helper.make_node("Identity", ["y"], ["z"], name="pass_y"),  # computed: stays
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)],
+        [w],
+    )  # fmt: skip
+    ir = build_model_ir(helper.make_model(graph))
+    labels = [ir.label(i) for i in range(ir.node_count)]
+    assert "share_w" not in labels and "make_bias" not in labels
+    assert "conv" in labels and "pass_y" in labels and ir.op_count == 2
+    assert set(ir.folded) == {"w_shared", "bias"}
+    conv = labels.index("conv")
+    assert int(np.count_nonzero(ir.edge_dst == conv)) == 1  # only x: the weights are inside
+    rows = {row[0]: row for section in node_sections(ir, conv) for row in section.rows}
+    assert rows["w_shared"][2] == "weight (Identity w)" and "[4, 3, 1, 1]" in rows["w_shared"][1]
+    assert rows["bias"][2].startswith("weight (Constant")
