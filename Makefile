@@ -85,6 +85,7 @@ lint: install
 bench: install
 	$(BIN)/python bench/startup.py --json bench/results/startup.json
 	$(BIN)/python bench/graph_layout.py --json bench/results/graph_layout.json
+	$(BIN)/python bench/graph_readability.py --json bench/results/graph_readability.json
 	$(BIN)/python bench/support_matrix.py --json bench/results/support_matrix.json
 	$(BIN)/python bench/support_crosscheck.py --json bench/results/support_crosscheck.json
 	$(BIN)/python bench/export_overhead.py --json bench/results/export_overhead.json

@@ -57,9 +57,16 @@ def total_length(polylines: list[np.ndarray]) -> float:
 
 
 def dot_layout(
-    n: int, src: np.ndarray, dst: np.ndarray, width: np.ndarray, height: float, timeout: float
+    n: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    width: np.ndarray,
+    height: float,
+    timeout: float,
+    with_nodes: bool = False,
 ) -> dict[str, object] | None:
-    """Graphviz dot with our node sizes and gaps; polylines from its spline control points."""
+    """Graphviz dot with our node sizes and gaps; polylines from its spline control points
+    (and, ``with_nodes``, each node's box as x0, y0, x1, y1 in the same coordinates)."""
     if shutil.which("dot") is None:
         return None
     lines = [
@@ -86,14 +93,22 @@ def dot_layout(
             return {"seconds": None, "timeout": timeout}
         seconds = time.perf_counter() - started
     polylines: list[np.ndarray] = []
+    rects = np.zeros((n, 4))
     for line in out.splitlines():
         parts = line.split()
+        if parts and parts[0] == "node" and with_nodes:
+            index = int(parts[1][1:])
+            x, y, w, h = (float(v) * 72 for v in parts[2:6])
+            rects[index] = (x - w / 2, -y - h / 2, x + w / 2, -y + h / 2)
         if parts and parts[0] == "edge":
             count = int(parts[3])
             coords = np.array(parts[4 : 4 + 2 * count], dtype=float).reshape(count, 2) * 72
             coords[:, 1] = -coords[:, 1]  # dot's y grows upwards
             polylines.append(coords)
-    return {"seconds": seconds, "polylines": polylines}
+    result: dict[str, object] = {"seconds": seconds, "polylines": polylines}
+    if with_nodes:
+        result["rects"] = rects
+    return result
 
 
 def grandalf_layout(

@@ -7,18 +7,21 @@ expansion re-lays out one group plus its ancestors. Output is flat NumPy arrays 
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from deploylens.core.graph.hierarchy import ROOT
 from deploylens.core.graph.ir import OP, GraphIR
-from deploylens.core.graph.layout import LayeredLayout, layered_layout
+from deploylens.core.graph.layout import RANK_GAP, LayeredLayout, layered_layout
+from deploylens.core.graph.routing import around, crosses
 
 NODE_HEIGHT = 30.0
 GROUP_HEIGHT = 44.0
 GROUP_HEADER = 24.0
 GROUP_PAD = 14.0
+NONE = np.zeros(0, dtype=np.int64)
 CHAR_WIDTH = 7.0
 
 BOX_NODE, BOX_GROUP, BOX_FRAME = 0, 1, 2  # op/pseudo node, collapsed group, expanded group
@@ -295,6 +298,12 @@ class GraphScene:
         )
         tensors = ir.edge_tensor[keep][first] if len(first) else np.zeros(0, dtype=np.int32)
 
+        children: dict[int, np.ndarray] = {}  # frame box → the boxes directly inside it
+        order = np.argsort(parents, kind="stable")
+        split = np.searchsorted(parents[order], np.arange(-1, len(rects) + 1))
+        for frame in np.unique(parents[parents >= 0]).tolist():
+            children[frame] = order[split[frame + 1] : split[frame + 2]]
+
         def chain(box: int) -> list[int]:
             out = [box]
             while parents[out[-1]] >= 0:
@@ -321,11 +330,26 @@ class GraphScene:
             meet = up[k] if k < len(up) else -1
             m = down.index(meet) if meet >= 0 else len(down)
             exits, entries = up[:k], down[:m]  # a … the item below the meeting level
-            points = [bottom(box) for box in exits]
+            points: list[tuple[float, float]] = [bottom(exits[0])]
+            for inner, frame in itertools.pairwise(exits):  # out of each frame, round its nodes
+                step = bottom(frame)
+                if crosses(points[-1], step, rects, {inner}, children.get(frame, NONE)):
+                    points.extend(around(points[-1], step, rects[frame], GROUP_PAD,
+                                         RANK_GAP, entering=False)[1:])  # fmt: skip
+                else:
+                    points.append(step)
             via = routes.get((exits[-1], entries[-1]))
             if via is not None:
                 points.extend(map(tuple, via.tolist()))
-            points.extend(top(box) for box in reversed(entries))
+            inward = list(reversed(entries))
+            points.append(top(inward[0]))
+            for frame, inner in itertools.pairwise(inward):  # into each frame, round its nodes
+                step = top(inner)
+                if crosses(points[-1], step, rects, {inner}, children.get(frame, NONE)):
+                    points.extend(around(points[-1], step, rects[frame], GROUP_PAD,
+                                         RANK_GAP, entering=True)[1:])  # fmt: skip
+                else:
+                    points.append(step)
             polylines.append(np.array(points, dtype=float))
         return (
             pairs[:, 0].astype(np.int32),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -97,3 +99,43 @@ def test_collapse_and_reveal(samples) -> None:
     assert scene_model.visible_group_of(gemm) == -1
     box = scene_model.scene().node_box[gemm]
     assert scene_model.scene().box_ref[box] == gemm
+
+
+def test_a_residual_blocks_skip_edge_goes_round_its_chain(tmp_path: Path) -> None:
+    """The skip edge of a ResNet block entered the block's frame at the top and ran straight
+    down to the Add — through the Conv → Relu → Conv chain, collinear with it, invisible. At
+    full expansion no edge now passes through a node box other than its own two ends."""
+    import itertools
+
+    import onnx
+    import torch
+
+    from deploylens.core.graph.ir import build_model_ir
+    from deploylens.core.graph.routing import crosses
+    from deploylens.core.graph.scene import BOX_NODE, GraphScene
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.relu = torch.nn.ReLU()
+            self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.conv2(self.relu(self.conv1(x))) + x)
+
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 1), Block(), Block()).eval()
+    path = tmp_path / "res.onnx"
+    torch.onnx.export(net, (torch.rand(1, 3, 16, 16),), str(path), dynamo=False)
+    model = GraphScene(build_model_ir(onnx.load(path)))
+    model.expand_to_depth(8)
+    scene = model.scene()
+    nodes = np.flatnonzero(scene.box_kind == BOX_NODE)
+    offsets = scene.edge_offsets
+    through = []
+    for e in range(len(offsets) - 1):
+        points = [tuple(p) for p in scene.edge_points[offsets[e] : offsets[e + 1]].tolist()]
+        ends = {int(scene.edge_src_box[e]), int(scene.edge_dst_box[e])}
+        if any(crosses(a, b, scene.box_rect, ends, nodes) for a, b in itertools.pairwise(points)):
+            through.append(e)
+    assert len(offsets) > 10 and through == []
