@@ -16,12 +16,14 @@ from tests.helpers.onnx_models import save_with_external_data, weighty_model
 DEPLOYLENS = shutil.which("deploylens", path=os.path.dirname(sys.executable)) or "deploylens"
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [DEPLOYLENS, *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
     )
 
