@@ -8,8 +8,9 @@
    the machine's noise hits both; and the same job on a warm worker (no process start), which
    separates the fixed cost of the two processes from the per-build cost. Target (issue 15):
    overhead ≤ 1.05×.
-2. Build time and plan size, in process through the adapter, for the bundled samples and the
-   resnet50, mobilenet_v3_small and swin_t exports (both exporters).
+2. Build time and plan size, in process through the build job (as the worker runs it), for
+   the bundled samples and the resnet50, mobilenet_v3_small and swin_t exports (both
+   exporters).
 """
 
 from __future__ import annotations
@@ -107,24 +108,34 @@ def overhead(model: Path, scratch: Path, rounds: int) -> dict[str, float]:
     }
 
 
-def build_table(models: dict[str, Path], scratch: Path) -> dict[str, dict[str, float]]:
-    import tensorrt_rtx
-
-    from deploylens.core.trt.findings import ParseRejected
+def build_table(models: dict[str, Path], scratch: Path) -> dict[str, dict[str, float | str]]:
+    """Each model through the build job in process (what the worker runs): a dynamic batch
+    gets the job's batch-1 profile and its notice, as ``deploylens build`` gives it."""
+    from deploylens.core.errors import UserError
+    from deploylens.core.trt.job import build_engine
+    from deploylens.core.trt.request import BuildRequest
     from deploylens.core.trt.settings import BuildSettings
-    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
 
     rows: dict[str, dict[str, float | str]] = {}
     for label, model in models.items():
-        adapter = TensorRTAdapter(tensorrt_rtx)
+        request = BuildRequest(
+            str(model), engine=str(scratch / "table.engine"), version="rtx",
+            settings=BuildSettings(compute_capabilities=["sm89"]),
+        )  # fmt: skip
         started = time.perf_counter()
         row: dict[str, float | str] = {"onnx_mb": model.stat().st_size / 1e6}
         try:
-            report = adapter.build(str(model), BuildSettings(compute_capabilities=["sm89"]),
-                                   str(scratch / "table.engine"))  # fmt: skip
-            row.update(build_s=time.perf_counter() - started, plan_mb=report.engine_bytes / 1e6)
-        except ParseRejected as rejected:  # a sample that needs a plugin TensorRT-RTX lacks
-            row["rejected"] = ", ".join(f"{f.op} ({f.code})" for f in rejected.findings)
+            result = build_engine(request.to_params(), lambda *_: None, lambda: False)
+        except UserError as refused:  # the job's sentence, as the CLI would print it
+            row["refused"] = refused.message
+        else:
+            if result["built"]:
+                row.update(build_s=time.perf_counter() - started,
+                           plan_mb=result["engine_bytes"] / 1e6)  # fmt: skip
+                if result["notices"]:
+                    row["notice"] = "; ".join(result["notices"])
+            else:  # a sample that needs a plugin TensorRT-RTX lacks
+                row["rejected"] = ", ".join(f"{f['op']} ({f['code']})" for f in result["findings"])
         rows[label] = row
     return rows
 
@@ -169,8 +180,11 @@ def main() -> int:
     for label, row in result["builds"].items():
         if "rejected" in row:
             print(f"{label:44s} {row['onnx_mb']:8.2f}   parser rejects: {row['rejected']}")
+        elif "refused" in row:
+            print(f"{label:44s} {row['onnx_mb']:8.2f}   refused: {row['refused']}")
         else:
-            print(f"{label:44s} {row['onnx_mb']:8.2f} {row['build_s']:8.2f} {row['plan_mb']:8.2f}")
+            print(f"{label:44s} {row['onnx_mb']:8.2f} {row['build_s']:8.2f} {row['plan_mb']:8.2f}"
+                  + (f"   ({row['notice']})" if "notice" in row else ""))  # fmt: skip
     if args.json:
         from deploylens.core.files import write_json
 
