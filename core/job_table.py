@@ -41,6 +41,8 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.support.request:TensorRTProbeRequest", "TensorRT parser"),
         Job("support.tensorrt_ops", f"{_CORE}.trt.probe:tensorrt_ops_job",
             f"{_CORE}.support.request:TensorRTOpsRequest", "TensorRT-RTX operators"),
+        Job("support.measure", f"{_CORE}.trt.cells:measure_job",
+            f"{_CORE}.support.request:MeasureRequest", "measured op support"),
         Job("support.sample_aten", f"{_CORE}.support.torch_ops:sample_aten_job",
             f"{_CORE}.support.request:SampleAtenRequest", "support: the sample's aten ops"),
         Job("export.run", f"{_CORE}.export.run:export_job",

@@ -31,7 +31,19 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="a bundled PyTorch sample: its aten ops, exporter by "
         "exporter (torch.export dry run in the worker)",
     )
-    parser.add_argument("--refresh", action="store_true", help="rebuild the cached registries")
+    parser.add_argument(
+        "--measured",
+        action="store_true",
+        help="the measured matrix: every op × opset × type probed on the installed TensorRT-RTX "
+        "(parse + ahead-of-time build) and ONNX Runtime CPU, cached per version; with --op its "
+        "row, alone a summary (the first run probes: minutes)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="with --measured: a fixed sample of 22 ops (CI)"
+    )
+    parser.add_argument(
+        "--refresh", action="store_true", help="rebuild the cached registries (and measurements)"
+    )
     parser.add_argument("--python", help="interpreter whose torch/onnxruntime to ask")
     add_json(parser)
 
@@ -40,8 +52,12 @@ def cmd_support(args: argparse.Namespace) -> int:
     from deploylens.core.support import queries
     from deploylens.core.support.loader import load_matrix
 
-    if not (args.model or args.op or args.aten or args.sample):
-        raise UserError("Give a MODEL, --op NAME, --aten aten::name or --sample NAME.")
+    if not (args.model or args.op or args.aten or args.sample or args.measured):
+        raise UserError("Give a MODEL, --op NAME, --aten aten::name, --sample NAME or --measured.")
+    if args.quick and not args.measured:
+        raise UserError("--quick is for --measured (the probe sample).")
+    if args.measured and not (args.model or args.aten or args.sample):
+        return _measured(args)
     model = None
     if args.model:
         from deploylens.core.model.loading import read_model
@@ -86,6 +102,28 @@ def cmd_support(args: argparse.Namespace) -> int:
             status = max(status, 0 if all(r.ok for r in reports) else 1)
     print(json.dumps(output, indent=2) if args.json else "\n\n".join(texts))
     return status
+
+
+def _measured(args: argparse.Namespace) -> int:
+    """``--measured``: the op's measured row, or the matrix's summary."""
+    from deploylens.core.support import measure
+
+    data = measure.load_measured(args.quick, args.refresh, args.python)
+    if args.op:
+        row = measure.measured_row(data, args.op, args.domain)
+        print(json.dumps(row, indent=2) if args.json else measure.row_text(row))
+        return 0 if row["cells"] or row["not_probed"] else 1
+    summary = {
+        "versions": data["versions"],
+        "seconds": data["seconds"],
+        "cached": data["cached"],
+        "tensorrt_rtx": dict(measure.state_counts(data, "trt")),
+        "ort_cpu": dict(measure.state_counts(data, "ort")),
+        "not_probed": len(data["unprobed"]),
+        "cache": str(measure.cache_path(args.quick)),
+    }
+    print(json.dumps(summary, indent=2) if args.json else measure.summary_text(data))
+    return 0
 
 
 LIVE_TARGETS = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from deploylens.core.requests import Request
@@ -34,3 +34,11 @@ class TensorRTOpsRequest(Request):
 @dataclass
 class SampleAtenRequest(Request):
     sample: str
+
+
+@dataclass
+class MeasureRequest(Request):
+    """Probes of the measured matrix to ask TensorRT-RTX and ONNX Runtime (none named: all)."""
+
+    keys: list[str] = field(default_factory=list)  # cell keys: ai.onnx::Relu::14::float
+    ops: list[str] = field(default_factory=list)  # or every cell of these ops

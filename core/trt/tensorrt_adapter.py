@@ -404,6 +404,39 @@ class TensorRTAdapter:
         del partition_parser, partition_network, parser, network
         return result
 
+    def try_model(self, model: bytes, targets: list[str] | None = None) -> dict[str, str]:
+        """One probe of the measured matrix: parse ``model`` (serialized) and, where it parses,
+        build it (TensorRT-RTX: ahead of time for ``targets``; classic: on this GPU).
+        ``{"state": "builds" | "parse-fails" | "build-fails", "code", "message"}`` — the
+        parser's first error or the builder's last, as TensorRT said it."""
+        if "_cell_builder" not in self.__dict__:  # one builder for every probe
+            self.__dict__["_cell_builder"] = self.trt.Builder(self.logger)
+        builder = self.__dict__["_cell_builder"]
+        network = builder.create_network(self._network_flags(False))
+        parser = self.trt.OnnxParser(network, self.logger)
+        first = len(self.log)
+        try:
+            if not parser.parse(model):
+                found = self.findings(parser)
+                head = found[0] if found else None
+                return {
+                    "state": "parse-fails",
+                    "code": head.code if head else "",
+                    "message": head.message if head else "no error message",
+                }
+            config = builder.create_builder_config()
+            if self.family == RTX:
+                self._targets(config, targets or ["sm89"])
+            plan = builder.build_serialized_network(network, config)
+            if plan is None:
+                errors = [m for level, m in self.log[first:] if level == "error"]
+                last = _clean_message(errors[-1]) if errors else "no error logged"
+                return {"state": "build-fails", "code": "", "message": last}
+            return {"state": "builds", "code": "", "message": ""}
+        finally:
+            del parser, network
+            del self.log[first:]  # thousands of probes: keep only what the caller returned
+
     def operators(self, ops: list[str]) -> dict[str, bool]:
         """Op type → whether the parser has an importer for it (``supports_operator``; an op
         with one may still need a plugin at build time, and a custom op needs a plugin)."""

@@ -1,0 +1,270 @@
+"""The measured support matrix: how long probing takes, and how often its predictions are right.
+
+    python bench/support_measured.py [--quick] [--json PATH] [--limit N]
+
+1. Probe: every op × schema version × input type of ai.onnx and ai.onnx.ml generated from the
+   schemas, asked of TensorRT-RTX (parse + ahead-of-time build) and ONNX Runtime CPU (session +
+   run) in a worker, into an empty cache: time, probes by domain, states, cache size, warm load.
+2. Prediction vs reality on the ONNX backend node tests (``../shared/artifacts``): the measured
+   cells' verdict on each model (TensorRT-RTX parse, TensorRT-RTX build, ONNX Runtime run) vs a
+   real parse/build of the file and a real ONNX Runtime run on its own inputs. Targets (issue 34):
+   TensorRT-RTX ≥ 98 %, ONNX Runtime ≥ 99.5 %; every disagreement listed with its cells.
+3. Documented vs measured: onnx-tensorrt's 10.1 table against the measured TensorRT-RTX cell for
+   the same op, opset and type, each difference by class.
+
+``--quick`` probes the fixed op sample (CI); models using other ops then have no prediction and
+are counted as such, never as agreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ARTIFACTS = Path(
+    os.environ.get("DEPLOYLENS_ARTIFACTS")
+    or Path(__file__).resolve().parents[2] / "shared" / "artifacts"
+)
+NODE_TESTS = ARTIFACTS / "onnx-pip-1.21.0-backend-test-data" / "node"
+TABLE = "10.1"
+
+
+def probe(quick: bool, reuse: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    from deploylens.core.support.measure import cache_path, load_measured, state_counts
+
+    data = load_measured(quick, refresh=not reuse)
+    loads = []
+    for _ in range(5):
+        started = time.perf_counter()
+        load_measured(quick)
+        loads.append(time.perf_counter() - started)
+    domains = collections.Counter(k.split("::")[0] for k in data["trt"]["cells"])
+    figures = {
+        "seconds": data["seconds"],
+        "probes": sum(domains.values()),
+        "by_domain": dict(domains),
+        "not_probed": len(data["unprobed"]),
+        "tensorrt_rtx": dict(state_counts(data, "trt")),
+        "ort_cpu": dict(state_counts(data, "ort")),
+        "cache_mb": cache_path(quick).stat().st_size / 1e6,
+        "warm_load_s": statistics.median(loads),
+    }
+    return data, figures
+
+
+def ort_reality(path: Path) -> tuple[bool, str]:
+    """A session and one run on the test's own inputs, as the probes ran: outputs stay
+    OrtValues, and inputs of a type the Python API cannot take (bfloat16, float8) leave it
+    at a session that loads."""
+    import onnxruntime as ort
+    from onnx import TensorProto, numpy_helper
+
+    from deploylens.core.support.probes import PLAIN_NUMPY
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        feeds = {}
+        for index, given in enumerate(session.get_inputs()):
+            tensor = TensorProto()
+            data = path.parent / "test_data_set_0" / f"input_{index}.pb"
+            tensor.ParseFromString(data.read_bytes())
+            feeds[given.name] = numpy_helper.to_array(tensor)
+        if any(f.dtype.type not in PLAIN_NUMPY and f.dtype != object for f in feeds.values()):
+            return True, ""
+        if any(f.dtype == object for f in feeds.values()):
+            session.run(None, feeds)
+        else:
+            values = {n: ort.OrtValue.ortvalue_from_numpy(f) for n, f in feeds.items()}
+            session.run_with_ort_values([o.name for o in session.get_outputs()], values)
+    except Exception as exc:
+        text = str(exc).strip()
+        return False, text.splitlines()[0][:160] if text else repr(exc)
+    return True, ""
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """The ONNX parser prints each type it cannot hold on the process's stderr (C++), once per
+    model: 1,678 lines of it would bury the table."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def agreement(data: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    import tensorrt_rtx
+
+    from deploylens.core.model.loading import read_model
+    from deploylens.core.support.measure import TARGET_CC, predict
+    from deploylens.core.trt.cells import classify
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
+
+    adapter = TensorRTAdapter(tensorrt_rtx)
+    models = sorted(NODE_TESTS.glob("*/model.onnx"))[:limit]
+    tallies: dict[str, collections.Counter[str]] = {
+        k: collections.Counter() for k in ("trt-parse", "trt-build", "ort-run")
+    }
+    disagreements: dict[str, list[dict[str, str]]] = {k: [] for k in tallies}
+    started = time.perf_counter()
+    for path in models:
+        model = read_model(path)
+        with quiet_stderr():
+            real = classify(adapter.try_model(path.read_bytes(), [TARGET_CC]))
+        ort_ok, ort_why = ort_reality(path)
+        guesses = {level: predict(model, data, level) for level in tallies}
+        if real["state"] == "needs-gpu":  # the parser wanted a CUDA driver: no answer here
+            for name in tallies:
+                tallies[name]["no reality (the parser needs a GPU)"] += 1
+            continue
+        cases = (
+            ("trt-parse", real["state"] not in ("parse-fails",), real["message"]),
+            ("trt-build", real["state"] == "builds", real["message"]),
+            ("ort-run", ort_ok, ort_why),
+        )
+        for name, truth, said in cases:
+            guessed = guesses[name]
+            guess = guessed["ok"]
+            if guess is None:
+                tallies[name]["no prediction"] += 1
+                continue
+            tallies[name]["agree" if guess == truth else "disagree"] += 1
+            if guess != truth:
+                cells = [f"{n['cell']} {n['state']}" for n in guessed["blocked"]][:3]
+                disagreements[name].append(
+                    {"model": path.parent.name, "predicted": "ok" if guess else "fails",
+                     "cells": "; ".join(cells) or "all cells ok", "reality": said[:160]}
+                )  # fmt: skip
+    result: dict[str, Any] = {"models": len(models), "seconds": time.perf_counter() - started}
+    for name, tally in tallies.items():
+        judged = tally["agree"] + tally["disagree"]
+        result[name] = {
+            **dict(tally),
+            "agreement": tally["agree"] / judged if judged else None,
+            "disagreements": disagreements[name],
+        }
+    return result
+
+
+def documented(data: dict[str, Any]) -> dict[str, Any]:
+    """The 10.1 table's cell vs the measured TensorRT-RTX cell, by class of difference."""
+    from deploylens.core.jobs import run_job
+    from deploylens.core.model.dtypes import element_type_name
+    from deploylens.core.support.matrix import YES, SupportMatrix
+    from deploylens.core.support.probes import Cell, _elem_type
+
+    matrix = SupportMatrix.load(run_job("support.collect")["path"])
+    classes: collections.Counter[str] = collections.Counter()
+    examples: dict[str, str] = {}
+    same = 0
+    for key, said in data["trt"]["cells"].items():
+        cell = Cell.from_key(key)
+        if cell.domain or cell.dtype == "none":
+            continue
+        try:
+            dtype = element_type_name(_elem_type(cell.dtype))
+        except ValueError:
+            continue
+        table = matrix.trt_verdict("", cell.op, cell.since, TABLE, [dtype])
+        measured_ok = said["state"] == "builds"
+        if (table.status == YES) == measured_ok:
+            same += 1
+            continue
+        reason, message = table.reason, said.get("message", "")
+        if measured_ok:
+            if "parses opsets" in reason:
+                label = "documented outside the opset range; the parser reads it"
+            elif "supports" in reason and ", not " in reason:
+                label = "a type the table's column omits; the parser builds it"
+            else:
+                label = "documented unsupported; the newer parser builds it"
+        elif said["state"] == "build-fails":
+            label = "documented; parses, the builder refuses"
+        elif "convert ONNX date type" in message or "unsupported input type" in message:
+            label = "documented; the parser refuses the type"
+        elif "build-time constant" in message or "initializer" in message:
+            label = "documented; the parser needs a constant input"
+        else:
+            label = "documented; a restriction the parser enforces"
+        classes[label] += 1
+        examples.setdefault(label, f"{key}: {(reason or message)[:140]}")
+    return {
+        "table": TABLE,
+        "compared": same + sum(classes.values()),
+        "same": same,
+        "classes": dict(classes.most_common()),
+        "examples": examples,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument(
+        "--cache", type=Path, help="reuse the measurement cached in this folder (not timed)"
+    )
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="deploylens-measured-bench-"))
+    # an empty cache, so the probe is timed; --cache: a measurement made before, reused
+    os.environ["DEPLOYLENS_CACHE_DIR"] = str(args.cache or scratch)
+    try:
+        data, figures = probe(args.quick, reuse=args.cache is not None)
+        result: dict[str, Any] = {"quick": args.quick, "probe": figures}
+        print(f"measured matrix ({'quick sample' if args.quick else 'full'}, 2 cores)")
+        print(f"  probes {figures['probes']} by domain {figures['by_domain']}; not probed "
+              f"{figures['not_probed']}")  # fmt: skip
+        print(f"  probe time {figures['seconds']:.1f} s   cache {figures['cache_mb']:.2f} MB   "
+              f"warm load {figures['warm_load_s']:.3f} s (target ≤ 0.3 s)")  # fmt: skip
+        print(f"  TensorRT-RTX {figures['tensorrt_rtx']}")
+        print(f"  ONNX Runtime CPU {figures['ort_cpu']}")
+        if NODE_TESTS.is_dir():
+            result["agreement"] = found = agreement(data, args.limit)
+            print(f"\nprediction vs reality on {found['models']} ONNX backend node tests "
+                  f"({found['seconds']:.0f} s)")  # fmt: skip
+            for name, target in (("trt-parse", 0.98), ("trt-build", 0.98), ("ort-run", 0.995)):
+                row = found[name]
+                rate = row["agreement"]
+                verdict = "—" if rate is None else ("PASS" if rate >= target else "FAIL")
+                shown = "—" if rate is None else f"{rate:.1%}"
+                print(f"  {name:10s} agree {row.get('agree', 0):5d}  disagree "
+                      f"{row.get('disagree', 0):4d}  no prediction {row.get('no prediction', 0):5d}"
+                      f"  {shown:>6s}  ≥ {target:.1%}: {verdict}")  # fmt: skip
+                for miss in row["disagreements"][:8]:
+                    print(f"      {miss['model']}: predicted {miss['predicted']} "
+                          f"({miss['cells']}); real: {miss['reality'][:90]}")  # fmt: skip
+        else:
+            print(f"\n(no {NODE_TESTS}: prediction vs reality skipped)")
+        result["documented"] = table = documented(data)
+        print(f"\nonnx-tensorrt {table['table']} table vs the measured TensorRT-RTX cell: "
+              f"{table['same']} of {table['compared']} cells agree")  # fmt: skip
+        for label, count in table["classes"].items():
+            print(f"  {count:5d}  {label}  (e.g. {table['examples'][label]})")
+        if args.json:
+            from deploylens.core.files import write_json
+
+            write_json(args.json, result)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

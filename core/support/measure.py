@@ -1,0 +1,316 @@
+"""The measured support matrix: every probe (``probes.py``) asked of the installed TensorRT-RTX
+parser and builder and of ONNX Runtime's CPU provider, cached per library version.
+
+A cell's state is what the library did, never what a table says:
+
+- TensorRT-RTX: ``builds`` (parsed and built ahead of time for one target), ``build-fails``
+  (parsed; the builder refused), ``parse-fails`` (the parser's error code and message kept);
+- ONNX Runtime CPU: ``runs`` (session and one run), ``loads`` (a session, but the type has no
+  numpy array to run it with), ``run-fails``, ``session-fails``.
+
+The probes run in the worker (the job, ``core/trt/cells.py``, sits with the TensorRT adapter it
+drives), so a parser that crashes the process costs one worker, not the
+caller: the driver then halves the batch until the crashing probe is alone and records it as
+``crashed``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deploylens.core.files import atomic_write_text
+from deploylens.core.support.collect import _version, cache_dir
+
+MEASURED_SCHEMA = 3  # bump when a cell's meaning changes
+TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
+TRT_OK = ("builds",)
+ORT_OK = ("runs", "loads")
+# A fixed sample for CI's --quick: ops whose cells span every state seen in a full probe.
+QUICK_OPS = (
+    "Relu", "Add", "Conv", "Resize", "Squeeze", "Cast", "Einsum", "NonZero", "TopK",
+    "LayerNormalization", "Gelu", "GridSample", "DeformConv", "Mod", "BitShift", "Det",
+    "Unique", "RoiAlign", "QuantizeLinear", "ScatterND", "CumSum", "Pad",
+)  # fmt: skip
+
+
+def version_set(quick: bool) -> dict[str, str]:
+    return {
+        "schema": str(MEASURED_SCHEMA),
+        "onnx": _version("onnx"),
+        "onnxruntime": _version("onnxruntime"),
+        "tensorrt_rtx": _version("tensorrt-rtx-cu12")
+        if _version("tensorrt-rtx-cu12") != "-"
+        else _version("tensorrt_rtx"),
+        "target": TARGET_CC,
+        "probes": "quick" if quick else "full",
+    }
+
+
+def cache_path(quick: bool = False) -> Path:
+    versions = json.dumps(version_set(quick), sort_keys=True).encode()
+    return cache_dir() / f"measured-{hashlib.sha256(versions).hexdigest()[:16]}.json"
+
+
+DIED = ("crashed", "exited", "disconnected")  # the worker process ended mid-probe
+
+
+# -- in the caller ------------------------------------------------------------------------------
+def _run(keys: list[str], ops: list[str], python: str | None, progress: Any) -> dict[str, Any]:
+    """One worker over ``keys``; a worker that dies is split in halves until the probe that
+    kills it is alone, and that cell is recorded as crashed on both libraries."""
+    from deploylens.core.support.request import MeasureRequest
+    from deploylens.core.worker.client import JobFailure
+
+    try:
+        result: dict[str, Any] = MeasureRequest(keys=keys, ops=ops).run(python, progress)
+        return result
+    except JobFailure as failure:
+        if failure.kind not in DIED or len(keys) == 0:
+            raise
+        if len(keys) == 1:
+            crashed = {"state": "crashed", "message": failure.message[:300]}
+            return {
+                "unprobed": {},
+                "seeds": {},
+                "trt": {"cells": {keys[0]: crashed}},
+                "ort": {"cells": {keys[0]: crashed}},
+            }
+    half = len(keys) // 2
+    first, second = (_run(part, [], python, progress) for part in (keys[:half], keys[half:]))
+    for name in ("unprobed", "seeds"):
+        first[name].update(second[name])
+    for lib in ("trt", "ort"):
+        second[lib]["cells"].update(first[lib]["cells"])
+        first[lib].update(second[lib])
+    return first
+
+
+def measure(quick: bool = False, python: str | None = None, progress: Any = None) -> dict[str, Any]:
+    """Every cell measured (``quick``: the ops in ``QUICK_OPS``), in a worker."""
+    started = time.perf_counter()
+    ops = list(QUICK_OPS) if quick else []
+    from deploylens.core.worker.client import JobFailure
+
+    try:
+        data = _run([], ops, python, progress)
+    except JobFailure as failure:
+        if failure.kind not in DIED:
+            raise
+        from deploylens.core.support.probes import generate  # the crash: by cell, to find it
+
+        keys = sorted(p.cell.key for p in generate(set(ops) or None).probes)
+        data = _run(keys, [], python, progress)
+    data["versions"] = version_set(quick)
+    data["seconds"] = time.perf_counter() - started
+    return data
+
+
+def load_measured(
+    quick: bool = False, refresh: bool = False, python: str | None = None, progress: Any = None
+) -> dict[str, Any]:
+    """The measured matrix for the installed libraries, measured once per version set."""
+    path = cache_path(quick)
+    if path.exists() and not refresh:
+        data: dict[str, Any] = json.loads(path.read_text())
+        data["cached"] = True
+        return data
+    data = measure(quick, python, progress)
+    atomic_write_text(path, json.dumps(data))
+    data["cached"] = False
+    return data
+
+
+def state_counts(data: dict[str, Any], lib: str) -> Counter[str]:
+    return Counter(cell["state"] for cell in data[lib]["cells"].values())
+
+
+def measured_row(data: dict[str, Any], op: str, domain: str = "") -> dict[str, Any]:
+    """The op's measured cells by schema version and type (``deploylens support --op NAME
+    --measured``), with what each library said and the probes that could not be made."""
+    prefix = f"{domain or 'ai.onnx'}::{op}::"
+    cells = []
+    for key in sorted(
+        {k for lib in ("trt", "ort") for k in data[lib]["cells"] if k.startswith(prefix)},
+        key=lambda k: (int(k.split("::")[2]), k.split("::")[3]),
+    ):
+        _, _, since, dtype = key.split("::")
+        cells.append(
+            {
+                "since": int(since),
+                "dtype": dtype,
+                "tensorrt_rtx": data["trt"]["cells"].get(key, {"state": "not measured"}),
+                "ort_cpu": data["ort"]["cells"].get(key, {"state": "not measured"}),
+                "probe": data.get("seeds", {}).get(key, ""),
+            }
+        )
+    unprobed = {
+        k[len(prefix) :]: why for k, why in data["unprobed"].items() if k.startswith(prefix)
+    }
+    return {
+        "op": op,
+        "domain": domain or "ai.onnx",
+        "tensorrt_rtx": f"{data['trt'].get('product', 'TensorRT-RTX')} "
+        f"{data['trt'].get('version', '(not installed)')}",
+        "onnxruntime": data["ort"].get("version", "(not installed)"),
+        "target": data["versions"]["target"],
+        "cells": cells,
+        "not_probed": unprobed,
+    }
+
+
+def row_text(row: dict[str, Any]) -> str:
+    """The measured row as a table, each refusal followed by the library's own words."""
+    head = (
+        f"{row['op']} ({row['domain']}), measured: {row['tensorrt_rtx']} (parse, then an "
+        f"ahead-of-time build for {row['target']}) and ONNX Runtime {row['onnxruntime']} CPU "
+        "(session, then one run)"
+    )
+    if not row["cells"] and not row["not_probed"]:
+        return head + "\n  no cells: not an op of the probed domains, or not in this quick sample"
+    lines = [head, f"  {'opset':>5}  {'type':14s} {'TensorRT-RTX':13s} ONNX Runtime CPU"]
+    for cell in row["cells"]:
+        trt, ort = cell["tensorrt_rtx"], cell["ort_cpu"]
+        lines.append(f"  {cell['since']:>5}  {cell['dtype']:14s} {trt['state']:13s} {ort['state']}")
+        for name, said in (("TensorRT-RTX", trt), ("ONNX Runtime", ort)):
+            if said["state"] not in TRT_OK + ORT_OK and said.get("message"):
+                code = f" [{said['code']}]" if said.get("code") else ""
+                lines.append(f"           {name}{code}: {said['message'][:160]}")
+    for cell, why in sorted(row["not_probed"].items()):
+        lines.append(f"  not probed {cell.replace('::', ' ')}: {why}")
+    return "\n".join(lines)
+
+
+def summary_text(data: dict[str, Any]) -> str:
+    trt, ort = state_counts(data, "trt"), state_counts(data, "ort")
+    took = "cached" if data.get("cached") else f"measured in {data['seconds']:.0f} s"
+    domains = Counter(k.split("::")[0] for k in data["trt"]["cells"] or data["ort"]["cells"])
+    return "\n".join(
+        [
+            f"measured support matrix ({data['versions']['probes']} probe set; {took})",
+            "  probes by domain: " + ", ".join(f"{d} {n}" for d, n in sorted(domains.items())),
+            f"  not probed: {len(data['unprobed'])} cells (no valid one-node model; "
+            "reasons in --json)",
+            "  TensorRT-RTX: " + ", ".join(f"{s} {n}" for s, n in trt.most_common()),
+            "  ONNX Runtime CPU: " + ", ".join(f"{s} {n}" for s, n in ort.most_common()),
+        ]
+    )
+
+
+@dataclass
+class NodeCell:
+    node: str
+    key: str  # the measured cell: ai.onnx::ReduceMean::18::float
+    runtime: bool = False  # an input the probe gives as a constant is computed at run time here
+
+
+def _constants(graphs: list[Any]) -> set[str]:
+    """Tensors known before the model runs: initializers, Constant outputs, and what a node
+    computes from constants alone (what the parser can fold; random ops excluded)."""
+    known = {t.name for g in graphs for t in g.initializer}
+    for graph in graphs:
+        for node in graph.node:
+            foldable = node.op_type == "Constant" or (
+                node.op_type not in ("RandomNormal", "RandomUniform", "Multinomial")
+                and node.input
+                and all(not i or i in known for i in node.input)
+            )
+            if foldable:
+                known.update(o for o in node.output if o)
+    return known
+
+
+def model_cells(model: Any) -> list[NodeCell]:
+    """The measured cell of each node (subgraphs included): the schema version the model's
+    opset resolves to and the element type of the node's first input; an op outside the
+    probed domains gets a cell that is never measured."""
+    import onnx
+
+    from deploylens.core.model.summary import iter_subgraphs
+    from deploylens.core.support.analysis import _value_types
+    from deploylens.core.support.probes import DOMAINS, PAIRED, Cell
+
+    graphs = [model.graph, *iter_subgraphs(model.graph.node)]
+    types = _value_types(model, graphs)
+    constants = _constants(graphs)
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    cells = []
+    index = 0
+    for graph in graphs:
+        for node in graph.node:
+            index += 1
+            domain = "" if node.domain == "ai.onnx" else node.domain
+            name = node.name or f"{node.op_type}_{index}"
+            if domain not in DOMAINS:  # not probed: its cell is unknown, never "fine"
+                cells.append(NodeCell(name, f"{domain}::{node.op_type}::0::none"))
+                continue
+            try:
+                schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
+            except onnx.defs.SchemaError:
+                cells.append(NodeCell(name, f"{domain or 'ai.onnx'}::{node.op_type}::0::none"))
+                continue
+            first = types.get(node.input[0]) if node.input and node.input[0] else None
+            dtype = first[len("tensor(") : -1] if first else ("none" if not node.input else "?")
+            if node.op_type in PAIRED and not domain:
+                dtype += ">" + _cast_target(node, types)
+            formals = schema.inputs
+            primary = formals[0].type_str if formals else ""
+            runtime = any(
+                given
+                and given not in constants
+                and formals[min(i, len(formals) - 1)].type_str != primary
+                for i, given in enumerate(node.input)
+            )
+            key = Cell(domain, node.op_type, schema.since_version, dtype).key
+            cells.append(NodeCell(name, key, runtime))
+    return cells
+
+
+def _cast_target(node: Any, types: dict[str, str]) -> str:
+    """The type a Cast (``to``) or CastLike (its second input) casts to, or ``?``."""
+    from onnx import TensorProto
+
+    if node.op_type == "Cast":
+        for attribute in node.attribute:
+            if attribute.name == "to":
+                return str(TensorProto.DataType.Name(attribute.i)).lower()
+        return "?"
+    donor = types.get(node.input[1]) if len(node.input) > 1 else None
+    return donor[len("tensor(") : -1] if donor else "?"
+
+
+# For each question: the states that answer yes, and those that leave it unanswered (the
+# one-node harness could not measure it: prediction says "not measured", never "fine").
+LEVELS = {
+    "trt-parse": (("builds", "build-fails", "io-type", "needs-profile"), ("needs-gpu",)),
+    "trt-build": (("builds",), ("io-type", "needs-profile", "needs-gpu")),
+    "ort-run": (ORT_OK, ()),
+}
+
+
+def predict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
+    """What the measured cells say about a whole model: ``trt-parse``, ``trt-build`` (the
+    installed TensorRT-RTX) or ``ort-run`` (ONNX Runtime CPU). ``ok`` is None where a node's
+    cell was not measured (its type unknown, no probe could be made, or the harness could not
+    answer), so a guess is never passed off as a measurement. A node whose constant-only
+    input (axes, shape, scales) is computed at run time is judged by the probe that feeds
+    that input at run time."""
+    lib = level.split("-")[0]
+    cells, runtime = data[lib]["cells"], data[lib].get("runtime", {})
+    fine, unanswered = LEVELS[level]
+    nodes = []
+    for use in model_cells(model):
+        said = (runtime.get(use.key) if use.runtime else None) or cells.get(use.key)
+        state = said["state"] if said else "not measured"
+        nodes.append(
+            {"node": use.node, "cell": use.key, "runtime": use.runtime, "state": state,
+             "message": said.get("message", "") if said else data["unprobed"].get(use.key, "")}
+        )  # fmt: skip
+    unknown = [n for n in nodes if n["state"] == "not measured" or n["state"] in unanswered]
+    blocked = [n for n in nodes if n["state"] not in fine and n not in unknown]
+    ok = False if blocked else (None if unknown else True)
+    return {"ok": ok, "blocked": blocked, "not_measured": unknown, "nodes": len(nodes)}

@@ -1,0 +1,304 @@
+"""The probe set behind the measured support matrix: one minimal one-node model per op × schema
+version × input type, generated from the ONNX schemas installed here, never written by hand.
+
+Shapes, attributes and constant inputs come from ONNX's own backend test cases for the op (the
+generators ship inside the ``onnx`` wheel, so no test data is needed): the case's node is re-typed
+to each allowed type of the op's first type constraint, its other inputs become initializers
+(Reshape's shape, Resize's scales — what a parser needs as a build-time constant), and the model
+is stamped with the schema's own ``since_version``. Where an older schema takes as an attribute
+what the newer case passes as an input (Squeeze's axes before opset 13, Pad's pads before 11,
+Slice's starts/ends before 10 …) the constant moves into the attribute. Every probe passes
+``onnx.checker`` (full check) and strict shape inference; a cell no case yields a valid probe for
+is listed as not probed, with the reason, rather than guessed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, checker, defs, helper, numpy_helper, shape_inference
+
+DOMAINS = ("", "ai.onnx.ml")  # what TensorRT's parser and ONNX Runtime's CPU provider read
+PROBE_IR = 10  # ONNX Runtime 1.31 reads at most IR 13; onnx 1.23 writes 14 by default
+ML_DEFAULT_OPSET = 17  # the default-domain opset an ai.onnx.ml probe also imports
+PLAIN_NUMPY = tuple(np.dtype(c).type for c in "?bBhHiIlLqQefdgFD")  # what ORT's Python API takes
+PAIRED = ("Cast", "CastLike")  # ops whose cell is a (from, to) type pair
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the measured matrix: an op's schema version for one input type."""
+
+    domain: str
+    op: str
+    since: int
+    dtype: str  # ONNX's name for the element type of the op's first input: float, int64 …
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain or 'ai.onnx'}::{self.op}::{self.since}::{self.dtype}"
+
+    @classmethod
+    def from_key(cls, key: str) -> Cell:
+        domain, op, since, dtype = key.split("::")
+        return cls("" if domain == "ai.onnx" else domain, op, int(since), dtype)
+
+
+@dataclass
+class Probe:
+    cell: Cell
+    model: bytes  # the serialized one-node model
+    feeds: dict[str, np.ndarray] = field(default_factory=dict)  # inputs ONNX Runtime can take
+    seed: str = ""  # the backend test case it was made from
+    runtime: bytes = b""  # the variant whose constant inputs are graph inputs (none: b"")
+
+
+@dataclass
+class ProbeSet:
+    probes: list[Probe]
+    unprobed: dict[str, str]  # cell key → why no valid probe could be made
+
+    def by_key(self) -> dict[str, Probe]:
+        return {p.cell.key: p for p in self.probes}
+
+
+def _tensor_types(schema: defs.OpSchema, type_str: str) -> list[str]:
+    """The element types a formal parameter allows (tensor types only: sequences, maps and
+    optionals are not what a parser's cell is about)."""
+    for constraint in schema.type_constraints:
+        if constraint.type_param_str == type_str:
+            allowed = constraint.allowed_type_strs
+            return [t[len("tensor(") : -1] for t in allowed if t.startswith("tensor(")]
+    return [type_str[len("tensor(") : -1]] if type_str.startswith("tensor(") else []
+
+
+def _elem_type(name: str) -> int:
+    value: int = TensorProto.DataType.Value(name.upper())
+    return value
+
+
+@lru_cache(maxsize=1)
+def _seed_cases() -> dict[tuple[str, str], list[Any]]:
+    """ONNX's backend test cases with one node and tensor data, by (domain, op)."""
+    from onnx.backend.test.case import node as cases
+
+    found: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")  # the generators' own overflow warnings
+        every = cases.collect_testcases()
+    for case in every:
+        if case.model is None:  # a case that names a model file instead
+            continue
+        graph = case.model.graph
+        if len(graph.node) != 1 or not case.data_sets:
+            continue
+        domain = graph.node[0].domain
+        found[("" if domain == "ai.onnx" else domain, graph.node[0].op_type)].append(case)
+    return dict(found)
+
+
+VARIADIC = defs.OpSchema.FormalParameterOption.Variadic
+
+
+def _array(value: Any) -> np.ndarray | None:
+    """A backend case's input as an array (cases hold arrays, numpy scalars or TensorProtos);
+    ``None`` for a sequence, map or optional."""
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value)
+    return None
+
+
+def _latest(domain: str, op: str) -> defs.OpSchema | None:
+    try:
+        return defs.get_schema(op, domain=domain)
+    except defs.SchemaError:
+        return None
+
+
+def _as_attribute(array: np.ndarray, name: str, kind: Any) -> onnx.AttributeProto | None:
+    """A constant input as the attribute an older schema took instead (ints, floats, int,
+    float); ``None`` where the kinds do not fit."""
+    types = defs.OpSchema.AttrType
+    flat = array.reshape(-1).tolist()
+    if kind == types.INTS:
+        return helper.make_attribute(name, [int(v) for v in flat])
+    if kind == types.FLOATS:
+        return helper.make_attribute(name, [float(v) for v in flat])
+    if kind in (types.INT, types.FLOAT) and len(flat) == 1:
+        value = int(flat[0]) if kind == types.INT else float(flat[0])
+        return helper.make_attribute(name, value)
+    return None
+
+
+def _probe(
+    schema: defs.OpSchema, case: Any, dtype: str
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray], bytes] | str:
+    """A valid one-node model for ``schema`` at ``dtype`` made from ``case`` (and its run-time
+    variant), or why not."""
+    graph = case.model.graph
+    source = graph.node[0]
+    latest = _latest(schema.domain, schema.name)
+    formal_names = [p.name for p in latest.inputs] if latest else []
+    primary = schema.inputs[0].type_str if schema.inputs else None
+    attributes = {a.name: a for a in source.attribute}
+    dtype, _, to = dtype.partition(">")  # a paired cell (Cast): from>to
+    if to and schema.name == "Cast":
+        attributes["to"] = helper.make_attribute("to", _elem_type(to))
+    position = {value.name: i for i, value in enumerate(graph.input)}
+    data = case.data_sets[0][0]
+    inputs: list[onnx.ValueInfoProto] = []
+    initializers: list[onnx.TensorProto] = []
+    feeds: dict[str, np.ndarray] = {}
+    constants: dict[str, np.ndarray] = {}  # the other inputs, given as initializers
+    names: list[str] = []
+    elem = _elem_type(dtype)
+    variadic = bool(schema.inputs) and schema.inputs[-1].option == VARIADIC
+    for i, name in enumerate(source.input):
+        if not name:
+            names.append("")
+            continue
+        array = _array(data[position[name]]) if name in position else None
+        if array is None:
+            return "the case's input is not a tensor"
+        if i >= len(schema.inputs) and not variadic:
+            formal = formal_names[i] if i < len(formal_names) else ""
+            kind = schema.attributes[formal].type if formal in schema.attributes else None
+            moved = _as_attribute(array, formal, kind) if kind is not None else None
+            if moved is None:
+                return f"input {i} has no place in opset {schema.since_version}"
+            attributes[formal] = moved
+            continue
+        names.append(name)
+        formal_param = schema.inputs[min(i, len(schema.inputs) - 1)]
+        if formal_param.type_str == primary:
+            inputs.append(helper.make_tensor_value_info(name, elem, list(array.shape)))
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if elem == TensorProto.STRING:
+                    feeds[name] = array.astype(str).astype(object)
+                else:
+                    typed = array.astype(helper.tensor_dtype_to_np_dtype(elem))
+                    if typed.dtype.type in PLAIN_NUMPY:  # ml_dtypes' bfloat16, float8 …: not
+                        feeds[name] = typed  # arrays ONNX Runtime's Python API takes
+        elif to and schema.name == "CastLike":  # the type donor, of the pair's second type
+            initializers.append(_filler(name, to))
+        else:
+            initializers.append(numpy_helper.from_array(array, name))
+            constants[name] = array
+    while names and not names[-1]:
+        names.pop()
+    unknown = [a for a in attributes if a not in schema.attributes]
+    if unknown:
+        return f"attribute {unknown[0]} is not in opset {schema.since_version}"
+    node = helper.make_node(schema.name, names, list(source.output), domain=schema.domain)
+    node.attribute.extend(attributes.values())
+    outputs = [onnx.ValueInfoProto(name=o) for o in source.output if o]
+    opsets = [helper.make_opsetid(schema.domain, schema.since_version)]
+    if schema.domain:
+        opsets.append(helper.make_opsetid("", ML_DEFAULT_OPSET))
+    model = helper.make_model(
+        helper.make_graph([node], "probe", inputs, outputs, initializers),
+        opset_imports=opsets,
+        ir_version=PROBE_IR,
+        producer_name="deploylens-probe",
+    )
+    try:
+        model = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+        if any(not o.type.tensor_type.elem_type for o in model.graph.output):
+            return "shape inference left an output untyped"
+        for output in model.graph.output:  # a data-dependent shape: the case's rank, unnamed
+            if not output.type.tensor_type.HasField("shape"):
+                rank = _rank(graph, output.name)
+                dims = output.type.tensor_type.shape.dim
+                for d in range(rank):
+                    dims.add().dim_param = f"{output.name}_{d}"
+                if rank == 0:
+                    output.type.tensor_type.shape.SetInParent()
+        checker.check_model(model, full_check=True)
+    except Exception as exc:  # the checker's own reason is the cell's reason
+        return str(exc).strip().splitlines()[0][:200]
+    return model, feeds, _at_run_time(model, constants)
+
+
+def _at_run_time(model: onnx.ModelProto, constants: dict[str, np.ndarray]) -> bytes:
+    """The same probe with its constant inputs (axes, shape, scales …) as graph inputs — what a
+    model that computes them at run time gives the parser; ``b""`` when the op has none."""
+    if not constants:
+        return b""
+    runtime = onnx.ModelProto()
+    runtime.CopyFrom(model)
+    kept = [t for t in runtime.graph.initializer if t.name not in constants]
+    del runtime.graph.initializer[:]
+    runtime.graph.initializer.extend(kept)
+    for name, array in constants.items():
+        elem = helper.np_dtype_to_tensor_dtype(array.dtype)
+        runtime.graph.input.append(helper.make_tensor_value_info(name, elem, list(array.shape)))
+    serialized: bytes = runtime.SerializeToString()
+    return serialized
+
+
+def _rank(graph: onnx.GraphProto, name: str) -> int:
+    for value in graph.output:
+        if value.name == name:
+            return len(value.type.tensor_type.shape.dim)
+    return 0
+
+
+def schemas(ops: set[str] | None = None) -> list[defs.OpSchema]:
+    """Every non-deprecated schema version in the probed domains (``ops``: only these)."""
+    return [
+        s
+        for s in defs.get_all_schemas_with_history()
+        if s.domain in DOMAINS and not s.deprecated and (ops is None or s.name in ops)
+    ]
+
+
+def cells_of(schema: defs.OpSchema) -> list[Cell]:
+    """One cell per type of the op's first input; a cast's cells pair it with the target type
+    (its verdict depends on both: TensorRT casts FLOAT16 to FLOAT but not to FLOAT8E5M2)."""
+    primary = schema.inputs[0].type_str if schema.inputs else ""
+    types = _tensor_types(schema, primary) if primary else ["none"]
+    if schema.name in PAIRED and schema.domain == "":
+        targets = _tensor_types(schema, schema.outputs[0].type_str)
+        types = [f"{a}>{b}" for a in types for b in targets]
+    return [Cell(schema.domain, schema.name, schema.since_version, t) for t in types]
+
+
+def _filler(name: str, dtype: str) -> onnx.TensorProto:
+    elem = _elem_type(dtype)
+    value: Any = b"0" if elem == TensorProto.STRING else (False if dtype == "bool" else 0)
+    return helper.make_tensor(name, elem, [1], [value])
+
+
+def generate(ops: set[str] | None = None, keys: set[str] | None = None) -> ProbeSet:
+    """Probes for every cell (``ops``/``keys``: only those), each from the first backend case
+    that makes a valid model for it."""
+    seeds = _seed_cases()
+    probes: list[Probe] = []
+    unprobed: dict[str, str] = {}
+    for schema in schemas(ops):
+        for cell in cells_of(schema):
+            if keys is not None and cell.key not in keys:
+                continue
+            cases = seeds.get((cell.domain, cell.op), [])
+            why = "no single-node backend test case for the op"
+            for case in cases:
+                made = _probe(schema, case, cell.dtype) if cell.dtype != "none" else "no inputs"
+                if isinstance(made, str):
+                    why = made
+                    continue
+                model, feeds, runtime = made
+                probes.append(Probe(cell, model.SerializeToString(), feeds, case.name, runtime))
+                break
+            else:
+                unprobed[cell.key] = why
+    return ProbeSet(probes, unprobed)

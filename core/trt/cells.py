@@ -1,0 +1,126 @@
+"""The measured-matrix job (``support.measure``): each probe of ``core/support/probes.py`` asked
+of the installed TensorRT-RTX (through the adapter: parse, then an ahead-of-time build) and of
+ONNX Runtime's CPU provider (a session, then one run). The caching driver is
+``core/support/measure.py``; this module only measures."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from deploylens.core.support.measure import TARGET_CC
+
+
+def _ort_cell(probe: Any, ort: Any, options: Any) -> dict[str, str]:
+    try:
+        session = ort.InferenceSession(probe.model, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        return {"state": "session-fails", "message": _first_line(exc)}
+    names = [i.name for i in session.get_inputs()]
+    if any(n not in probe.feeds for n in names):
+        return {"state": "loads", "message": "no numpy array of this type to run it with"}
+    feeds = {n: probe.feeds[n] for n in names}
+    try:  # outputs stay OrtValues: a bfloat16 or float8 result has no numpy type to become
+        if any(f.dtype == object for f in feeds.values()):  # strings: only run() takes them
+            session.run(None, feeds)
+        else:
+            values = {n: ort.OrtValue.ortvalue_from_numpy(f) for n, f in feeds.items()}
+            session.run_with_ort_values([o.name for o in session.get_outputs()], values)
+    except Exception as exc:
+        return {"state": "run-fails", "message": _first_line(exc)}
+    return {"state": "runs", "message": ""}
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
+
+
+def measure_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Measure the cells in ``params["keys"]`` (all, when empty) on both libraries."""
+    from deploylens.core.support.probes import generate
+    from deploylens.core.support.request import MeasureRequest
+
+    request = MeasureRequest.from_params(params)
+    ctx.progress(0.02, "generating the probes from the ONNX schemas")
+    ops = set(request.ops) or None
+    probes = generate(ops, set(request.keys) or None)
+    trt_cells: dict[str, dict[str, str]] = {}
+    ort_cells: dict[str, dict[str, str]] = {}
+    answer: dict[str, Any] = {
+        "unprobed": probes.unprobed,
+        "seeds": {p.cell.key: p.seed for p in probes.probes},
+        "trt": {"cells": trt_cells},
+        "ort": {"cells": ort_cells},
+    }
+    adapter = None
+    try:
+        from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
+
+        adapter = TensorRTAdapter(load_tensorrt("tensorrt_rtx"))
+        answer["trt"].update(product=adapter.product, version=adapter.version)
+    except Exception as exc:  # the column then says why it is empty
+        answer["trt"]["missing"] = _first_line(exc)
+    try:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.log_severity_level = 4
+        answer["ort"]["version"] = ort.__version__
+    except ImportError as exc:
+        ort = None
+        answer["ort"]["missing"] = _first_line(exc)
+    runtime: dict[str, dict[str, str]] = answer["trt"].setdefault("runtime", {})
+    total = max(len(probes.probes), 1)
+    with quiet_stderr():  # the parser prints each type it cannot hold, thousands of lines
+        for index, probe in enumerate(probes.probes):
+            if index % 50 == 0:
+                ctx.progress(0.05 + 0.9 * index / total, f"probe {index + 1} of {total}")
+            if adapter is not None:
+                key = probe.cell.key
+                trt_cells[key] = classify(adapter.try_model(probe.model, [TARGET_CC]))
+                if probe.runtime:
+                    runtime[key] = classify(adapter.try_model(probe.runtime, [TARGET_CC]))
+            if ort is not None:
+                ort_cells[probe.cell.key] = _ort_cell(probe, ort, options)
+    return answer
+
+
+# What the one-node harness cannot answer, said as such instead of as the op's verdict.
+HARNESS = (
+    ("has datatype", "io-type"),  # the builder's rule for network inputs and outputs
+    ("no optimization profile", "needs-profile"),  # a shape input: a profile of its values
+    ("cudaError 35", "needs-gpu"),  # the parser's shape analysis wanted a CUDA driver
+)
+
+
+def classify(cell: dict[str, str]) -> dict[str, str]:
+    """A refusal that comes from the probe's shape, not the op: its own state. ``io-type``:
+    TensorRT-RTX takes this type only inside a network, not at an input or output;
+    ``needs-profile``: the probe's input is a shape tensor; ``needs-gpu``: the parser asked
+    for a CUDA driver. Prediction treats all three as not measured."""
+    if cell["state"] in ("build-fails", "parse-fails"):
+        # TensorRT-RTX appends a CUDA-driver error to many a parser error on a machine without
+        # one: only an error that is nothing but that one is the harness's
+        before_cuda = cell["message"].split("[checkMacros")[0]
+        for needle, state in HARNESS:
+            if needle in cell["message"] and not (
+                state == "needs-gpu" and "Error Code" in before_cuda
+            ):
+                return {**cell, "state": state}
+    return cell
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """fd 2 to /dev/null for the probe loop (C++ prints bypass Python's sys.stderr)."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -1,0 +1,227 @@
+"""The measured support matrix: probes generated from the installed ONNX schemas, asked of the
+real TensorRT-RTX parser/builder and the real ONNX Runtime CPU provider in a worker, cached per
+version set, and used to predict a whole model's verdict — checked against a real parse.
+
+Only the crash-bisection test uses a stand-in: a worker whose death is simulated (named there),
+since no probe crashes the installed parser on demand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from deploylens.core.support import measure
+from deploylens.core.support.probes import Cell, generate
+from tests.core.test_cli import DEPLOYLENS
+
+SMALL = ("Relu", "Squeeze")  # the probe sample these tests measure (Cast alone is 5,800)
+
+
+def test_every_probe_is_a_valid_model_at_its_own_opset() -> None:
+    probes = generate({"Relu", "Squeeze"})
+    assert len(probes.probes) > 20
+    for probe in probes.probes:
+        model = onnx.load_from_string(probe.model)
+        onnx.checker.check_model(model, full_check=True)
+        (opset,) = [o.version for o in model.opset_import if o.domain == probe.cell.domain]
+        assert opset == probe.cell.since
+        node = model.graph.node[0]
+        assert node.op_type == probe.cell.op
+        declared = model.graph.input[0].type.tensor_type.elem_type
+        assert TensorProto.DataType.Name(declared).lower() == probe.cell.dtype
+
+
+def test_an_older_schema_gets_the_constant_as_its_attribute() -> None:
+    """Squeeze took axes as an attribute before opset 13 and as an input from 13: both probes
+    exist, each in its own schema's form."""
+    by_key = generate({"Squeeze"}).by_key()
+    old = onnx.load_from_string(by_key["ai.onnx::Squeeze::11::float"].model)
+    new = onnx.load_from_string(by_key["ai.onnx::Squeeze::13::float"].model)
+    assert [a.name for a in old.graph.node[0].attribute] == ["axes"]
+    assert len(old.graph.node[0].input) == 1
+    assert len(new.graph.node[0].input) == 2
+    assert [i.name for i in new.graph.initializer] == [new.graph.node[0].input[1]]
+
+
+def test_a_cast_cell_is_a_type_pair() -> None:
+    keys = generate({"Cast"}).by_key()
+    model = onnx.load_from_string(keys["ai.onnx::Cast::21::float16>float8e5m2"].model)
+    (to,) = [a.i for a in model.graph.node[0].attribute if a.name == "to"]
+    assert to == TensorProto.FLOAT8E5M2
+    assert model.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT8E5M2
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """The sample measured once in a real worker, into a cache folder of the module's own
+    (TensorRT-RTX required as by the ``rtx`` fixture: in CI its absence fails)."""
+    import importlib.util
+
+    from tests.conftest import REQUIRE_TRT_RTX
+
+    if importlib.util.find_spec("tensorrt_rtx") is None:
+        if REQUIRE_TRT_RTX:
+            pytest.fail("tensorrt_rtx is not installed but DEPLOYLENS_REQUIRE_TRT_RTX=1")
+        pytest.skip("tensorrt-rtx-cu12 is not installed (pip install -e .[trt])")
+    cache = tmp_path_factory.mktemp("measured-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("DEPLOYLENS_CACHE_DIR", str(cache))
+    patch.setattr(measure, "QUICK_OPS", SMALL)
+    try:
+        data = measure.load_measured(quick=True)
+        again = measure.load_measured(quick=True)
+    finally:
+        patch.undo()
+    assert data["cached"] is False and again["cached"] is True
+    assert again["trt"]["cells"] == data["trt"]["cells"]
+    return data, cache
+
+
+def test_cells_say_what_the_real_libraries_did(measured: tuple[dict[str, Any], Path]) -> None:
+    data, _ = measured
+    trt, ort = data["trt"]["cells"], data["ort"]["cells"]
+    assert data["trt"]["product"] == "TensorRT-RTX"
+    assert trt["ai.onnx::Relu::14::float"]["state"] == "builds"
+    assert ort["ai.onnx::Relu::14::float"]["state"] == "runs"
+    refused = trt["ai.onnx::Squeeze::13::uint16"]  # a type TensorRT cannot hold
+    assert refused["state"] == "parse-fails"
+    assert refused["code"] and refused["message"]
+    assert ort["ai.onnx::Squeeze::13::uint16"]["state"] == "runs"
+    harness = {"io-type", "needs-profile", "needs-gpu"}  # what a one-node probe cannot answer
+    assert {c["state"] for c in trt.values()} <= {"builds", "parse-fails", "build-fails"} | harness
+    io = [c for c in trt.values() if c["state"] == "io-type"]  # a type only inside a network
+    assert io and all("datatype" in c["message"] for c in io)
+    squeeze_axes = data["trt"]["runtime"]["ai.onnx::Squeeze::13::float"]  # axes at run time
+    assert squeeze_axes["state"] == "parse-fails"
+    assert trt["ai.onnx::Squeeze::13::float"]["state"] == "builds"  # axes as a constant
+    assert {c["state"] for c in ort.values()} <= {"runs", "loads", "run-fails", "session-fails"}
+    assert set(trt) == set(ort) == set(data["seeds"])
+    ops = {Cell.from_key(k).op for k in trt}
+    assert ops == set(SMALL)
+
+
+def _two_node_model(path: Path, dtype: int) -> Path:
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Squeeze", ["r", "axes"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", dtype, [1, 4])],
+        [helper.make_tensor_value_info("y", dtype, [4])],
+        [helper.make_tensor("axes", TensorProto.INT64, [1], [0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=10)
+    onnx.save(model, path)
+    return path
+
+
+def test_a_model_verdict_from_the_cells_matches_a_real_parse(
+    measured: tuple[dict[str, Any], Path], rtx: Any, tmp_path: Path
+) -> None:
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
+
+    data, _ = measured
+    adapter = TensorRTAdapter(rtx)
+    for dtype in (TensorProto.FLOAT, TensorProto.INT8, TensorProto.INT64):
+        path = _two_node_model(tmp_path / f"m{dtype}.onnx", dtype)
+        guess = measure.predict(onnx.load(path), data, "trt-build")
+        real = adapter.try_model(path.read_bytes())
+        assert guess["ok"] is (real["state"] == "builds"), (dtype, guess, real)
+        assert guess["nodes"] == 2
+    # uint16: a type TensorRT cannot hold; Squeeze's measured cell says so before any parse
+    path = _two_node_model(tmp_path / "u16.onnx", TensorProto.UINT16)
+    guess = measure.predict(onnx.load(path), data, "trt-build")
+    assert guess["ok"] is False
+    assert [n["cell"] for n in guess["blocked"]] == ["ai.onnx::Squeeze::13::uint16"]
+    assert adapter.try_model(path.read_bytes())["state"] == "parse-fails"
+
+
+def test_an_op_outside_the_probed_domains_is_unknown_not_fine(
+    measured: tuple[dict[str, Any], Path],
+) -> None:
+    data, _ = measured
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Mine", ["r"], ["y"], domain="my.ops"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("my.ops", 1)],
+        ir_version=10,
+    )
+    for level in ("trt-parse", "trt-build", "ort-run"):
+        guess = measure.predict(model, data, level)
+        assert guess["ok"] is None
+        assert [n["cell"] for n in guess["not_measured"]] == ["my.ops::Mine::0::none"]
+
+
+def test_the_cli_prints_the_measured_row(measured: tuple[dict[str, Any], Path]) -> None:
+    data, cache = measured
+    env = {**os.environ, "DEPLOYLENS_CACHE_DIR": str(cache)}
+    shown = subprocess.run(
+        [DEPLOYLENS, "support", "--op", "Squeeze", "--measured", "--quick"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "measured: TensorRT-RTX" in shown.stdout
+    assert "TensorRT-RTX [UNSUPPORTED_NODE]" in shown.stdout
+    row = subprocess.run(
+        [DEPLOYLENS, "support", "--op", "Squeeze", "--measured", "--quick", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    parsed = json.loads(row.stdout)
+    cells = {(c["since"], c["dtype"]): c for c in parsed["cells"]}
+    key = "ai.onnx::Squeeze::13::uint16"
+    assert cells[(13, "uint16")]["tensorrt_rtx"] == data["trt"]["cells"][key]
+    summary = subprocess.run(
+        [DEPLOYLENS, "support", "--measured", "--quick", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    figures = json.loads(summary.stdout)
+    assert figures["cached"] is True
+    assert sum(figures["tensorrt_rtx"].values()) == len(data["trt"]["cells"])
+    unknown = subprocess.run(
+        [DEPLOYLENS, "support", "--op", "NoSuchOp", "--measured", "--quick"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert unknown.returncode == 1 and "no cells" in unknown.stdout
+
+
+def test_a_probe_that_kills_the_worker_is_isolated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """STAND-IN: the worker's death is simulated (``MeasureRequest.run`` raises the client's
+    CRASHED failure whenever the deadly cell is in the batch); the halving is the real code."""
+    from deploylens.core.support.request import MeasureRequest
+    from deploylens.core.worker.client import CRASHED, JobFailure
+
+    deadly = "ai.onnx::Relu::14::float"
+    batches: list[list[str]] = []
+
+    def run(self: MeasureRequest, python: Any = None, progress: Any = None) -> dict[str, Any]:
+        batches.append(list(self.keys))
+        if deadly in self.keys:
+            raise JobFailure(CRASHED, "the worker crashed (signal 11)")
+        cells = {k: {"state": "builds"} for k in self.keys}
+        return {"unprobed": {}, "seeds": {}, "trt": {"cells": cells}, "ort": {"cells": dict(cells)}}
+
+    monkeypatch.setattr(MeasureRequest, "run", run)
+    keys = [f"ai.onnx::Relu::14::{t}" for t in ("double", "float", "float16", "int8", "int32")]
+    found = measure._run(keys, [], None, None)
+    assert found["trt"]["cells"][deadly]["state"] == "crashed"
+    assert "signal 11" in found["trt"]["cells"][deadly]["message"]
+    assert {k for k, c in found["trt"]["cells"].items() if c["state"] == "builds"} == set(keys) - {
+        deadly
+    }
+    assert len(batches) <= 2 * len(keys)
