@@ -43,6 +43,8 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.support.request:TensorRTOpsRequest", "TensorRT-RTX operators"),
         Job("support.measure", f"{_CORE}.trt.cells:measure_job",
             f"{_CORE}.support.request:MeasureRequest", "measured op support"),
+        Job("support.measured", f"{_CORE}.support.measure:measured_job",
+            f"{_CORE}.support.request:MeasuredRequest", "measured op support (cache)"),
         Job("support.sample_aten", f"{_CORE}.support.torch_ops:sample_aten_job",
             f"{_CORE}.support.request:SampleAtenRequest", "support: the sample's aten ops"),
         Job("export.run", f"{_CORE}.export.run:export_job",

@@ -125,6 +125,24 @@ def load_measured(
     return data
 
 
+def measured_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``{"path", "cached"}``: the full measurement's cache file, else the quick one's; with
+    ``only_cached`` and neither there, ``path`` is empty. Measuring runs the probes in a worker
+    of this worker's own (a crash there is isolated as in the CLI; cancelling this job ends
+    it, a worker ending with its parent)."""
+    from deploylens.core.support.request import MeasuredRequest
+
+    request = MeasuredRequest.from_params(params)
+    if not request.refresh:
+        for quick in (False, True) if not request.quick else (True,):
+            if cache_path(quick).exists():
+                return {"path": str(cache_path(quick)), "cached": True}
+    if request.only_cached:
+        return {"path": "", "cached": False}
+    load_measured(request.quick, request.refresh, progress=ctx.progress)
+    return {"path": str(cache_path(request.quick)), "cached": False}
+
+
 def state_counts(data: dict[str, Any], lib: str) -> Counter[str]:
     return Counter(cell["state"] for cell in data[lib]["cells"].values())
 

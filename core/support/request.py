@@ -42,3 +42,13 @@ class MeasureRequest(Request):
 
     keys: list[str] = field(default_factory=list)  # cell keys: ai.onnx::Relu::14::float
     ops: list[str] = field(default_factory=list)  # or every cell of these ops
+
+
+@dataclass
+class MeasuredRequest(Request):
+    """The measured matrix's cache file for the panel: only an existing one (the panel opens
+    fast), or measured now in a worker of its own (minutes, with progress and cancel)."""
+
+    only_cached: bool = True
+    quick: bool = False
+    refresh: bool = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
@@ -33,6 +35,7 @@ from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.queries import span_text
 from deploylens.core.support.request import (
     CollectRequest,
+    MeasuredRequest,
     TensorRTOpsRequest,
     TensorRTProbeRequest,
 )
@@ -76,6 +79,14 @@ class OpSupportPanel(QWidget):
         self.blockers_only = QCheckBox("only blockers")
         self.target = QComboBox()
         self.show_on_graph = QPushButton("Show support on graph")
+        self.measure_button = QPushButton("Measure support here …")
+        self.measure_button.setToolTip(
+            "Probe every op × opset × input type on the installed TensorRT-RTX (parse + "
+            "ahead-of-time build) and ONNX Runtime CPU: a few minutes on 2 cores, in the "
+            "worker, cached per library version (deploylens support --measured)"
+        )
+        self.measured_note = "measured matrix: looking for one measured here …"
+        self.measured_data: dict[str, Any] | None = None
         self.table = QTableView()
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
@@ -101,6 +112,7 @@ class OpSupportPanel(QWidget):
             QLabel("target"),
             self.target,
             self.show_on_graph,
+            self.measure_button,
         ):
             filters.addWidget(widget)
         tabs = QTabWidget()
@@ -120,6 +132,7 @@ class OpSupportPanel(QWidget):
         self.blockers_only.toggled.connect(self.apply_filters)
         self.target.currentTextChanged.connect(lambda _: self.analyze())
         self.show_on_graph.clicked.connect(self.emit_overlay)
+        self.measure_button.clicked.connect(lambda: self.load_measured(only_cached=False))
         self.table.clicked.connect(self._on_row)
 
     def showEvent(self, event: Any) -> None:
@@ -198,6 +211,58 @@ class OpSupportPanel(QWidget):
         self.sig_ready.emit(self.matrix)
         if self.model_path:
             self.set_model(self.model_path, self.document_proto)
+        self.load_measured(only_cached=True)
+
+    # -- the measured matrix -------------------------------------------------------------------
+    def load_measured(self, only_cached: bool) -> None:
+        """Show a measurement made here before (fast), or measure now (minutes, in a worker,
+        with progress and cancel in the jobs list)."""
+        request = MeasuredRequest(only_cached=only_cached, refresh=self.measured_data is not None)
+        title = "Measured op support (cache)" if only_cached else "Measuring op support"
+        if not only_cached:
+            self.measure_button.setEnabled(False)
+            self.measured_note = "measured matrix: probing in the worker (minutes) …"
+            self._show_status()
+        job = self.jobs.submit_request(request, title)
+        job.sig_finished.connect(self._on_measured)
+        job.sig_failed.connect(self._on_measure_failed)
+
+    def _on_measured(self, answer: dict[str, Any]) -> None:
+        self.measure_button.setEnabled(True)
+        if not answer["path"]:
+            self.measured_note = (
+                "measured matrix: not measured on this machine yet (Measure support here …)"
+            )
+            self._show_status()
+            return
+        path = answer["path"]
+        task = BackgroundTask(lambda: json.loads(Path(path).read_text()), self)
+        task.sig_done.connect(self.set_measured)
+        task.sig_failed.connect(lambda exc, tb: self._on_measure_failed(exc))
+        self.tasks.append(task)
+        task.start()
+
+    def set_measured(self, data: dict[str, Any]) -> None:
+        self.measured_data = data
+        self.measure_button.setText("Measure again …")
+        trt = data["trt"]
+        self.measured_note = (
+            f"measured here ({data['versions']['probes']} probe set, "
+            f"{len(trt['cells'])} probes): {trt.get('product', 'TensorRT-RTX')} "
+            f"{trt.get('version', '(not installed)')} and ONNX Runtime "
+            f"{data['ort'].get('version', '(not installed)')} CPU; the TRT table columns are "
+            "from documentation"
+        )
+        if self.table_model is not None:
+            self.table_model.set_measured(data)
+            column = self.table_model.measured_column
+            set_widths(self.table, {column: 84, column + 1: 84})
+        self._show_status()
+
+    def _on_measure_failed(self, failure: Any) -> None:
+        self.measure_button.setEnabled(True)
+        self.measured_note = f"measured matrix: {getattr(failure, 'message', failure)}"
+        self._show_status()
 
     def _show_status(self) -> None:
         assert self.matrix is not None
@@ -208,7 +273,7 @@ class OpSupportPanel(QWidget):
             f"{versions.get('onnxruntime')} ({', '.join(self.matrix.ort_providers)}); TensorRT "
             f"tables {table_versions()[0]}–{table_versions()[-1]} (newer versions fall back to "
             f"{table_versions()[-1]} with a warning); live TensorRT: "
-            f"{trt or 'not installed'}; {self.live_note}"
+            f"{trt or 'not installed'}; {self.live_note} {self.measured_note}"
         )
 
     def _on_live_ops(self, answer: dict[str, Any]) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
 from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.measure import LEVELS
 from deploylens.core.support.onnx_spec import ABSENT, CHANGED, DEPRECATED, INTRODUCED, UNCHANGED
 from deploylens.core.support.tensorrt_table import lookup, table_versions, tensorrt_tables
 
@@ -20,6 +21,8 @@ STATE_COLORS = {
 }
 STATE_MARKS = {INTRODUCED: "+", CHANGED: "Δ", UNCHANGED: "", ABSENT: "", DEPRECATED: "×"}
 YES_COLOR, NO_COLOR = QColor("#c8e6c9"), QColor("#ffcdd2")
+PARTIAL_COLOR = QColor("#ffe0b2")  # some of the op's input types, not all
+MAX_TOOLTIP_TYPES = 24
 Index = QModelIndex | QPersistentModelIndex
 
 
@@ -38,6 +41,7 @@ class SupportTableModel(QAbstractTableModel):
         self.at_opset = self.max_opset
         self.live: dict[str, bool] | None = None  # the installed parser's importers, by op
         self.live_label = ""
+        self.measured: MeasuredCells | None = None  # the probes' answers, once loaded
         self._layout()
 
     def _layout(self) -> None:
@@ -48,18 +52,27 @@ class SupportTableModel(QAbstractTableModel):
             *[f"ORT {p.removesuffix('ExecutionProvider')}" for p in self.providers],
             *[f"TRT {v}" for v in self.trt_versions],
             *([self.live_label] if self.live is not None else []),
+            *(["RTX measured", "ORT measured"] if self.measured is not None else []),
             "In model",
         ]
         self.first_opset_column = 2
         self.first_ort_column = 2 + self.max_opset
         self.first_trt_column = self.first_ort_column + len(self.providers)
         self.live_column = self.first_trt_column + len(self.trt_versions)
+        self.measured_column = self.live_column + (1 if self.live is not None else 0)
         self.model_column = len(self.headers) - 1
 
     def set_live(self, label: str, ops: dict[str, bool]) -> None:
         """A column from the installed parser (e.g. "TensorRT-RTX 1.7 (live)")."""
         self.beginResetModel()
         self.live, self.live_label = ops, label
+        self._layout()
+        self.endResetModel()
+
+    def set_measured(self, data: dict[str, Any]) -> None:
+        """Two columns measured on this machine (``deploylens support --measured``)."""
+        self.beginResetModel()
+        self.measured = MeasuredCells(data)
         self._layout()
         self.endResetModel()
 
@@ -96,8 +109,14 @@ class SupportTableModel(QAbstractTableModel):
                     "the installed parser, asked live: does it have an importer for the op? "
                     "(a custom-domain op needs a plugin; an importer may still need one)"
                 )
+            if self.measured is not None and section in self._measured_columns():
+                lib = "trt" if section == self.measured_column else "ort"
+                return self.measured.header(lib)
             if self.first_trt_column <= section < self.model_column:
-                return "TensorRT ONNX parser (onnx-tensorrt operators.md)"
+                return (
+                    "from documentation, not measured: TensorRT's ONNX parser as "
+                    "onnx-tensorrt's operators.md tables it"
+                )
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -124,6 +143,11 @@ class SupportTableModel(QAbstractTableModel):
                 + (" (another domain: needs a plugin)" if domain != "ai.onnx" else "")
             )
             return self._verdict_cell(ok, why, role)
+        if self.measured is not None and column in self._measured_columns():
+            lib = "trt" if column == self.measured_column else "ort"
+            history = self.matrix.history(domain, op)
+            resolved = history.resolve(self.at_opset) if history else None
+            return self.measured.cell(lib, domain, op, resolved.since if resolved else 0, role)
         if column < self.model_column:
             version = self.trt_versions[column - self.first_trt_column]
             row = (
@@ -136,6 +160,9 @@ class SupportTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return str(count) if count else ""
         return None
+
+    def _measured_columns(self) -> tuple[int, ...]:
+        return (self.measured_column, self.measured_column + 1)
 
     def _opset_cell(self, domain: str, op: str, opset: int, role: int) -> Any:
         history = self.matrix.history(domain, op)
@@ -167,3 +194,74 @@ class SupportTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return int(Qt.AlignmentFlag.AlignCenter)
         return None
+
+
+class MeasuredCells:
+    """The measured matrix as table cells: for an op's schema version at the panel's opset,
+    how many of its input types the library took, coloured by all / some / none, and on hover
+    each type's state with the library's own words."""
+
+    LEVEL: ClassVar[dict[str, str]] = {
+        "trt": "trt-build",
+        "ort": "ort-run",
+    }  # the questions of core's predictions
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.by_version: dict[str, dict[str, dict[str, dict[str, str]]]] = {"trt": {}, "ort": {}}
+        for lib in ("trt", "ort"):
+            for key, cell in data[lib]["cells"].items():
+                prefix, dtype = key.rsplit("::", 1)
+                self.by_version[lib].setdefault(prefix, {})[dtype] = cell
+
+    def header(self, lib: str) -> str:
+        versions = self.data["versions"]
+        if lib == "trt":
+            said = self.data["trt"]
+            return (
+                f"measured on this machine: {said.get('product', 'TensorRT-RTX')} "
+                f"{said.get('version', '(not installed)')} parsed each probe and built it ahead "
+                f"of time for {versions['target']} ({versions['probes']} probe set)"
+            )
+        return (
+            f"measured on this machine: ONNX Runtime {self.data['ort'].get('version', '?')} "
+            f"CPU made a session and ran each probe ({versions['probes']} probe set)"
+        )
+
+    def cell(self, lib: str, domain: str, op: str, since: int, role: int) -> Any:
+        cells = self.by_version[lib].get(f"{domain}::{op}::{since}", {})
+        fine, unanswered = LEVELS[self.LEVEL[lib]]
+        ok = [t for t, c in cells.items() if c["state"] in fine]
+        judged = [t for t, c in cells.items() if c["state"] not in unanswered]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{len(ok)}/{len(judged)}" if judged else "—"
+        if role == Qt.ItemDataRole.BackgroundRole and judged:
+            if len(ok) == len(judged):
+                return YES_COLOR
+            return NO_COLOR if not ok else PARTIAL_COLOR
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(Qt.AlignmentFlag.AlignCenter)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(lib, domain, op, since, cells)
+        return None
+
+    def _tooltip(
+        self, lib: str, domain: str, op: str, since: int, cells: dict[str, dict[str, str]]
+    ) -> str:
+        name = "TensorRT-RTX" if lib == "trt" else "ONNX Runtime CPU"
+        if not cells:
+            missing = {
+                k.rsplit("::", 1)[1]: why
+                for k, why in self.data["unprobed"].items()
+                if k.startswith(f"{domain}::{op}::{since}::")
+            }
+            reason = "; ".join(f"{t}: {w}" for t, w in list(missing.items())[:3])
+            return f"{op}-{since}: not probed" + (f" ({reason})" if reason else "")
+        lines = [f"{op}-{since} measured on {name}, per input type:"]
+        for dtype, cell in list(cells.items())[:MAX_TOOLTIP_TYPES]:
+            said = f" — {cell['message'][:140]}" if cell.get("message") else ""
+            lines.append(f"  {dtype}: {cell['state']}{said}")
+        if len(cells) > MAX_TOOLTIP_TYPES:
+            lines.append(f"  … {len(cells) - MAX_TOOLTIP_TYPES} more (deploylens support --op "
+                         f"{op} --measured)")  # fmt: skip
+        return "\n".join(lines)

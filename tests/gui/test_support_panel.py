@@ -128,3 +128,51 @@ def test_the_live_tensorrt_rtx_parser_is_a_column_and_the_default_target(
     row = rows.index(("custom_domain", "customOp2"))
     assert model.data(model.index(row, model.model_column)) == "1"
     assert model.data(model.index(row, model.live_column)) == "✗"
+
+
+def test_measured_columns_show_what_the_libraries_did(
+    qtbot, make_window, rtx, tmp_path: Path, monkeypatch
+) -> None:
+    """The measured matrix in the table: none on a fresh machine (said so, with the button),
+    then one measured by the real worker on TensorRT-RTX and ONNX Runtime (two ops, so the
+    test stays short) shows as two columns whose hover gives each type's state and the
+    library's own message; the documented TensorRT columns say they are documentation."""
+    from deploylens.core.support import measure
+
+    monkeypatch.setenv("DEPLOYLENS_CACHE_DIR", str(tmp_path))
+    window = make_window()
+    panel = window.support_panel
+    with qtbot.waitSignal(panel.sig_ready, timeout=120_000):
+        window.docks["Op support"].raise_()
+        window.docks["Op support"].show()
+    qtbot.waitUntil(
+        lambda: "not measured on this machine yet" in panel.status.text(), timeout=JOB_TIMEOUT_MS
+    )
+    assert panel.measure_button.isEnabled()
+    monkeypatch.setattr(measure, "QUICK_OPS", ("Relu", "Squeeze"))
+    measure.load_measured(quick=True)  # the real probes, in a real worker
+    panel.load_measured(only_cached=True)
+    qtbot.waitUntil(lambda: panel.measured_data is not None, timeout=JOB_TIMEOUT_MS)
+    model = panel.table_model
+    column = model.measured_column
+    assert model.headerData(column, Qt.Orientation.Horizontal) == "RTX measured"
+    assert model.headerData(column + 1, Qt.Orientation.Horizontal) == "ORT measured"
+    tip = model.headerData(column, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("measured on this machine: TensorRT-RTX 1.")
+    documented = model.headerData(
+        model.first_trt_column, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole
+    )
+    assert documented.startswith("from documentation, not measured")
+    row = model.rows.index(("ai.onnx", "Squeeze"))
+    shown = model.data(model.index(row, column))
+    took, judged = (int(n) for n in shown.split("/"))
+    assert 0 < took < judged  # some types build, TensorRT cannot hold others
+    assert model.data(model.index(row, column), Qt.ItemDataRole.BackgroundRole).name() == "#ffe0b2"
+    hover = model.data(model.index(row, column), Qt.ItemDataRole.ToolTipRole)
+    assert "measured on TensorRT-RTX" in hover and "float: builds" in hover
+    assert "uint16: parse-fails — " in hover  # the parser's own words follow
+    conv = model.rows.index(("ai.onnx", "Conv"))  # not in this measurement's sample
+    assert model.data(model.index(conv, column)) == "—"
+    assert "not probed" in model.data(model.index(conv, column), Qt.ItemDataRole.ToolTipRole)
+    assert "measured here (quick probe set" in panel.status.text()
+    assert panel.measure_button.text() == "Measure again …"
