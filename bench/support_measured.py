@@ -243,6 +243,8 @@ def main() -> int:
                 row = found[name]
                 rate = row["agreement"]
                 verdict = "—" if rate is None else ("PASS" if rate >= target else "FAIL")
+                if args.quick or args.limit:  # the target is judged on every model, fully probed
+                    verdict = "(not judged: a sample)"
                 shown = "—" if rate is None else f"{rate:.1%}"
                 print(f"  {name:10s} agree {row.get('agree', 0):5d}  disagree "
                       f"{row.get('disagree', 0):4d}  no prediction {row.get('no prediction', 0):5d}"
