@@ -19,7 +19,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         help="ort-cpu, ort-cuda, ort-<Provider>, trt-<version> (onnx-tensorrt's table), trt-live "
-        "(the installed TensorRT's parser) or trt-rtx (the installed TensorRT-RTX's parser); "
+        "(the installed TensorRT's parser), trt-rtx (the installed TensorRT-RTX's parser), "
+        "trt-rtx-measured or ort-cpu-measured (predicted from the measured cells, no parse); "
         "repeatable. Default: ort-cpu and trt-rtx where TensorRT-RTX is installed (the live "
         "parser wins over the table), else trt-10.1",
     )
@@ -54,8 +55,8 @@ def cmd_support(args: argparse.Namespace) -> int:
 
     if not (args.model or args.op or args.aten or args.sample or args.measured):
         raise UserError("Give a MODEL, --op NAME, --aten aten::name, --sample NAME or --measured.")
-    if args.quick and not args.measured:
-        raise UserError("--quick is for --measured (the probe sample).")
+    if args.quick and not (args.measured or set(args.target) & set(MEASURED_TARGETS)):
+        raise UserError("--quick is for --measured and the measured targets (the probe sample).")
     if args.measured and not (args.model or args.aten or args.sample):
         return _measured(args)
     model = None
@@ -94,6 +95,17 @@ def cmd_support(args: argparse.Namespace) -> int:
             output[key] = live
             texts.append(live_text(target, live))
             status = max(status, 0 if live["supported"] else 1)
+        for target, level in MEASURED_TARGETS.items():
+            if target not in wanted:
+                continue
+            wanted = [t for t in wanted if t != target]
+            from deploylens.core.support import measure
+
+            data = measure.load_measured(args.quick, False, args.python)
+            guess = measure.verdict(model, data, level)
+            output.setdefault("measured", {})[target] = guess
+            texts.append(measure.verdict_text(target, guess))
+            status = max(status, 0 if guess["ok"] else 1)
         if wanted:
             targets = [parse_target(t) for t in wanted]
             reports = analyze(model, matrix, targets)
@@ -125,6 +137,10 @@ def _measured(args: argparse.Namespace) -> int:
     print(json.dumps(summary, indent=2) if args.json else measure.summary_text(data))
     return 0
 
+
+# Targets predicted from the measured cells (deploylens support --measured), without a parse:
+# what a model would do on the installed TensorRT-RTX's builder or ONNX Runtime CPU.
+MEASURED_TARGETS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
 
 LIVE_TARGETS = (
     ("trt-live", "tensorrt", "tensorrt_live"),

@@ -36,3 +36,39 @@ def live_report(target: str, result: dict[str, Any], model_opset: int) -> Target
         model_opset=model_opset,
         notes=[f"answered by the installed parser ({result.get('api', '')})"],
     )
+
+
+def measured_report(target: str, found: dict[str, Any], model_opset: int) -> TargetReport:
+    """A prediction from the measured cells (``measure.verdict``) as a ``TargetReport``: one
+    blocker per failing node with the library's own words; a node with no measured cell is a
+    blocker too ("not measured"), so an inconclusive prediction is never shown as OK."""
+    blockers = [
+        Blocker(
+            op=node["cell"].split("::")[1],
+            count=1,
+            nodes=[node["node"]],
+            reason=f"{node['state']} in its measured cell {node['cell']}: {node['message']}"[:400],
+        )
+        for node in found["blocked"]
+    ] + [
+        Blocker(
+            op=node["cell"].split("::")[1],
+            count=1,
+            nodes=[node["node"]],
+            reason=f"not measured ({node['cell']}"
+            + (f": {node['message']}" if node["message"] else "")
+            + "): ask the live parser",
+        )
+        for node in found["not_measured"]
+    ]
+    notes = [f"predicted from the {found['source']}, without a parse"]
+    if found["ok"] is None:
+        notes.append(f"inconclusive: {len(found['not_measured'])} node(s) have no measured cell")
+    return TargetReport(
+        target=f"{target} (predicted from measured cells)",
+        ok=bool(found["ok"]),
+        blockers=blockers,
+        opset_range=None,
+        model_opset=model_opset,
+        notes=notes,
+    )

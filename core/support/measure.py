@@ -26,7 +26,7 @@ from typing import Any
 from deploylens.core.files import atomic_write_text
 from deploylens.core.support.collect import _version, cache_dir
 
-MEASURED_SCHEMA = 3  # bump when a cell's meaning changes
+MEASURED_SCHEMA = 5  # bump when a cell's meaning changes
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
 TRT_OK = ("builds",)
 ORT_OK = ("runs", "loads")
@@ -274,7 +274,7 @@ def model_cells(model: Any) -> list[NodeCell]:
             first = types.get(node.input[0]) if node.input and node.input[0] else None
             dtype = first[len("tensor(") : -1] if first else ("none" if not node.input else "?")
             if node.op_type in PAIRED and not domain:
-                dtype += ">" + _cast_target(node, types)
+                dtype += ">" + _second_type(node, types)
             formals = schema.inputs
             primary = formals[0].type_str if formals else ""
             runtime = any(
@@ -288,17 +288,29 @@ def model_cells(model: Any) -> list[NodeCell]:
     return cells
 
 
-def _cast_target(node: Any, types: dict[str, str]) -> str:
-    """The type a Cast (``to``) or CastLike (its second input) casts to, or ``?``."""
+def _second_type(node: Any, types: dict[str, str]) -> str:
+    """The second type a ``PAIRED`` op's verdict depends on (Cast's ``to``, CastLike's donor,
+    Pow's exponent, QuantizeLinear's zero point — uint8 or ``output_dtype`` without one), or
+    ``?``."""
     from onnx import TensorProto
 
+    from deploylens.core.support.probes import PAIRED
+
+    attributes = {a.name: a for a in node.attribute}
     if node.op_type == "Cast":
-        for attribute in node.attribute:
-            if attribute.name == "to":
-                return str(TensorProto.DataType.Name(attribute.i)).lower()
-        return "?"
-    donor = types.get(node.input[1]) if len(node.input) > 1 else None
-    return donor[len("tensor(") : -1] if donor else "?"
+        return (
+            str(TensorProto.DataType.Name(attributes["to"].i)).lower()
+            if "to" in attributes
+            else "?"
+        )
+    where = PAIRED[node.op_type]
+    assert where is not None
+    given = node.input[where] if where < len(node.input) else ""
+    if not given and node.op_type == "QuantizeLinear":
+        chosen = attributes["output_dtype"].i if "output_dtype" in attributes else 0
+        return str(TensorProto.DataType.Name(chosen)).lower() if chosen else "uint8"
+    found = types.get(given) if given else None
+    return found[len("tensor(") : -1] if found else "?"
 
 
 # For each question: the states that answer yes, and those that leave it unanswered (the
@@ -332,3 +344,38 @@ def predict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
     blocked = [n for n in nodes if n["state"] not in fine and n not in unknown]
     ok = False if blocked else (None if unknown else True)
     return {"ok": ok, "blocked": blocked, "not_measured": unknown, "nodes": len(nodes)}
+
+
+def verdict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
+    """``predict`` with the source it came from named (the library, its version and the probe
+    set), for ``deploylens support MODEL --target trt-rtx-measured|ort-cpu-measured``."""
+    lib = level.split("-")[0]
+    said = data[lib]
+    product = said.get("product", "TensorRT-RTX") if lib == "trt" else "ONNX Runtime CPU"
+    found = predict(model, data, level)
+    found["source"] = (
+        f"measured cells: {product} {said.get('version', '(not installed)')}, "
+        f"{data['versions']['probes']} probe set"
+    )
+    return found
+
+
+def verdict_text(target: str, found: dict[str, Any]) -> str:
+    """OK / BLOCKED / INCONCLUSIVE (a node with no measured cell: never passed as fine)."""
+    if found["ok"]:
+        head = f"OK: every node's measured cell passes ({found['nodes']} nodes)"
+    elif found["ok"] is False:
+        head = f"BLOCKED: {len(found['blocked'])} node(s) whose measured cell fails"
+    else:
+        head = (
+            f"INCONCLUSIVE: {len(found['not_measured'])} node(s) have no measured cell; "
+            "ask the live parser (--target trt-rtx) or run the model"
+        )
+    lines = [f"{target} (predicted from the {found['source']}): {head}"]
+    for node in found["blocked"][:20]:
+        said = f" — {node['message'][:140]}" if node["message"] else ""
+        lines.append(f"  {node['node']} ({node['cell']}): {node['state']}{said}")
+    for node in found["not_measured"][:10]:
+        why = f" — {node['message'][:100]}" if node["message"] else ""
+        lines.append(f"  not measured: {node['node']} ({node['cell']}){why}")
+    return "\n".join(lines)

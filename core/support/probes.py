@@ -29,7 +29,11 @@ DOMAINS = ("", "ai.onnx.ml")  # what TensorRT's parser and ONNX Runtime's CPU pr
 PROBE_IR = 10  # ONNX Runtime 1.31 reads at most IR 13; onnx 1.23 writes 14 by default
 ML_DEFAULT_OPSET = 17  # the default-domain opset an ai.onnx.ml probe also imports
 PLAIN_NUMPY = tuple(np.dtype(c).type for c in "?bBhHiIlLqQefdgFD")  # what ORT's Python API takes
-PAIRED = ("Cast", "CastLike")  # ops whose cell is a (from, to) type pair
+# Ops whose verdict depends on a second type as much as on the first input's, and where that
+# type sits: Cast's ``to`` (None), else an input's index. TensorRT casts FLOAT16 to FLOAT but
+# not to FLOAT8E5M2, quantizes to INT8 but not to INT16, raises float to an int32 power but not
+# to a uint32 one.
+PAIRED: dict[str, int | None] = {"Cast": None, "CastLike": 1, "Pow": 1, "QuantizeLinear": 2}
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ def _probe(
     inputs: list[onnx.ValueInfoProto] = []
     initializers: list[onnx.TensorProto] = []
     feeds: dict[str, np.ndarray] = {}
-    constants: dict[str, np.ndarray] = {}  # the other inputs, given as initializers
+    constants: set[str] = set()  # the other inputs, given as initializers
     names: list[str] = []
     elem = _elem_type(dtype)
     variadic = bool(schema.inputs) and schema.inputs[-1].option == VARIADIC
@@ -191,11 +195,20 @@ def _probe(
                         feeds[name] = typed  # arrays ONNX Runtime's Python API takes
         elif to and schema.name == "CastLike":  # the type donor, of the pair's second type
             initializers.append(_filler(name, to))
+        elif to and i == PAIRED.get(schema.name):  # the input that carries the second type
+            retyped = _retyped(array, name, to)
+            if retyped is None:
+                return f"no {to} tensor can hold the case's input {i}"
+            initializers.append(retyped)
+            constants.add(name)  # a model may give it at run time too (a zero point)
         else:
             initializers.append(numpy_helper.from_array(array, name))
-            constants[name] = array
+            constants.add(name)
     while names and not names[-1]:
         names.pop()
+    where = PAIRED.get(schema.name)
+    if to and where is not None and (where >= len(names) or not names[where]):
+        return f"the case gives no input {where} to carry {to}"
     unknown = [a for a in attributes if a not in schema.attributes]
     if unknown:
         return f"attribute {unknown[0]} is not in opset {schema.since_version}"
@@ -229,19 +242,21 @@ def _probe(
     return model, feeds, _at_run_time(model, constants)
 
 
-def _at_run_time(model: onnx.ModelProto, constants: dict[str, np.ndarray]) -> bytes:
+def _at_run_time(model: onnx.ModelProto, constants: set[str]) -> bytes:
     """The same probe with its constant inputs (axes, shape, scales …) as graph inputs — what a
     model that computes them at run time gives the parser; ``b""`` when the op has none."""
     if not constants:
         return b""
     runtime = onnx.ModelProto()
     runtime.CopyFrom(model)
+    moved = [t for t in runtime.graph.initializer if t.name in constants]
     kept = [t for t in runtime.graph.initializer if t.name not in constants]
     del runtime.graph.initializer[:]
     runtime.graph.initializer.extend(kept)
-    for name, array in constants.items():
-        elem = helper.np_dtype_to_tensor_dtype(array.dtype)
-        runtime.graph.input.append(helper.make_tensor_value_info(name, elem, list(array.shape)))
+    for tensor in moved:
+        runtime.graph.input.append(
+            helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+        )
     serialized: bytes = runtime.SerializeToString()
     return serialized
 
@@ -263,14 +278,42 @@ def schemas(ops: set[str] | None = None) -> list[defs.OpSchema]:
 
 
 def cells_of(schema: defs.OpSchema) -> list[Cell]:
-    """One cell per type of the op's first input; a cast's cells pair it with the target type
-    (its verdict depends on both: TensorRT casts FLOAT16 to FLOAT but not to FLOAT8E5M2)."""
+    """One cell per type of the op's first input; a ``PAIRED`` op's cells pair it with the
+    second type its verdict depends on."""
     primary = schema.inputs[0].type_str if schema.inputs else ""
     types = _tensor_types(schema, primary) if primary else ["none"]
     if schema.name in PAIRED and schema.domain == "":
-        targets = _tensor_types(schema, schema.outputs[0].type_str)
-        types = [f"{a}>{b}" for a in types for b in targets]
+        where = PAIRED[schema.name]
+        second = (
+            schema.outputs[0].type_str
+            if where is None
+            else schema.inputs[where].type_str
+            if where < len(schema.inputs)
+            else ""
+        )
+        if second and second != primary:
+            targets = _tensor_types(schema, second)
+            types = [f"{a}>{b}" for a in types for b in targets]
     return [Cell(schema.domain, schema.name, schema.since_version, t) for t in types]
+
+
+def _retyped(array: np.ndarray, name: str, dtype: str) -> onnx.TensorProto | None:
+    """The case's constant as a ``dtype`` tensor (float8 and 4-bit types through
+    ``make_tensor``, which packs them); None where the values cannot be that type."""
+    elem = _elem_type(dtype)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if elem == TensorProto.STRING:
+                text: Any = [str(v).encode() for v in array.ravel()]
+                return helper.make_tensor(name, elem, list(array.shape), text)
+            np_type = helper.tensor_dtype_to_np_dtype(elem)
+            if np.dtype(np_type).type in PLAIN_NUMPY:
+                return numpy_helper.from_array(array.astype(np_type), name)
+            values = array.astype(np.float64).ravel().tolist()
+            return helper.make_tensor(name, elem, list(array.shape), values)
+    except Exception:
+        return None
 
 
 def _filler(name: str, dtype: str) -> onnx.TensorProto:

@@ -29,9 +29,10 @@ from PySide6.QtWidgets import (
 from deploylens.core.model.domains import domain_name
 from deploylens.core.model.loading import read_model
 from deploylens.core.support.analysis import TargetReport, analyze, collect_ops, parse_target
-from deploylens.core.support.live import live_report
+from deploylens.core.support.live import live_report, measured_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
+from deploylens.core.support.measure import verdict
 from deploylens.core.support.queries import span_text
 from deploylens.core.support.request import (
     CollectRequest,
@@ -48,6 +49,8 @@ from deploylens.gui.support.table_model import SupportTableModel
 
 ALL_DOMAINS = "(all domains)"
 LIVE_TARGET = "trt-rtx (live)"  # the installed TensorRT-RTX parser, asked about the open model
+# predicted from the cells measured here, without a parse (deploylens support --target …)
+MEASURED_TARGETS = {"trt-rtx (measured)": "trt-build", "ort-cpu (measured)": "ort-run"}
 
 
 class OpSupportPanel(QWidget):
@@ -253,6 +256,10 @@ class OpSupportPanel(QWidget):
             f"{data['ort'].get('version', '(not installed)')} CPU; the TRT table columns are "
             "from documentation"
         )
+        listed = {self.target.itemText(i) for i in range(self.target.count())}
+        for label in MEASURED_TARGETS:
+            if label not in listed:
+                self.target.addItem(label)
         if self.table_model is not None:
             self.table_model.set_measured(data)
             column = self.table_model.measured_column
@@ -350,11 +357,31 @@ class OpSupportPanel(QWidget):
         if self.target.currentText() == LIVE_TARGET:
             self._analyze_live()
             return
+        if self.target.currentText() in MEASURED_TARGETS:
+            self._analyze_measured(self.target.currentText())
+            return
         model, matrix, uses = self.model_proto, self.matrix, self.model_ops
         target = parse_target(self.target.currentText())
         # ~0.13 s for a 10k-node model: off the UI thread
         task = BackgroundTask(lambda: analyze(model, matrix, [target], uses), self)
         task.sig_done.connect(lambda reports: self._on_reports(target.label, reports))
+        task.sig_failed.connect(lambda exc, tb: self.sig_message.emit(f"Analysis failed: {exc}"))
+        self.tasks.append(task)
+        task.start()
+
+    def _analyze_measured(self, label: str) -> None:
+        """The open model judged by the measured cells, off the UI thread (no parse)."""
+        model, data = self.model_proto, self.measured_data
+        assert data is not None  # the target is listed only once a measurement loaded
+        level = MEASURED_TARGETS[label]
+        opsets = {domain_name(o.domain): o.version for o in model.opset_import}
+
+        def work() -> list[TargetReport]:
+            found = verdict(model, data, level)
+            return [measured_report(label, found, opsets.get("ai.onnx", 0))]
+
+        task = BackgroundTask(work, self)
+        task.sig_done.connect(lambda reports: self._on_reports(label, reports))
         task.sig_failed.connect(lambda exc, tb: self.sig_message.emit(f"Analysis failed: {exc}"))
         self.tasks.append(task)
         task.start()
@@ -392,9 +419,9 @@ class OpSupportPanel(QWidget):
         self.findings.clear()
         for report in self.reports:
             span = span_text(report)
-            top = QTreeWidgetItem(
-                [report.target, ("OK — " if report.ok else "BLOCKED — ") + span, ""]
-            )
+            unknown = any(n.startswith("inconclusive") for n in report.notes)
+            head = "OK — " if report.ok else ("INCONCLUSIVE — " if unknown else "BLOCKED — ")
+            top = QTreeWidgetItem([report.target, head + span, ""])
             self.findings.addTopLevelItem(top)
             for blocker in report.blockers:
                 item = QTreeWidgetItem(

@@ -56,6 +56,12 @@ def test_a_cast_cell_is_a_type_pair() -> None:
     (to,) = [a.i for a in model.graph.node[0].attribute if a.name == "to"]
     assert to == TensorProto.FLOAT8E5M2
     assert model.graph.output[0].type.tensor_type.elem_type == TensorProto.FLOAT8E5M2
+    # QuantizeLinear's verdict hangs on its zero point's type as much: a pair too
+    quantize = generate({"QuantizeLinear"}).by_key()["ai.onnx::QuantizeLinear::21::float>int16"]
+    model = onnx.load_from_string(quantize.model)
+    (zero_point,) = [t for t in model.graph.initializer if t.name == model.graph.node[0].input[2]]
+    assert zero_point.data_type == TensorProto.INT16
+    assert model.graph.output[0].type.tensor_type.elem_type == TensorProto.INT16
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +231,32 @@ def test_a_probe_that_kills_the_worker_is_isolated(monkeypatch: pytest.MonkeyPat
         deadly
     }
     assert len(batches) <= 2 * len(keys)
+
+
+def test_a_measured_target_judges_a_model_without_a_parse(
+    measured: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """``--target trt-rtx-measured``: the verdict from the cells, its source named; a node with
+    no measured cell makes it inconclusive (exit 1), never OK."""
+    _, cache = measured
+    env = {**os.environ, "DEPLOYLENS_CACHE_DIR": str(cache)}
+
+    def support(path: Path, target: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [DEPLOYLENS, "support", str(path), "--target", target, "--quick"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+
+    fine = support(_two_node_model(tmp_path / "f.onnx", TensorProto.FLOAT), "trt-rtx-measured")
+    assert fine.returncode == 0, fine.stdout + fine.stderr
+    assert "predicted from the measured cells: TensorRT-RTX 1." in fine.stdout
+    assert "OK: every node's measured cell passes (2 nodes)" in fine.stdout
+    blocked = support(_two_node_model(tmp_path / "u.onnx", TensorProto.UINT16), "trt-rtx-measured")
+    assert blocked.returncode == 1
+    assert (
+        "BLOCKED" in blocked.stdout
+        and "ai.onnx::Squeeze::13::uint16): parse-fails" in blocked.stdout
+    )
+    runs = support(_two_node_model(tmp_path / "u2.onnx", TensorProto.UINT16), "ort-cpu-measured")
+    assert "ONNX Runtime CPU" in runs.stdout  # Relu has no uint16 schema: no cell, inconclusive
+    assert runs.returncode == 1 and "INCONCLUSIVE" in runs.stdout

@@ -176,3 +176,20 @@ def test_measured_columns_show_what_the_libraries_did(
     assert "not probed" in model.data(model.index(conv, column), Qt.ItemDataRole.ToolTipRole)
     assert "measured here (quick probe set" in panel.status.text()
     assert panel.measure_button.text() == "Measure again …"
+    # the open model judged by the cells, without a parse: uint16 is no TensorRT type
+    from onnx import TensorProto
+
+    from tests.core.test_support_measured import _two_node_model
+
+    (tmp_path / "models").mkdir()
+    path = _two_node_model(tmp_path / "models" / "u16.onnx", TensorProto.UINT16)
+    with qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS):
+        window.open_path(path)
+    with qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS):
+        panel.target.setCurrentText("trt-rtx (measured)")
+    top = panel.findings.topLevelItem(0)
+    assert "predicted from measured cells" in top.text(0) and top.text(1).startswith("BLOCKED")
+    reasons = [top.child(i).text(1) for i in range(top.childCount())]
+    assert any(
+        "parse-fails in its measured cell ai.onnx::Squeeze::13::uint16" in r for r in reasons
+    )
