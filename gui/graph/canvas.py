@@ -35,15 +35,19 @@ from deploylens.core.graph.scene import (
 )
 from deploylens.core.model.summary_text import shape_text
 from deploylens.gui.graph import palette, raster
+from deploylens.gui.graph.labels import (
+    LABEL_SLACK_PX,
+    MAX_FONT_PT,
+    MIN_FONT_PT,
+    SHAPES_FROM_SCALE,
+    fit_lines,
+    paint_edge_shapes,
+)
 
 MIN_SCALE, MAX_SCALE = 0.002, 8.0
 LABEL_MIN_PX = 12.0  # boxes narrower than this on screen get no text
-LABEL_SLACK_PX = 10.0  # a label may overhang its box by this much rather than vanish
-MIN_FONT_PT, MAX_FONT_PT = 7.0, 9.0  # labels never shrink below readable
 DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
 STRAIGHT_EDGES_BELOW = 0.35  # scale under which edges are drawn as straight segments
-SHAPES_FROM_SCALE = 0.55  # tensor shapes on edges from this zoom in (Netron shows them)
-SHAPES_MAX_EDGES = 1500  # … while this few edges are in view
 STRIP_HEIGHT = 6.0  # a collapsed group's op-type composition strip (scene units)
 
 
@@ -282,11 +286,11 @@ class GraphCanvas(QWidget):
         self._paint_marks(painter, scale)
         painter.resetTransform()
         labelled = self._paint_labels(painter, np.flatnonzero(visible), transform, scale)
-        shapes = (
-            self._paint_edge_shapes(painter, view, transform, scale)
-            if near or scale >= SHAPES_FROM_SCALE
-            else 0
-        )
+        shapes = 0
+        if near or scale >= SHAPES_FROM_SCALE:
+            shapes = paint_edge_shapes(
+                painter, self.scene, self.model, self.font_small, view, transform, scale
+            )
         self.last_paint_stats = {
             "boxes": int(visible.sum()), "edges": edges, "labels": labelled, "shapes": shapes,
         }  # fmt: skip
@@ -479,72 +483,11 @@ class GraphCanvas(QWidget):
                 r, g, b = self.fills[box].tolist()
             dark = 0.299 * r + 0.587 * g + 0.114 * b < 120
             painter.setPen(QColor("white" if dark else palette.TEXT))
-            text = self._fit_lines(lines, metrics, rect.width())
+            text = fit_lines(lines, metrics, rect.width())
             if not text:
                 continue
             room = rect.adjusted(-LABEL_SLACK_PX / 2, 0, LABEL_SLACK_PX / 2, 0)
             painter.drawText(room, int(flags), text)
-            drawn += 1
-        return drawn
-
-    @staticmethod
-    def _fit_lines(lines: list[str], metrics: QFontMetrics, width: float) -> str:
-        """Each line whole if it fits (with a little overhang), else elided in the middle while
-        that keeps three characters; lines that cannot are dropped (the first one: no label)."""
-        kept = []
-        for index, line in enumerate(lines):
-            if metrics.horizontalAdvance(line) <= width + LABEL_SLACK_PX:
-                kept.append(line)
-                continue
-            elided = metrics.elidedText(line, Qt.TextElideMode.ElideMiddle, int(width + 4))
-            if len(elided.replace("…", "")) >= 3:
-                kept.append(elided)
-            elif index == 0:
-                return ""
-        return "\n".join(kept)
-
-    def _paint_edge_shapes(
-        self, painter: QPainter, view: QRectF, transform: QTransform, scale: float
-    ) -> int:
-        """Tensor shapes beside the edges, near their heads (from the model's value info and the
-        worker's shape inference)."""
-        scene, model = self.scene, self.model
-        assert scene is not None and model is not None
-        if not len(scene.edge_tensor) or scale < SHAPES_FROM_SCALE:
-            return 0
-        e = scene.edge_rect
-        shown = np.flatnonzero(
-            (e[:, 2] >= view.left()) & (e[:, 0] <= view.right())
-            & (e[:, 3] >= view.top()) & (e[:, 1] <= view.bottom())
-        )  # fmt: skip
-        if not shown.size or shown.size > SHAPES_MAX_EDGES:
-            return 0
-        font = QFont(self.font_small)
-        font.setPointSizeF(MIN_FONT_PT)
-        painter.setFont(font)
-        painter.setPen(QColor(palette.EDGE_TEXT))
-        ir = model.ir
-        offsets, points = scene.edge_offsets, scene.edge_points
-        drawn = 0
-        seen: set[tuple[int, int]] = set()
-        for edge in shown.tolist():
-            key = (int(scene.edge_src_box[edge]), int(scene.edge_tensor[edge]))
-            if key in seen:  # one tensor to many consumers: said once, at its source
-                continue
-            seen.add(key)
-            typed = ir.value_types.get(ir.strings[int(scene.edge_tensor[edge])])
-            if not typed or typed[1] is None:
-                continue
-            run = points[offsets[edge] : offsets[edge + 1]]
-            (x1, y1), (x2, y2) = run[0], run[1] if len(run) > 1 else run[0]
-            step = min(18.0 / max(scale, 1e-6), float(np.hypot(x2 - x1, y2 - y1)) * 0.5)
-            length = float(np.hypot(x2 - x1, y2 - y1)) or 1.0
-            at = transform.map(
-                QPointF(x1 + (x2 - x1) * step / length, y1 + (y2 - y1) * step / length)
-            )
-            painter.drawText(
-                at + QPointF(5, 4), shape_text(typed[1]).strip("[]").replace(", ", "×")
-            )
             drawn += 1
         return drawn
 
