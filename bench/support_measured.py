@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +68,7 @@ def ort_reality(path: Path) -> tuple[bool, str]:
     from onnx import TensorProto, numpy_helper
 
     from deploylens.core.support.probes import PLAIN_NUMPY
+    from deploylens.core.trt.cells import run_once
 
     options = ort.SessionOptions()
     options.log_severity_level = 4
@@ -83,29 +82,11 @@ def ort_reality(path: Path) -> tuple[bool, str]:
             feeds[given.name] = numpy_helper.to_array(tensor)
         if any(f.dtype.type not in PLAIN_NUMPY and f.dtype != object for f in feeds.values()):
             return True, ""
-        if any(f.dtype == object for f in feeds.values()):
-            session.run(None, feeds)
-        else:
-            values = {n: ort.OrtValue.ortvalue_from_numpy(f) for n, f in feeds.items()}
-            session.run_with_ort_values([o.name for o in session.get_outputs()], values)
+        run_once(ort, session, feeds)
     except Exception as exc:
         text = str(exc).strip()
         return False, text.splitlines()[0][:160] if text else repr(exc)
     return True, ""
-
-
-@contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """The ONNX parser prints each type it cannot hold on the process's stderr (C++), once per
-    model: 1,678 lines of it would bury the table."""
-    saved = os.dup(2)
-    with open(os.devnull, "w") as null:
-        os.dup2(null.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def agreement(data: dict[str, Any], limit: int | None) -> dict[str, Any]:
@@ -113,7 +94,7 @@ def agreement(data: dict[str, Any], limit: int | None) -> dict[str, Any]:
 
     from deploylens.core.model.loading import read_model
     from deploylens.core.support.measure import TARGET_CC, predict
-    from deploylens.core.trt.cells import classify
+    from deploylens.core.trt.cells import classify, quiet_stderr
     from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
 
     adapter = TensorRTAdapter(tensorrt_rtx)

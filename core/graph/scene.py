@@ -318,6 +318,21 @@ class GraphScene:
             x0, y0, x1, _ = rects[box]
             return (x0 + x1) / 2, y0
 
+        def step_to(
+            points: list[tuple[float, float]],
+            step: tuple[float, float],
+            frame: int,
+            inner: int,
+            entering: bool,
+        ) -> None:
+            """To ``step``, round ``frame``'s own nodes where the straight way crosses one
+            (out of a frame on the way up, into one on the way down)."""
+            if crosses(points[-1], step, rects, {inner}, children.get(frame, NONE)):
+                detour = around(points[-1], step, rects[frame], GROUP_PAD, RANK_GAP, entering)
+                points.extend(detour[1:])
+            else:
+                points.append(step)
+
         polylines: list[np.ndarray] = []
         for a, b in pairs.tolist():
             route = routes.get((a, b))
@@ -330,26 +345,17 @@ class GraphScene:
             meet = up[k] if k < len(up) else -1
             m = down.index(meet) if meet >= 0 else len(down)
             exits, entries = up[:k], down[:m]  # a … the item below the meeting level
+
             points: list[tuple[float, float]] = [bottom(exits[0])]
-            for inner, frame in itertools.pairwise(exits):  # out of each frame, round its nodes
-                step = bottom(frame)
-                if crosses(points[-1], step, rects, {inner}, children.get(frame, NONE)):
-                    points.extend(around(points[-1], step, rects[frame], GROUP_PAD,
-                                         RANK_GAP, entering=False)[1:])  # fmt: skip
-                else:
-                    points.append(step)
+            for inner, frame in itertools.pairwise(exits):
+                step_to(points, bottom(frame), frame, inner, entering=False)
             via = routes.get((exits[-1], entries[-1]))
             if via is not None:
                 points.extend(map(tuple, via.tolist()))
             inward = list(reversed(entries))
             points.append(top(inward[0]))
-            for frame, inner in itertools.pairwise(inward):  # into each frame, round its nodes
-                step = top(inner)
-                if crosses(points[-1], step, rects, {inner}, children.get(frame, NONE)):
-                    points.extend(around(points[-1], step, rects[frame], GROUP_PAD,
-                                         RANK_GAP, entering=True)[1:])  # fmt: skip
-                else:
-                    points.append(step)
+            for frame, inner in itertools.pairwise(inward):
+                step_to(points, top(inner), frame, inner, entering=True)
             polylines.append(np.array(points, dtype=float))
         return (
             pairs[:, 0].astype(np.int32),

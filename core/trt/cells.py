@@ -21,16 +21,21 @@ def _ort_cell(probe: Any, ort: Any, options: Any) -> dict[str, str]:
     names = [i.name for i in session.get_inputs()]
     if any(n not in probe.feeds for n in names):
         return {"state": "loads", "message": "no numpy array of this type to run it with"}
-    feeds = {n: probe.feeds[n] for n in names}
-    try:  # outputs stay OrtValues: a bfloat16 or float8 result has no numpy type to become
-        if any(f.dtype == object for f in feeds.values()):  # strings: only run() takes them
-            session.run(None, feeds)
-        else:
-            values = {n: ort.OrtValue.ortvalue_from_numpy(f) for n, f in feeds.items()}
-            session.run_with_ort_values([o.name for o in session.get_outputs()], values)
+    try:
+        run_once(ort, session, {n: probe.feeds[n] for n in names})
     except Exception as exc:
         return {"state": "run-fails", "message": _first_line(exc)}
     return {"state": "runs", "message": ""}
+
+
+def run_once(ort: Any, session: Any, feeds: dict[str, Any]) -> None:
+    """One run whose outputs stay OrtValues (a bfloat16 or float8 result has no numpy type to
+    become); strings go through ``run``, the only call that takes them."""
+    if any(f.dtype == object for f in feeds.values()):
+        session.run(None, feeds)
+    else:
+        values = {n: ort.OrtValue.ortvalue_from_numpy(f) for n, f in feeds.items()}
+        session.run_with_ort_values([o.name for o in session.get_outputs()], values)
 
 
 def _first_line(exc: Exception) -> str:

@@ -64,34 +64,7 @@ def check(
     if fam == RTX:
         problems.extend(_check_rtx(settings))
     elif fam == "11":
-        if settings.precisions:
-            problems.append(
-                Problem(
-                    "precisions",
-                    f"TensorRT 11 has no precision flags "
-                    f"({', '.join(settings.precisions)}): networks are strongly "
-                    "typed, precision comes from the model.",
-                    migrate,
-                )
-            )
-        for name in ("precision_constraints", "layer_precisions", "layer_output_types"):
-            if getattr(settings, name):
-                problems.append(
-                    Problem(
-                        name,
-                        f"TensorRT 11 removed {name.replace('_', ' ')}: "
-                        "set types in the model instead.",
-                        migrate,
-                    )
-                )
-        if settings.calibration is not None:
-            problems.append(
-                Problem(
-                    "calibration",
-                    "TensorRT 11 removed the INT8 calibrator: calibrate offline into a Q/DQ model.",
-                    migrate,
-                )
-            )
+        problems.extend(_strongly_typed(settings, "TensorRT 11", migrate))
     else:
         precisions = settings.precisions or []
         unknown = [p for p in precisions if p not in PRECISIONS]
@@ -164,45 +137,46 @@ def _check_plugins(plugins: list[str]) -> list[Problem]:
     return problems
 
 
-_RTX_TYPES = (
-    "TensorRT-RTX networks are strongly typed: precision comes from the model's types and "
-    "Q/DQ nodes"
-)
+_TYPED = "networks are strongly typed: precision comes from the model's types and Q/DQ nodes"
 _RTX_TYPES_FIX = (
     "calibrate into a Q/DQ model (deploylens calibrate) for INT8, or convert the model to FP16, "
     "then build it as it is"
 )
 
 
-def _check_rtx(settings: BuildSettings) -> list[Problem]:
-    """What TensorRT-RTX lacks (its ``BuilderFlag`` has no FP16/INT8/BF16, no calibrator, no
-    per-layer precision, no DLA; timing-cache calls are no-ops since 1.2) and its targets."""
-    s, problems = settings, []
+def _strongly_typed(s: BuildSettings, product: str, fix: str) -> list[Problem]:
+    """The settings a strongly typed builder (TensorRT 11, TensorRT-RTX) has no place for:
+    precision flags, per-layer precisions and output types, the INT8 calibrator."""
+    problems = []
     if s.precisions:
         problems.append(
             Problem(
                 "precisions",
-                f"TensorRT-RTX has no precision flags ({', '.join(s.precisions)}): {_RTX_TYPES}.",
-                _RTX_TYPES_FIX,
+                f"{product} has no precision flags ({', '.join(s.precisions)}): {_TYPED}.",
+                fix,
             )
         )
     for name in ("precision_constraints", "layer_precisions", "layer_output_types"):
         if getattr(s, name):
             problems.append(
-                Problem(
-                    name,
-                    f"TensorRT-RTX has no {name.replace('_', ' ')}: {_RTX_TYPES}.",
-                    _RTX_TYPES_FIX,
-                )
+                Problem(name, f"{product} has no {name.replace('_', ' ')}: {_TYPED}.", fix)
             )
     if s.calibration is not None:
         problems.append(
             Problem(
                 "calibration",
-                "TensorRT-RTX has no INT8 calibrator: calibrate offline into a Q/DQ model.",
-                _RTX_TYPES_FIX,
+                f"{product} has no INT8 calibrator: calibrate offline into a Q/DQ model.",
+                fix,
             )
         )
+    return problems
+
+
+def _check_rtx(settings: BuildSettings) -> list[Problem]:
+    """What TensorRT-RTX lacks (its ``BuilderFlag`` has no FP16/INT8/BF16, no calibrator, no
+    per-layer precision, no DLA; timing-cache calls are no-ops since 1.2) and its targets."""
+    s = settings
+    problems = _strongly_typed(s, "TensorRT-RTX", _RTX_TYPES_FIX)
     if s.timing_cache:
         problems.append(
             Problem(
