@@ -136,12 +136,20 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
     idle, small = m["idle_percent"], m["small_kernel_percent"]
     launch_share = m["launch_ns"] / max(m["kernel_ns"], 1)
     if m["kernels"] and idle >= 30 and small >= 50:
-        advice = (
-            "Replay the compute as a CUDA graph, or raise the batch so each kernel does more."
-            if mode != "cudagraph"
-            else "The capture already replays a CUDA graph: raise the batch so each kernel does "
-            "more work per launch."
-        )
+        if mode in ("cudagraph", "graph-pipelined"):
+            advice = (
+                "The capture already replays a CUDA graph: raise the batch so each kernel does "
+                "more work per launch."
+            )
+        elif mode == "pipelined":
+            advice = (
+                "Replay the compute as CUDA graphs with the copies still pipelined (--mode "
+                "graph-pipelined): between launches the GPU has nothing to hide the copies under."
+            )
+        else:
+            advice = (
+                "Replay the compute as a CUDA graph, or raise the batch so each kernel does more."
+            )
         findings.append(
             Finding(
                 "launch-bound",
@@ -179,7 +187,7 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
         advice = "Send less data (a smaller input dtype, preprocessing on the GPU) or overlap "
         advice += (
             "the copies with compute"
-            if mode != "pipelined"
+            if mode not in ("pipelined", "graph-pipelined")
             else "more compute per byte (the capture already pipelines copies with compute)"
         )
         findings.append(

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 Backend = Literal["ort", "torch", "trt"]
 BACKENDS: tuple[str, ...] = ("ort", "torch", "trt")
-Mode = Literal["serial", "pipelined", "cudagraph"]
-MODES: tuple[str, ...] = ("serial", "pipelined", "cudagraph")
+Mode = Literal["serial", "pipelined", "cudagraph", "graph-pipelined"]
+MODES: tuple[str, ...] = ("serial", "pipelined", "cudagraph", "graph-pipelined")
 Host = Literal["pinned", "pageable"]
 Executor = Literal["auto", "worker", "ray"]
 EXECUTORS = ("auto", "worker", "ray")
@@ -71,7 +71,8 @@ class ProfileRequest(Request):
             choices=MODES,
             default="serial",
             help="GPU: serial (H2D → compute → D2H per batch), pipelined (copy streams, the "
-            "next batch's H2D before this batch's compute) or cudagraph (compute replayed)",
+            "next batch's H2D before this batch's compute), cudagraph (compute replayed) or "
+            "graph-pipelined (both: graphs replayed while the copies run on their own streams)",
         )
         group.add_argument("--batch", type=int, default=1)
         group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")

@@ -271,11 +271,15 @@ def hints(
             "they cannot overlap compute — allocate pinned buffers (pin_memory / cudaHostAlloc)."
         )
     hidden = ovl.get("hidden_percent")
-    if hidden is not None and hidden < 10 and capture.get("mode") == "pipelined":
+    if (
+        hidden is not None
+        and hidden < 10
+        and capture.get("mode") in ("pipelined", "graph-pipelined")
+    ):
         found.append(
             f"Only {hidden:.0f}% of copy time is hidden behind kernels although the capture "
             "pipelined the copies on their own streams: each batch's compute is too short to "
-            "cover its copies (see the diagnosis)."
+            "cover its copies, or leaves the GPU idle between launches (see the diagnosis)."
         )
     elif hidden is not None and hidden < 10 and len(streams) > 1:
         found.append(

@@ -140,7 +140,8 @@ def plot_png(rows: list[SweepPoint], path: Path, title: str) -> None:
             y = height - margin - tick * (height - margin - 40) / 4
             draw.text((x - 15, height - margin + 6), f"{x_max * tick / 4:.0f}", fill="gray")
             draw.text((8, y - 6), f"{y_max * tick / 4:.2f}", fill="gray")
-        colours = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728"}
+        colours = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728",
+                   "graph-pipelined": "#9467bd"}  # fmt: skip
         for row, x_value, y_value in zip(ran, xs, ys, strict=True):
             x = margin + x_value / x_max * (width - margin - 20)
             y = height - margin - y_value / y_max * (height - margin - 40)

@@ -37,7 +37,8 @@ from deploylens.core.trace.request import (
 )
 from deploylens.gui.common.choices import word
 
-MODE_COLOURS = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728"}
+MODE_COLOURS = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728",
+                "graph-pipelined": "#9467bd"}  # fmt: skip
 
 
 def _spin(value: int, low: int = 1, high: int = 100_000) -> QSpinBox:

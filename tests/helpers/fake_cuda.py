@@ -75,7 +75,7 @@ class RecordingCuda:
     def graph(self, fn: Callable[[Any], Any], x: Buffer, out: Buffer, stream: str) -> str:
         self.graphs += 1
         self.ops.append(Op("capture", stream, args={"input": x.name, "output": out.name}))
-        return "graph"
+        return f"graph {x.name}->{out.name}"
 
     def replay(self, graph: str, stream: str) -> None:
         self._run("replay", stream, {"graph": graph})
