@@ -71,7 +71,7 @@ gpu-wheels: install
 gpu-check:
 	$(GPU_PY) -m pip install -q --no-index --find-links build/gpu-wheels $(GPU_WHEELS)
 	$(GPU_PY) -m pip install -q --no-deps --no-build-isolation -e .
-	$(GPU_PY) bench/gpu_check.py --out $${OUT:-out/gpu-check}
+	$(GPU_PY) bench/gpu_check.py --out $${OUT:-out/gpu-check} --work /tmp/deploylens-gpu-check
 
 gpu-check-dry: install
 	$(BIN)/python bench/gpu_check.py --dry-run
