@@ -11,17 +11,14 @@ epoch-based ``ts`` in µs would round to ~0.25 µs)."""
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 import msgspec
 import numpy as np
 
-from deploylens.core.errors import UserError
-from deploylens.core.trace.json_stream import iter_chunks
 from deploylens.core.trace.model import (
     KIND,
     TIME_LIMIT_NS,
@@ -153,7 +150,7 @@ _LOOSE = msgspec.json.Decoder(list[_LooseEvent])
 _NO_ARGS = _Args()
 
 
-def _decode(data: bytes) -> list[Any]:
+def decode_events(data: bytes) -> list[Any]:
     """Typed events; ``ValueError`` for bytes that are not JSON (the chunker tries another
     split), ``BadTraceValue`` for JSON whose values no trace holds."""
     try:
@@ -323,7 +320,92 @@ def _ns_text(value: str) -> int:
     return result
 
 
-class _Import:
+@dataclass
+class Chunk:
+    """One chunk's events as columns, with chunk-local ids for names, lanes and details (built
+    where the chunk was decoded: here, or in a worker process of the parallel import); merged
+    in file order, the global ids come out as a sequential import assigns them."""
+
+    columns: dict[str, np.ndarray]  # start, dur, kind, corr, nbytes; local lane/name/detail ids
+    names: list[str]
+    lane_keys: list[tuple[Any, ...]]
+    details: list[Any]  # local id → detail key; 0 is None
+    process_names: dict[Any, str] = field(default_factory=dict)
+    thread_names: dict[tuple[Any, Any], str] = field(default_factory=dict)
+    categories: set[str] = field(default_factory=set)
+    unknown: dict[str, int] = field(default_factory=dict)
+
+
+def chunk_columns(events: list[Any]) -> Chunk:
+    """Typed events → a ``Chunk`` (list comprehensions: no per-event Python function call)."""
+    chunk = Chunk({}, [], [], [None])
+    kinds = set(map(type, events))  # at C speed: most chunks hold no metadata event
+    for e in [e for e in events if type(e) is _Metadata] if _Metadata in kinds else ():
+        if e.args is not None and e.args.name is not None:
+            if e.name == "process_name":
+                chunk.process_names[e.pid] = e.args.name
+            elif e.name == "thread_name":
+                chunk.thread_names[(e.pid, e.tid)] = e.args.name
+    xs = events if kinds == {_Complete} else [e for e in events if type(e) is _Complete]
+    if not xs:
+        return chunk
+    chunk.categories = {e.cat for e in xs}
+    classes = {category: _classify(category) for category in chunk.categories}
+    kind_of = [classes[e.cat] for e in xs]
+    strange = {c for c in chunk.categories if classes[c][0] == OTHER} - QUIET_CATEGORIES
+    for category in strange:
+        chunk.unknown[category] = sum(1 for e in xs if e.cat == category)
+    if any(c[0] == ORT for c in classes.values()):
+        xs, kind_of = _ort_nodes(xs, kind_of)
+    args = [e.args or _NO_ARGS for e in xs]
+    names, lanes, details = Interner(), Interner(), Interner({None: 0})
+    chunk.columns = {
+        "start": ns_from_us([bytes(e.ts) for e in xs]),
+        "dur": ns_from_float_us(np.array([e.dur for e in xs], np.float64)),
+        "lane": np.array(
+            [
+                lanes[(c[1], a.device, a.stream, e.pid, e.tid)]
+                for e, a, c in zip(xs, args, kind_of, strict=True)
+            ],
+            np.int32,
+        ),
+        "kind": np.array([c[0] for c in kind_of], np.int8),
+        "name": np.array([names[e.name] for e in xs], np.int32),
+        "corr": _int64s(
+            [-1 if a.correlation is None else a.correlation for a in args], "correlation"
+        ),
+        "nbytes": _int64s([a.bytes or 0 for a in args], "bytes"),
+        "detail": np.array(
+            [
+                0
+                if a.grid is None and a.op_name is None and a.detail is None
+                else details[(a.grid, a.block, a.op_name, a.provider, a.detail)]
+                for a in args
+            ],
+            np.int32,
+        ),
+    }
+    chunk.names, chunk.lane_keys, chunk.details = list(names), list(lanes), list(details)
+    return chunk
+
+
+def _ort_nodes(
+    xs: list[_Complete], kind_of: list[tuple[int, str]]
+) -> tuple[list[_Complete], list[tuple[int, str]]]:
+    """ORT's ``<node>_kernel_time`` events carry the node name; fences are its own
+    bookkeeping and are dropped."""
+    keep_x, keep_k = [], []
+    for e, k in zip(xs, kind_of, strict=True):
+        if k[0] == ORT:
+            if not e.name.endswith("_kernel_time"):
+                continue
+            e = msgspec.structs.replace(e, name=e.name[: -len("_kernel_time")])
+        keep_x.append(e)
+        keep_k.append(k)
+    return keep_x, keep_k
+
+
+class ChromeImport:
     """Columns of one file, chunk by chunk; lanes and names are resolved at the end, once every
     process/thread name (metadata events may come last) is known."""
 
@@ -332,78 +414,41 @@ class _Import:
         self.lane_keys = Interner()  # (class, a, b) → lane id
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
-        self.classes: dict[str, tuple[int, str]] = {}  # category → (kind id, lane class)
+        self.categories: set[str] = set()
         self.details = Interner({None: 0})  # (grid, block, op, provider, text) → id; 0: none
-        self.format = "chrome"
         self.unknown: dict[str, int] = {}  # categories this version does not know → events
 
     def add(self, events: list[Any]) -> None:
-        for e in [e for e in events if type(e) is _Metadata]:
-            if e.args is not None and e.args.name is not None:
-                if e.name == "process_name":
-                    self.process_names[e.pid] = e.args.name
-                elif e.name == "thread_name":
-                    self.thread_names[(e.pid, e.tid)] = e.args.name
-        xs = [e for e in events if type(e) is _Complete]
-        if not xs:
+        self.merge(chunk_columns(events))
+
+    def merge(self, chunk: Chunk) -> None:
+        """A chunk's local ids mapped to this file's (one lookup per distinct key)."""
+        self.process_names.update(chunk.process_names)
+        self.thread_names.update(chunk.thread_names)
+        self.categories |= chunk.categories
+        for category, count in chunk.unknown.items():
+            self.unknown[category] = self.unknown.get(category, 0) + count
+        if not chunk.columns:
             return
-        classes = self.classes
-        for category in {e.cat for e in xs} - classes.keys():
-            classes[category] = _classify(category)
-        kind_of = [classes[e.cat] for e in xs]
-        strange = {c for c in {e.cat for e in xs} if classes[c][0] == OTHER} - QUIET_CATEGORIES
-        for category in strange:
-            self.unknown[category] = self.unknown.get(category, 0) + sum(
-                1 for e in xs if e.cat == category
-            )
-        if any(c[0] == ORT for c in classes.values()):
-            xs, kind_of = self._ort_nodes(xs, kind_of)
-        if any(c[1].startswith("gpu") for c in classes.values()):
-            self.format = "kineto"
-        args = [e.args or _NO_ARGS for e in xs]
-        names, details, lanes = self.builder.names, self.details, self.lane_keys
+        names, lanes, details = self.builder.names, self.lane_keys, self.details
+        local = chunk.columns
         self.builder.add_columns(
-            start=ns_from_us([bytes(e.ts) for e in xs]),
-            dur=ns_from_float_us(np.array([e.dur for e in xs], np.float64)),
-            lane=np.array(
-                [
-                    lanes[(c[1], a.device, a.stream, e.pid, e.tid)]
-                    for e, a, c in zip(xs, args, kind_of, strict=True)
-                ],
-                np.int32,
-            ),
-            kind=np.array([c[0] for c in kind_of], np.int8),
-            name=np.array([names[e.name] for e in xs], np.int32),
-            corr=_int64s(
-                [-1 if a.correlation is None else a.correlation for a in args], "correlation"
-            ),
-            nbytes=_int64s([a.bytes or 0 for a in args], "bytes"),
-            detail=np.array(
-                [
-                    0
-                    if a.grid is None and a.op_name is None and a.detail is None
-                    else details[(a.grid, a.block, a.op_name, a.provider, a.detail)]
-                    for a in args
-                ],
-                np.int32,
-            ),
+            start=local["start"],
+            dur=local["dur"],
+            lane=np.array([lanes[k] for k in chunk.lane_keys], np.int32)[local["lane"]],
+            kind=local["kind"],
+            name=np.array([names[n] for n in chunk.names], np.int32)[local["name"]],
+            corr=local["corr"],
+            nbytes=local["nbytes"],
+            detail=np.array([details[k] for k in chunk.details], np.int32)[local["detail"]],
         )
 
-    def _ort_nodes(
-        self, xs: list[_Complete], kind_of: list[tuple[int, str]]
-    ) -> tuple[list[_Complete], list[tuple[int, str]]]:
-        """ORT's ``<node>_kernel_time`` events carry the node name; fences are its own
-        bookkeeping and are dropped."""
-        self.format = "onnxruntime"
-        keep_x, keep_k = [], []
-        for e, k in zip(xs, kind_of, strict=True):
-            if k[0] == ORT:
-                if not e.name.endswith("_kernel_time"):
-                    continue
-                e = msgspec.structs.replace(e, name=e.name[: -len("_kernel_time")])
-            keep_x.append(e)
-            keep_k.append(k)
-        return keep_x, keep_k
+    @property
+    def format(self) -> str:
+        classes = [_classify(c) for c in self.categories]
+        if any(c[1].startswith("gpu") for c in classes):
+            return "kineto"
+        return "onnxruntime" if any(c[0] == ORT for c in classes) else "chrome"
 
     def finish(self, path: Path) -> Trace:
         builder = self.builder
@@ -476,28 +521,3 @@ def _classify(category: str) -> tuple[int, str]:
     kind = CATEGORY.get(category.lower(), "other")
     where = "gpu" if category.lower() in GPU_CATEGORIES else "host"
     return KIND[kind], f"{where}_nvtx" if kind == "nvtx" else where
-
-
-def load_chrome(path: str | Path, progress: Callable[[int, str], None] | None = None) -> Trace:
-    """Any Chrome-trace-shaped file; ``progress(bytes_read, text)`` per chunk."""
-    path = Path(path)
-    state = _Import()
-    report = (lambda done: progress(done, f"{len(state.builder):,} events")) if progress else None
-    enabled = gc.isenabled()
-    gc.disable()  # millions of small acyclic objects: the cyclic collector only costs time here
-    try:
-        for events in iter_chunks(path, _decode, report):
-            state.add(events)
-        trace = state.finish(path)
-    except BadTraceValue as exc:
-        raise UserError(f"{path.name} is not a readable trace: {exc}.") from None
-    finally:
-        if enabled:
-            gc.enable()
-    if not len(trace.start):
-        raise UserError(
-            f'{path.name} holds no trace events (no complete "X" events): it is not a '
-            "Chrome/Kineto/ONNX Runtime trace (trtexec --exportOutput? metadata?), or an empty "
-            "capture."
-        )
-    return trace

@@ -10,6 +10,7 @@ caught by the decoder (the piece is not valid JSON) and the chunk grows to the n
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import re
 import zlib
@@ -41,17 +42,20 @@ def iter_chunks(
     decode: Callable[[bytes], list[Any]],
     progress: Callable[[int], None] | None = None,
     chunk: int = CHUNK,
+    source: IO[bytes] | None = None,
 ) -> Iterator[list[Any]]:
     """Decoded lists of events, chunk by chunk; ``decode`` raises ``ValueError`` on bad JSON.
-    ``progress(compressed_or_plain_bytes_read)`` is called per chunk.
+    ``progress(compressed_or_plain_bytes_read)`` is called per chunk. ``source``: read the
+    rest of an event list from there instead (``path`` then only names it in messages).
 
     The unread rest lives in one ``bytearray`` consumed from the front (O(1) in CPython) and
     extended at the back, and a piece is copied once, into ``[piece]``: every extra copy of a
     300 MB file costs ~0.1 s in fresh pages."""
     path = Path(path)
-    with open_binary(path) as handle:
+    with contextlib.nullcontext(source) if source is not None else open_binary(path) as handle:
         raw = getattr(handle, "fileobj", None) or handle  # gzip: report compressed position
-        buffer = bytearray(_find_array(handle, path))
+        # ``source``: the rest of the list, from an event's start (the parallel import's tail)
+        buffer = bytearray(b"" if source is not None else _find_array(handle, path))
         count = 0
         ended = False
         while True:

@@ -52,6 +52,6 @@ def _load(given: str | Path, progress: Any = None) -> Trace:
             return trtexec.load_profile_trace(path)
     except BadTraceValue as exc:
         raise UserError(f"{path.name} is not a readable trtexec export: {exc}.") from None
-    from deploylens.core.trace.chrome import load_chrome
+    from deploylens.core.trace.chrome_file import load_chrome
 
     return load_chrome(path, progress)

@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from deploylens.core.trace.capture import CaptureSettings, capture_ort
-from deploylens.core.trace.chrome import load_chrome
+from deploylens.core.trace.chrome_file import load_chrome
 from deploylens.core.trace.links import node_latency
 from deploylens.core.trace.ort_names import alias_of, ort_aliases, remap_latency
 

@@ -15,7 +15,7 @@ from deploylens.core.cli import main
 from deploylens.core.errors import UserError
 from deploylens.core.trace import stats
 from deploylens.core.trace.capture import CaptureSettings, capture_ort, capture_torch
-from deploylens.core.trace.chrome import load_chrome
+from deploylens.core.trace.chrome_file import load_chrome
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import COPY_KINDS, KIND, Lane, Trace, TraceBuilder
 from deploylens.core.trace.stats import kernel_table, overlap, trace_stats

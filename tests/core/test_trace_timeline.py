@@ -99,7 +99,7 @@ def test_chunked_import_across_chunk_boundaries_and_truncation(tmp_path: Path) -
     trace = make_trace(5_000)
     path = write_chrome(trace, tmp_path / "t.json")
     events = []
-    for chunk in json_stream.iter_chunks(path, chrome._decode, chunk=4096):
+    for chunk in json_stream.iter_chunks(path, chrome.decode_events, chunk=4096):
         events += chunk
     assert sum(type(e) is chrome._Complete for e in events) == 5_000
     text = path.read_bytes()

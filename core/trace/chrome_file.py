@@ -1,0 +1,55 @@
+"""Opening a Chrome-trace-shaped file: on every core when it is large (chrome_parallel), chunk by
+chunk in this process otherwise — the same trace either way (chrome's columns, merged in file
+order)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from pathlib import Path
+
+from deploylens.core.errors import UserError
+from deploylens.core.trace import chrome, chrome_parallel
+from deploylens.core.trace.json_stream import iter_chunks
+from deploylens.core.trace.model import BadTraceValue, Trace
+
+
+def _load(
+    path: Path,
+    state: chrome.ChromeImport,
+    progress: Callable[[int, str], None] | None,
+    report: Callable[[int], None] | None,
+) -> Trace:
+    """On every core for a large file (chrome_parallel), else chunk by chunk here."""
+    if chrome_parallel.worth_it(path):
+        if chrome_parallel.load_parallel(path, state, report, chrome_parallel.workers()):
+            return state.finish(path)
+        state = chrome.ChromeImport()  # a cut fell inside a string: the sequential reader decides
+        if progress is not None:
+            progress(0, "reading again in one process")
+    for events in iter_chunks(path, chrome.decode_events, report):
+        state.add(events)
+    return state.finish(path)
+
+
+def load_chrome(path: str | Path, progress: Callable[[int, str], None] | None = None) -> Trace:
+    """Any Chrome-trace-shaped file; ``progress(bytes_read, text)`` per chunk."""
+    path = Path(path)
+    state = chrome.ChromeImport()
+    report = (lambda done: progress(done, f"{len(state.builder):,} events")) if progress else None
+    enabled = gc.isenabled()
+    gc.disable()  # millions of small acyclic objects: the cyclic collector only costs time here
+    try:
+        trace = _load(path, state, progress, report)
+    except BadTraceValue as exc:
+        raise UserError(f"{path.name} is not a readable trace: {exc}.") from None
+    finally:
+        if enabled:
+            gc.enable()
+    if not len(trace.start):
+        raise UserError(
+            f'{path.name} holds no trace events (no complete "X" events): it is not a '
+            "Chrome/Kineto/ONNX Runtime trace (trtexec --exportOutput? metadata?), or an empty "
+            "capture."
+        )
+    return trace

@@ -1,0 +1,124 @@
+"""The Chrome-trace import on several processes (core/trace/chrome_parallel.py): the same trace a
+sequential import makes, ids included, plain and gzipped; a cut that falls inside a string reads
+the file again sequentially; a bad value in a worker is the same clear error; no worker outlives
+the import. Pieces are made small so a 1 MB file the test writes is cut ~100 times."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.errors import UserError
+from deploylens.core.trace import chrome, chrome_file, chrome_parallel
+from deploylens.core.trace.export import write_chrome
+from deploylens.core.trace.model import Trace
+from deploylens.core.trace.synthetic import make_trace
+
+COLUMNS = ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
+
+
+@pytest.fixture
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chrome_parallel, "PIECE", 8 << 10)
+    monkeypatch.setattr(chrome_parallel, "PARALLEL_FROM", 0)
+    monkeypatch.setenv(chrome_parallel.WORKERS_ENV, "2")
+
+
+def children() -> set[int]:
+    """This process's live children, from /proc (Linux)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found |= {int(pid) for pid in text.split()}
+    return {pid for pid in found if Path(f"/proc/{pid}").exists()}
+
+
+def sequential(path: Path, monkeypatch: pytest.MonkeyPatch) -> Trace:
+    with monkeypatch.context() as m:
+        m.setenv(chrome_parallel.WORKERS_ENV, "1")
+        return chrome_file.load_chrome(path)
+
+
+def same(a: Trace, b: Trace) -> None:
+    for key in COLUMNS:
+        assert np.array_equal(getattr(a, key), getattr(b, key)), key
+    assert a.names == b.names and a.lanes == b.lanes
+    assert a.meta == b.meta
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_pieces_on_two_workers_make_the_sequential_trace(
+    small_pieces: None, gzipped: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_chrome(make_trace(3000, lanes=6), tmp_path / "t.json")
+    if gzipped:
+        gz = tmp_path / "t.json.gz"
+        gz.write_bytes(gzip.compress(Path(path).read_bytes()))
+        path = gz
+    before = children()
+    assert chrome_parallel.worth_it(Path(path))
+    seen: list[int] = []
+    state = chrome.ChromeImport()
+    assert chrome_parallel.load_parallel(Path(path), state, seen.append, 2)
+    assert len(seen) > 20 and seen == sorted(seen)  # many pieces, progress in file order
+    same(state.finish(Path(path)), sequential(Path(path), monkeypatch))
+    same(chrome_file.load_chrome(path), sequential(Path(path), monkeypatch))
+    assert children() <= before  # every worker has ended
+
+
+def test_a_cut_inside_a_string_reads_the_file_again_in_one_process(
+    small_pieces: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names full of ``},{`` put most cuts inside strings: the parallel pass gives up, and the
+    answer is the sequential one."""
+    name = "weird},{" * 40
+    events = [
+        {"ph": "X", "cat": "kernel", "name": f"{name}{i % 7}", "pid": 0, "tid": 7,
+         "ts": 1000.0 + i, "dur": 0.5, "args": {"stream": 7, "device": 0}}
+        for i in range(2000)
+    ]  # fmt: skip
+    path = tmp_path / "weird.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert not chrome_parallel.load_parallel(path, chrome.ChromeImport(), None, 2)
+    messages: list[str] = []
+    trace = chrome_file.load_chrome(path, lambda done, text: messages.append(text))
+    assert "reading again in one process" in messages
+    assert len(trace.start) == 2000
+    same(trace, sequential(path, monkeypatch))
+
+
+def test_a_bad_value_in_a_worker_is_the_same_clear_error(
+    small_pieces: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": 10.0 + i,
+         "dur": 1e30 if i == 1500 else 1.0}
+        for i in range(3000)
+    ]  # fmt: skip
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    before = children()
+    with pytest.raises(UserError) as parallel:
+        chrome_file.load_chrome(path)
+    with pytest.raises(UserError) as alone:
+        sequential(path, monkeypatch)
+    assert str(parallel.value) == str(alone.value) and "corrupt" in str(parallel.value)
+    assert children() <= before
+
+
+def test_small_files_and_frozen_apps_stay_in_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_chrome(make_trace(100), tmp_path / "t.json")
+    assert not chrome_parallel.worth_it(Path(path))  # under PARALLEL_FROM
+    monkeypatch.setattr(chrome_parallel, "PARALLEL_FROM", 0)
+    monkeypatch.setenv(chrome_parallel.WORKERS_ENV, "1")
+    assert not chrome_parallel.worth_it(Path(path))
+    monkeypatch.delenv(chrome_parallel.WORKERS_ENV)
+    monkeypatch.setattr("sys.frozen", True, raising=False)
+    assert chrome_parallel.workers() == 1
