@@ -418,6 +418,10 @@ class ChromeImport:
         self.details = Interner({None: 0})  # (grid, block, op, provider, text) → id; 0: none
         self.unknown: dict[str, int] = {}  # categories this version does not know → events
 
+    def restart(self) -> None:
+        """Forget what was read (the parallel pass gave up: the file is read again)."""
+        self.__init__()  # type: ignore[misc]
+
     def add(self, events: list[Any]) -> None:
         self.merge(chunk_columns(events))
 
@@ -450,8 +454,12 @@ class ChromeImport:
             return "kineto"
         return "onnxruntime" if any(c[0] == ORT for c in classes) else "chrome"
 
-    def finish(self, path: Path) -> Trace:
-        builder = self.builder
+    def snapshot(self, path: Path) -> Trace:
+        """The trace of the events read so far; the import goes on untouched."""
+        return self.finish(path, self.builder.copy())
+
+    def finish(self, path: Path, builder: TraceBuilder | None = None) -> Trace:
+        builder = self.builder if builder is None else builder
         lanes: list[Lane] = []
         lane_map: dict[Lane, int] = {}
         for key in self.lane_keys:

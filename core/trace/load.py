@@ -11,10 +11,11 @@ from deploylens.core.files import input_file
 from deploylens.core.trace.model import BadTraceValue, Trace
 
 
-def load_trace(given: str | Path, progress: Any = None) -> Trace:
+def load_trace(given: str | Path, progress: Any = None, partial: Any = None) -> Trace:
     """The trace, with what DeployLens's own capture did (``TRACE.capture.json``, written by
-    ``deploylens profile``) in ``meta["capture"]`` when that file is beside it."""
-    trace = _load(given, progress)
+    ``deploylens profile``) in ``meta["capture"]`` when that file is beside it. ``partial``:
+    called with the trace read so far while a large Chrome trace loads."""
+    trace = _load(given, progress, partial)
     capture = _capture_sidecar(Path(given))
     if capture is not None:
         trace.meta["capture"] = capture
@@ -27,7 +28,7 @@ def _capture_sidecar(path: Path) -> dict[str, Any] | None:
     return read_sidecar(path)
 
 
-def _load(given: str | Path, progress: Any = None) -> Trace:
+def _load(given: str | Path, progress: Any = None, partial: Any = None) -> Trace:
     path = input_file(given, "trace")
     if path.stat().st_size == 0:
         raise UserError(f"{path.name} is empty (0 bytes), so it is not a trace.")
@@ -54,4 +55,4 @@ def _load(given: str | Path, progress: Any = None) -> Trace:
         raise UserError(f"{path.name} is not a readable trtexec export: {exc}.") from None
     from deploylens.core.trace.chrome_file import load_chrome
 
-    return load_chrome(path, progress)
+    return load_chrome(path, progress, partial)

@@ -249,6 +249,19 @@ class TraceBuilder:
     def __len__(self) -> int:
         return len(self._cols["start"]) + self._filled + sum(c["start"].size for c in self._chunks)
 
+    def copy(self) -> TraceBuilder:
+        """A builder over the rows so far whose ``finish`` leaves this one untouched (a partial
+        view while a large file still loads): its blocks are shared, never written to."""
+        other = TraceBuilder()
+        other._cols = {k: array("q", v) for k, v in self._cols.items()}
+        other._chunks = [dict(chunk) for chunk in self._chunks]
+        if self._store:
+            other._chunks.append({k: v[: self._filled].copy() for k, v in self._store.items()})
+        other._names = Interner(self._names)
+        other._lanes = dict(self._lanes)
+        other.meta = dict(self.meta)
+        return other
+
     def finish(
         self, lanes: list[Lane] | None = None, remap: dict[str, np.ndarray] | None = None
     ) -> Trace:

@@ -15,6 +15,7 @@ class BackgroundTask(QObject):
 
     sig_done = Signal(object)
     sig_failed = Signal(object, str)  # exception, traceback text
+    sig_partial = Signal(object)  # something to show before the end (a trace read so far)
 
     def __init__(self, function: Callable[[], Any], parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -32,6 +33,10 @@ class BackgroundTask(QObject):
             self._emit(self.sig_failed, exc, traceback.format_exc())
             return
         self._emit(self.sig_done, result)
+
+    def partial(self, value: Any) -> None:
+        """From the worker thread: hand ``value`` to the GUI thread now (queued)."""
+        self._emit(self.sig_partial, value)
 
     @staticmethod
     def _emit(signal: Any, *args: Any) -> None:

@@ -38,8 +38,7 @@ from deploylens.core.files import atomic_write_bytes
 from deploylens.core.settings import cache_dir
 from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.index import TimelineIndex, gpu_window
-from deploylens.core.trace.links import event_nodes, events_of_node, node_latency
-from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.links import event_nodes, events_of_node
 from deploylens.core.trace.model import KIND, KINDS, Trace, member
 from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.stats import trace_stats
@@ -50,6 +49,7 @@ from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
 from deploylens.gui.timeline.capture_dialogs import CaptureDialog, SweepView, check_request
+from deploylens.gui.timeline.loading import open_trace, summarize
 from deploylens.gui.timeline.overview import TimelineOverview
 from deploylens.gui.timeline.summary_html import details_html, summary_html
 
@@ -75,20 +75,6 @@ KERNEL_COLUMNS = [
 SYNC_RANGE_EVENTS = 150_000
 
 
-def open_trace(path: str) -> tuple[Trace, TimelineIndex, float]:
-    """Import and index (off the UI thread): all the first paint needs."""
-    started = time.perf_counter()
-    trace = load_trace(path)
-    index = TimelineIndex(trace)
-    return trace, index, time.perf_counter() - started
-
-
-def summarize(trace: Trace) -> tuple[dict[str, Any], dict[str, float]]:
-    """Statistics and per-node latency (off the UI thread, after the first paint: ~0.5 s per
-    1M events that the user need not wait for to start looking)."""
-    return trace_stats(trace), node_latency(trace)
-
-
 class TimelinePanel(QWidget):
     sig_nodes = Signal(list)  # ONNX node names for the selected event, most specific first
     sig_overlay = Signal(str, dict, str, bool)  # name, {node: ms}, legend, log scale
@@ -104,6 +90,7 @@ class TimelinePanel(QWidget):
         self.range_stats: dict[str, Any] = {}
         self.path = ""
         self.model_path = ""
+        self.loading_since = 0.0
         self.task: BackgroundTask | None = None
         self.stats_task: BackgroundTask | None = None
         self.range_task: BackgroundTask | None = None
@@ -243,7 +230,9 @@ class TimelinePanel(QWidget):
 
     def load(self, path: str) -> BackgroundTask:
         self.status.setText(f"Importing {Path(path).name} …")
-        self.task = BackgroundTask(lambda: open_trace(path), self)
+        self.loading_since = time.perf_counter()
+        task = self.task = BackgroundTask(lambda: open_trace(path, task.partial), self)
+        task.sig_partial.connect(lambda result: self._on_partial(task, path, *result))
         self.task.sig_done.connect(lambda result: self._on_loaded(path, *result))
         self.task.sig_failed.connect(self._on_load_failed)
         return self.task.start()
@@ -257,6 +246,22 @@ class TimelinePanel(QWidget):
 
     def _on_stats_failed(self, exc: BaseException, details: str) -> None:
         self._on_load_failed(exc, details, "compute the statistics")
+
+    def _on_partial(
+        self, task: BackgroundTask, path: str, trace: Trace, index: TimelineIndex
+    ) -> None:
+        """The events read so far, drawn while the rest loads (no statistics yet)."""
+        if task is not self.task:  # another file was opened meanwhile
+            return
+        self.path, self.trace, self.index, self.stats = path, trace, index, {}
+        self.canvas.set_index(index)
+        self.overview.set_index(index)
+        self.overview.set_region(self.canvas.t0, self.canvas.t1)
+        self.status.setText(
+            f"Importing {Path(path).name} … {len(trace):,} events on {len(trace.lanes)} lanes "
+            f"so far, after {time.perf_counter() - self.loading_since:.1f} s (a partial view: "
+            "the rest is still loading; statistics follow the complete file)."
+        )
 
     def _on_loaded(self, path: str, trace: Trace, index: TimelineIndex, seconds: float) -> None:
         self.path, self.trace, self.index, self.stats = path, trace, index, {}

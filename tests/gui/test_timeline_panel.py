@@ -333,3 +333,36 @@ def test_kernel_names_and_lane_labels_get_room(qtbot, tmp_path: Path) -> None:
     )
     assert canvas.header_w >= min(need, HEADER_SHARE * canvas.width())
     assert HEADER_W <= canvas.header_w <= max(HEADER_W, HEADER_SHARE * canvas.width())
+
+
+def test_a_large_file_is_drawn_while_it_loads(qtbot, tmp_path: Path, monkeypatch) -> None:
+    """Partial views (made small here: 64 KB steps, the first at once): each a real paint of the
+    events read so far, fewer than the file's, in file order; then the whole trace and its
+    statistics replace them."""
+    from deploylens.core.trace import chrome_file
+
+    monkeypatch.setattr(chrome_file, "SEQUENTIAL_CHUNK", 64 << 10)
+    monkeypatch.setattr(chrome_file, "FIRST_VIEW_S", 0.0)
+    monkeypatch.setenv("DEPLOYLENS_IMPORT_WORKERS", "1")
+    path = write_chrome(make_trace(20_000), tmp_path / "t.json")
+    panel = TimelinePanel(None)
+    qtbot.addWidget(panel)
+    panel.resize(1000, 700)
+    panel.show()
+    seen: list[tuple[int, str]] = []
+
+    def drawn(result: tuple[Trace, TimelineIndex]) -> None:
+        assert panel.trace is result[0]  # the panel already shows it (connected before us)
+        panel.canvas.grab()
+        seen.append((len(result[0]), panel.status.text()))
+
+    task = panel.load(str(path))
+    task.sig_partial.connect(drawn)
+    qtbot.waitUntil(lambda: bool(panel.stats), timeout=JOB_TIMEOUT_MS)
+    assert panel.trace is not None
+    total = len(panel.trace)
+    assert total == 20_000 and "20,000 events" in panel.status.text()
+    assert seen, "no partial view was drawn"
+    counts = [n for n, _ in seen]
+    assert counts == sorted(counts) and 0 < counts[-1] < total
+    assert all("partial view" in text and f"{n:,} events" in text for n, text in seen)
