@@ -5,7 +5,6 @@ order)."""
 from __future__ import annotations
 
 import gc
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.trace import chrome, chrome_parallel
 from deploylens.core.trace.json_stream import CHUNK, iter_chunks
 from deploylens.core.trace.model import BadTraceValue, Trace
+from deploylens.core.trace.partial import PartialViews
 
 
 def _load(
@@ -34,30 +34,6 @@ def _load(
 
 
 SEQUENTIAL_CHUNK = CHUNK  # bytes decoded per step in this process
-FIRST_VIEW_S = 1.5  # a partial view once loading has taken this long (Perfetto-like)
-PARTIAL_UNTIL = 0.6  # no more partial views past this share of the file: the end is near
-
-
-class _Partial:
-    """Calls ``partial(trace so far)`` once loading passes FIRST_VIEW_S, then each time the
-    events read have doubled, until PARTIAL_UNTIL of the file is read: the views cost at most
-    about one more build of half the trace."""
-
-    def __init__(self, path: Path, state: chrome.ChromeImport, partial: Callable[[Trace], None]):
-        self.path, self.state, self.partial = path, state, partial
-        self.size = max(path.stat().st_size, 1)
-        self.started = time.perf_counter()
-        self.shown = 0
-
-    def __call__(self, done: int) -> None:
-        events = len(self.state.builder)
-        if (
-            events >= max(2 * self.shown, 1)
-            and done / self.size < PARTIAL_UNTIL
-            and time.perf_counter() - self.started >= FIRST_VIEW_S
-        ):
-            self.shown = events
-            self.partial(self.state.snapshot(self.path))
 
 
 def load_chrome(
@@ -69,13 +45,14 @@ def load_chrome(
     ``partial(trace so far)`` now and then while a large file loads (first after 1.5 s)."""
     path = Path(path)
     state = chrome.ChromeImport()
-    views = _Partial(path, state, partial) if partial is not None else None
+    views = PartialViews(partial, lambda: state.snapshot(path)) if partial is not None else None
+    size = max(path.stat().st_size, 1)
 
     def report(done: int) -> None:
         if progress is not None:
             progress(done, f"{len(state.builder):,} events")
         if views is not None:
-            views(done)
+            views(len(state.builder), done / size)
 
     enabled = gc.isenabled()
     gc.disable()  # millions of small acyclic objects: the cyclic collector only costs time here

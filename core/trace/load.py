@@ -37,7 +37,7 @@ def _load(given: str | Path, progress: Any = None, partial: Any = None) -> Trace
     if head.startswith(b"SQLite format 3"):
         from deploylens.core.trace.nsys import load_nsys
 
-        return load_nsys(path)
+        return load_nsys(path, partial)
     if path.suffix == ".nsys-rep" or path.suffix == ".qdrep":
         raise UserError(
             f"{path.name} is an Nsight Systems report: export it first with "

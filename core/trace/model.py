@@ -10,6 +10,7 @@ their own per thread (nested ranges keep their depth).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +179,7 @@ class TraceBuilder:
         self._names: dict[str, int] = Interner({"": 0})
         self._lanes: dict[Lane, int] = {}
         self.meta: dict[str, Any] = {}
+        self.after_add: Callable[[], None] | None = None  # a reader's partial views
 
     @property
     def names(self) -> Interner:
@@ -235,6 +237,8 @@ class TraceBuilder:
             for k in COLUMNS:
                 self._store[k][at] = columns[k]
             self._filled += n
+            if self.after_add is not None:
+                self.after_add()
             return
         # contiguous copies of strided views, so a caller's row matrix can be freed
         self._chunks.append(

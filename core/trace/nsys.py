@@ -7,7 +7,7 @@ themselves through ``shortName``/``demangledName`` ids into ``StringIds``; NVTX 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import numpy as np
 
 from deploylens.core.errors import UserError
 from deploylens.core.trace.model import KIND, BadTraceValue, Lane, Trace, TraceBuilder
+from deploylens.core.trace.partial import PartialViews
 
 COPY_KINDS = {1: "memcpy_h2d", 2: "memcpy_d2h", 8: "memcpy_d2d", 10: "memcpy_p2p"}
 MEMORY_KINDS = {
@@ -57,7 +58,9 @@ def export_version(db: sqlite3.Connection, tables: set[str]) -> str:
     return "unknown"
 
 
-def load_nsys(path: str | Path) -> Trace:
+def load_nsys(path: str | Path, partial: Callable[[Trace], None] | None = None) -> Trace:
+    """The export's GPU work, API calls and NVTX ranges, in SQL batches; ``partial(trace so
+    far)`` now and then while a large one loads."""
     path = Path(path)
     with open(path, "rb") as handle:
         if handle.read(16) != b"SQLite format 3\x00":
@@ -74,13 +77,15 @@ def load_nsys(path: str | Path) -> Trace:
             )
         strings = {key: str(value) for key, value in db.execute("SELECT id, value FROM StringIds")}
         builder = TraceBuilder()
-        builder.reserve(
-            sum(
-                db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-                for table in GPU_AND_API_TABLES
-                if table in tables
-            )
+        total = sum(
+            db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in GPU_AND_API_TABLES
+            if table in tables
         )
+        builder.reserve(total)
+        if partial is not None:
+            views = PartialViews(partial, lambda: builder.copy().finish())
+            builder.after_add = lambda: views(len(builder), len(builder) / max(total, 1))
         builder.meta.update(source=str(path), format="nsys", version=export_version(db, tables))
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             _kernels(db, builder, strings)
@@ -97,6 +102,7 @@ def load_nsys(path: str | Path) -> Trace:
             _runtime(db, builder, strings)
         if "NVTX_EVENTS" in tables:
             _nvtx(db, builder, strings)
+        builder.after_add = None
         return builder.finish()
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged page can garble the schema
         raise UserError(

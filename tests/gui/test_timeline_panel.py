@@ -339,10 +339,10 @@ def test_a_large_file_is_drawn_while_it_loads(qtbot, tmp_path: Path, monkeypatch
     """Partial views (made small here: 64 KB steps, the first at once): each a real paint of the
     events read so far, fewer than the file's, in file order; then the whole trace and its
     statistics replace them."""
-    from deploylens.core.trace import chrome_file
+    from deploylens.core.trace import chrome_file, partial
 
     monkeypatch.setattr(chrome_file, "SEQUENTIAL_CHUNK", 64 << 10)
-    monkeypatch.setattr(chrome_file, "FIRST_VIEW_S", 0.0)
+    monkeypatch.setattr(partial, "FIRST_VIEW_S", 0.0)
     monkeypatch.setenv("DEPLOYLENS_IMPORT_WORKERS", "1")
     path = write_chrome(make_trace(20_000), tmp_path / "t.json")
     panel = TimelinePanel(None)

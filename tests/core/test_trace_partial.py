@@ -1,0 +1,52 @@
+"""Partial views while a large trace loads (core/trace/partial.py), for both readers that stream:
+Chrome JSON (bytes read) and nsys SQLite (rows read). Made small here: the first view at once,
+small steps. Each view is a real trace of the events read so far — fewer than the file's, all of
+them in the complete trace — and the import's answer is the same with or without views."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deploylens.core.trace import chrome_file, nsys, partial
+from deploylens.core.trace.export import write_chrome
+from deploylens.core.trace.load import load_trace
+from deploylens.core.trace.model import Trace
+from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+
+
+@pytest.mark.parametrize("flavour", ["chrome", "nsys"])
+def test_views_grow_and_the_answer_does_not_change(
+    flavour: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(partial, "FIRST_VIEW_S", 0.0)
+    monkeypatch.setattr(chrome_file, "SEQUENTIAL_CHUNK", 32 << 10)
+    monkeypatch.setattr(nsys, "BATCH", 256)
+    monkeypatch.setenv("DEPLOYLENS_IMPORT_WORKERS", "1")
+    trace = make_trace(8000)
+    path = (
+        write_chrome(trace, tmp_path / "t.json")
+        if flavour == "chrome"
+        else write_nsys_sqlite(trace, tmp_path / "t.sqlite")
+    )
+    views: list[Trace] = []
+    complete = load_trace(path, partial=views.append)
+    plain = load_trace(path)
+    assert np.array_equal(complete.start, plain.start) and complete.names == plain.names
+    assert len(views) >= 3, len(views)
+    sizes = [len(v) for v in views]
+    assert sizes == sorted(sizes) and all(b >= 2 * a for a, b in itertools.pairwise(sizes))
+    assert sizes[-1] < len(complete)  # none past PARTIAL_UNTIL of the input
+    for view in views:
+        assert set(view.start.tolist()) <= set(complete.start.tolist())
+        assert all(lane in complete.lanes for lane in view.lanes)
+
+
+def test_no_view_for_a_file_that_loads_at_once(tmp_path: Path) -> None:
+    path = write_chrome(make_trace(2000), tmp_path / "t.json")
+    views: list[Trace] = []
+    load_trace(path, partial=views.append)
+    assert views == []
