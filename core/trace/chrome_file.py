@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deploylens.core.errors import UserError
-from deploylens.core.trace import chrome, chrome_parallel
+from deploylens.core.trace import chrome, chrome_parallel, import_workers
 from deploylens.core.trace.json_stream import CHUNK, iter_chunks
 from deploylens.core.trace.model import BadTraceValue, Trace
 from deploylens.core.trace.partial import PartialViews
@@ -23,7 +23,7 @@ def _load(
 ) -> Trace:
     """On every core for a large file (chrome_parallel), else chunk by chunk here."""
     if chrome_parallel.worth_it(path):
-        if chrome_parallel.load_parallel(path, state, report, chrome_parallel.workers()):
+        if chrome_parallel.load_parallel(path, state, report, import_workers.workers()):
             return state.finish(path)
         state.restart()  # a cut fell inside a string: the sequential reader decides
         if progress is not None:

@@ -14,7 +14,10 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.errors import UserError
+from deploylens.core.trace import nsys_parallel
+from deploylens.core.trace.import_workers import Workers, workers
 from deploylens.core.trace.model import KIND, BadTraceValue, Lane, Trace, TraceBuilder
+from deploylens.core.trace.nsys_parallel import Connection, as_rows
 from deploylens.core.trace.partial import PartialViews
 
 COPY_KINDS = {1: "memcpy_h2d", 2: "memcpy_d2h", 8: "memcpy_d2d", 10: "memcpy_p2p"}
@@ -67,8 +70,10 @@ def load_nsys(path: str | Path, partial: Callable[[Trace], None] | None = None) 
             raise UserError(
                 f"{path.name} is not an SQLite database (export with `nsys export --type sqlite`)."
             )
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    db.text_factory = lambda raw: raw.decode("utf-8", "replace")  # a corrupt name stays a name
+    db = nsys_parallel.connect(path)
+    if nsys_parallel.worth_it(path):
+        db.pool = Workers(workers())
+    finished = False
     try:
         tables = _tables(db)
         if "StringIds" not in tables:
@@ -103,6 +108,7 @@ def load_nsys(path: str | Path, partial: Callable[[Trace], None] | None = None) 
         if "NVTX_EVENTS" in tables:
             _nvtx(db, builder, strings)
         builder.after_add = None
+        finished = True
         return builder.finish()
     except (sqlite3.Error, UnicodeDecodeError) as exc:  # a damaged page can garble the schema
         raise UserError(
@@ -111,6 +117,8 @@ def load_nsys(path: str | Path, partial: Callable[[Trace], None] | None = None) 
     except BadTraceValue as exc:
         raise UserError(f"{path.name} is not a readable Nsight Systems export: {exc}.") from None
     finally:
+        if db.pool is not None:
+            db.pool.close(finished)
         db.close()
 
 
@@ -125,29 +133,13 @@ def _batches(db: sqlite3.Connection, query: str) -> Iterator[np.ndarray]:
     turned into compact columns before the next is fetched, so the import never holds a whole
     table as int64 rows (~100 bytes per kernel) — let alone as Python tuples (~5× the file).
     ``BadTraceValue`` names the table and column of a cell that is not an integer."""
+    parallel = nsys_parallel.scan(db, query, BATCH) if isinstance(db, Connection) else None
+    if parallel is not None:
+        yield from parallel
+        return
     cursor = db.execute(query)
     while batch := cursor.fetchmany(BATCH):
-        try:
-            yield np.array(batch, dtype=np.int64)
-        except (ValueError, TypeError, OverflowError):
-            raise BadTraceValue(_bad_cell(cursor, batch, query)) from None
-
-
-def _bad_cell(cursor: sqlite3.Cursor, batch: list[tuple[Any, ...]], query: str) -> str:
-    names = [d[0] for d in cursor.description or []]
-    table = query.rsplit(" FROM ", 1)[-1].split()[0]
-    for row in batch:
-        for index, value in enumerate(row):
-            if (
-                not isinstance(value, int)
-                or isinstance(value, bool)
-                or not -(2**63) <= value < 2**63
-            ):
-                column = names[index] if index < len(names) else f"column {index}"
-                return (
-                    f"table {table} holds {str(value)[:40]!r} in {column}, where an integer belongs"
-                )
-    return f"table {table} holds a value that is not an integer"
+        yield as_rows(cursor, batch, query)
 
 
 def row_groups(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

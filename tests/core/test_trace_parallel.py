@@ -8,16 +8,24 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from deploylens.core.errors import UserError
-from deploylens.core.trace import chrome, chrome_file, chrome_parallel
+from deploylens.core.trace import (
+    chrome,
+    chrome_file,
+    chrome_parallel,
+    import_workers,
+    nsys,
+    nsys_parallel,
+)
 from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.model import Trace
-from deploylens.core.trace.synthetic import make_trace
+from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
 
 COLUMNS = ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
 
@@ -26,7 +34,7 @@ COLUMNS = ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chrome_parallel, "PIECE", 8 << 10)
     monkeypatch.setattr(chrome_parallel, "PARALLEL_FROM", 0)
-    monkeypatch.setenv(chrome_parallel.WORKERS_ENV, "2")
+    monkeypatch.setenv(import_workers.WORKERS_ENV, "2")
 
 
 def children() -> set[int]:
@@ -40,7 +48,7 @@ def children() -> set[int]:
 
 def sequential(path: Path, monkeypatch: pytest.MonkeyPatch) -> Trace:
     with monkeypatch.context() as m:
-        m.setenv(chrome_parallel.WORKERS_ENV, "1")
+        m.setenv(import_workers.WORKERS_ENV, "1")
         return chrome_file.load_chrome(path)
 
 
@@ -117,8 +125,49 @@ def test_small_files_and_frozen_apps_stay_in_one_process(
     path = write_chrome(make_trace(100), tmp_path / "t.json")
     assert not chrome_parallel.worth_it(Path(path))  # under PARALLEL_FROM
     monkeypatch.setattr(chrome_parallel, "PARALLEL_FROM", 0)
-    monkeypatch.setenv(chrome_parallel.WORKERS_ENV, "1")
+    monkeypatch.setenv(import_workers.WORKERS_ENV, "1")
     assert not chrome_parallel.worth_it(Path(path))
-    monkeypatch.delenv(chrome_parallel.WORKERS_ENV)
+    monkeypatch.delenv(import_workers.WORKERS_ENV)
     monkeypatch.setattr("sys.frozen", True, raising=False)
-    assert chrome_parallel.workers() == 1
+    assert import_workers.workers() == 1
+
+
+@pytest.fixture
+def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nsys_parallel, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(nsys_parallel, "RANGE_ROWS", 300)
+    monkeypatch.setattr(nsys, "BATCH", 256)
+    monkeypatch.setenv(import_workers.WORKERS_ENV, "2")
+
+
+def test_an_nsys_export_on_two_workers_makes_the_sequential_trace(
+    small_ranges: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rowid ranges fetched by the workers, cut into the reader's own batches: the same trace,
+    ids included (a batch boundary moved would intern names in another order)."""
+    path = write_nsys_sqlite(make_trace(6000, lanes=6), tmp_path / "t.sqlite")
+    before = children()
+    assert nsys_parallel.worth_it(Path(path))
+    parallel = nsys.load_nsys(path)
+    with monkeypatch.context() as m:
+        m.setenv(import_workers.WORKERS_ENV, "1")
+        alone = nsys.load_nsys(path)
+    same(parallel, alone)
+    assert children() <= before
+
+
+def test_a_bad_cell_in_a_workers_range_is_the_same_clear_error(
+    small_ranges: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = Path(write_nsys_sqlite(make_trace(6000), tmp_path / "t.sqlite"))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = 1700")
+    before = children()
+    with pytest.raises(UserError) as parallel:
+        nsys.load_nsys(path)
+    with monkeypatch.context() as m:
+        m.setenv(import_workers.WORKERS_ENV, "1")
+        with pytest.raises(UserError) as alone:
+            nsys.load_nsys(path)
+    assert str(parallel.value) == str(alone.value) and "'soon' in start" in str(alone.value)
+    assert children() <= before
