@@ -23,9 +23,13 @@ def _load(
 ) -> Trace:
     """On every core for a large file (chrome_parallel), else chunk by chunk here."""
     if chrome_parallel.worth_it(path):
-        if chrome_parallel.load_parallel(path, state, report, import_workers.workers()):
+        try:
+            whole = chrome_parallel.load_parallel(path, state, report, import_workers.workers())
+        except import_workers.WorkerLost:
+            whole = False  # a worker could not start or died: this process reads it all
+        if whole:
             return state.finish(path)
-        state.restart()  # a cut fell inside a string: the sequential reader decides
+        state.restart()  # or a cut fell inside a string: the sequential reader decides
         if progress is not None:
             progress(0, "reading again in one process")
     for events in iter_chunks(path, chrome.decode_events, report, SEQUENTIAL_CHUNK):

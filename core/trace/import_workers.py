@@ -26,6 +26,13 @@ HANDLERS = {
 }
 
 
+WORKER_MODULE = "deploylens.core.trace.import_workers"
+
+
+class WorkerLost(OSError):
+    """A worker could not start or died: the import is read again in one process."""
+
+
 class BadPiece(Exception):
     """A piece its reader cannot take on its own (a cut fell inside a string): read the file
     again sequentially."""
@@ -49,14 +56,17 @@ class Workers:
     were sent. A worker ends when its stdin closes, so none outlives this process."""
 
     def __init__(self, count: int) -> None:
-        self.procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "deploylens.core.trace.import_workers", "--worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
-            for _ in range(count)
-        ]
+        try:
+            self.procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", WORKER_MODULE, "--worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+                for _ in range(count)
+            ]
+        except OSError as exc:
+            raise WorkerLost(f"an import worker could not start: {exc}") from None
         self.queues: list[queue.Queue[Any]] = [queue.Queue(2) for _ in self.procs]
         self.feeders = [
             threading.Thread(target=self._feed, args=(p, q), daemon=True)
@@ -89,7 +99,7 @@ class Workers:
             status, value = pickle.load(self.procs[worker].stdout)  # type: ignore[arg-type]
         except (EOFError, pickle.UnpicklingError, OSError):
             code = self.procs[worker].wait(timeout=30)
-            raise OSError(f"an import worker ended with status {code}") from None
+            raise WorkerLost(f"an import worker ended with status {code}") from None
         if status == "bad-piece":
             raise BadPiece
         if status == "bad-value":

@@ -15,7 +15,7 @@ import numpy as np
 
 from deploylens.core.errors import UserError
 from deploylens.core.trace import nsys_parallel
-from deploylens.core.trace.import_workers import Workers, workers
+from deploylens.core.trace.import_workers import WorkerLost, Workers, workers
 from deploylens.core.trace.model import KIND, BadTraceValue, Lane, Trace, TraceBuilder
 from deploylens.core.trace.nsys_parallel import Connection, as_rows
 from deploylens.core.trace.partial import PartialViews
@@ -70,8 +70,17 @@ def load_nsys(path: str | Path, partial: Callable[[Trace], None] | None = None) 
             raise UserError(
                 f"{path.name} is not an SQLite database (export with `nsys export --type sqlite`)."
             )
-    db = nsys_parallel.connect(path)
     if nsys_parallel.worth_it(path):
+        try:
+            return _load(path, partial, parallel=True)
+        except WorkerLost:
+            pass  # a worker could not start or died: this process reads it all
+    return _load(path, partial, parallel=False)
+
+
+def _load(path: Path, partial: Callable[[Trace], None] | None, parallel: bool) -> Trace:
+    db = nsys_parallel.connect(path)
+    if parallel:
         db.pool = Workers(workers())
     finished = False
     try:

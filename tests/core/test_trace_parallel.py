@@ -171,3 +171,21 @@ def test_a_bad_cell_in_a_workers_range_is_the_same_clear_error(
             nsys.load_nsys(path)
     assert str(parallel.value) == str(alone.value) and "'soon' in start" in str(alone.value)
     assert children() <= before
+
+
+def test_workers_that_cannot_start_leave_the_import_to_this_process(
+    small_pieces: None, small_ranges: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker interpreter without DeployLens (here: a module that does not exist) is not an
+    error: both readers read the file themselves, and the answer is the sequential one."""
+    trace = make_trace(4000, lanes=4)
+    chrome_path = Path(write_chrome(trace, tmp_path / "t.json"))
+    nsys_path = Path(write_nsys_sqlite(trace, tmp_path / "t.sqlite"))
+    with monkeypatch.context() as m:
+        m.setenv(import_workers.WORKERS_ENV, "1")
+        chrome_alone, nsys_alone = chrome_file.load_chrome(chrome_path), nsys.load_nsys(nsys_path)
+    monkeypatch.setattr(import_workers, "WORKER_MODULE", "deploylens.no_such_module")
+    before = children()
+    same(chrome_file.load_chrome(chrome_path), chrome_alone)
+    same(nsys.load_nsys(nsys_path), nsys_alone)
+    assert children() <= before
