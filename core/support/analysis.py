@@ -66,6 +66,7 @@ class TargetReport:
     opset_range: tuple[int, int] | None
     model_opset: int
     notes: list[str] = field(default_factory=list)
+    inconclusive: bool = False  # not OK, but not blocked either: part of the model is unanswered
 
 
 @dataclass

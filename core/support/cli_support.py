@@ -55,7 +55,9 @@ def cmd_support(args: argparse.Namespace) -> int:
 
     if not (args.model or args.op or args.aten or args.sample or args.measured):
         raise UserError("Give a MODEL, --op NAME, --aten aten::name, --sample NAME or --measured.")
-    if args.quick and not (args.measured or set(args.target) & set(MEASURED_TARGETS)):
+    from deploylens.core.support.measure import MEASURED_LEVELS
+
+    if args.quick and not (args.measured or set(args.target) & set(MEASURED_LEVELS)):
         raise UserError("--quick is for --measured and the measured targets (the probe sample).")
     if args.measured and not (args.model or args.aten or args.sample):
         return _measured(args)
@@ -95,7 +97,7 @@ def cmd_support(args: argparse.Namespace) -> int:
             output[key] = live
             texts.append(live_text(target, live))
             status = max(status, 0 if live["supported"] else 1)
-        for target, level in MEASURED_TARGETS.items():
+        for target, level in MEASURED_LEVELS.items():
             if target not in wanted:
                 continue
             wanted = [t for t in wanted if t != target]
@@ -137,10 +139,6 @@ def _measured(args: argparse.Namespace) -> int:
     print(json.dumps(summary, indent=2) if args.json else measure.summary_text(data))
     return 0
 
-
-# Targets predicted from the measured cells (deploylens support --measured), without a parse:
-# what a model would do on the installed TensorRT-RTX's builder or ONNX Runtime CPU.
-MEASURED_TARGETS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
 
 LIVE_TARGETS = (
     ("trt-live", "tensorrt", "tensorrt_live"),

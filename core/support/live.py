@@ -71,4 +71,5 @@ def measured_report(target: str, found: dict[str, Any], model_opset: int) -> Tar
         opset_range=None,
         model_opset=model_opset,
         notes=notes,
+        inconclusive=found["ok"] is None,
     )

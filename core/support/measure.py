@@ -346,6 +346,11 @@ def predict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
     return {"ok": ok, "blocked": blocked, "not_measured": unknown, "nodes": len(nodes)}
 
 
+# The targets predicted from the measured cells without a parse (CLI ``--target``, the panel's
+# "(measured)" entries), and the question each asks of a node's cell.
+MEASURED_LEVELS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
+
+
 def verdict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
     """``predict`` with the source it came from named (the library, its version and the probe
     set), for ``deploylens support MODEL --target trt-rtx-measured|ort-cpu-measured``."""

@@ -25,6 +25,7 @@ import numpy as np
 
 from deploylens.core.trace.intervals import merged
 from deploylens.core.trace.model import KIND, Trace, member
+from deploylens.core.trace.pipeline import GRAPHED, PIPELINED
 
 SMALL_KERNEL_NS = 10_000  # "kernels under 10 µs"
 LAUNCH_CALLS = ("LaunchKernel", "cudaGraphLaunch", "cuGraphLaunch", "LaunchCooperative")
@@ -136,7 +137,7 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
     idle, small = m["idle_percent"], m["small_kernel_percent"]
     launch_share = m["launch_ns"] / max(m["kernel_ns"], 1)
     if m["kernels"] and idle >= 30 and small >= 50:
-        if mode in ("cudagraph", "graph-pipelined"):
+        if mode in GRAPHED:
             advice = (
                 "The capture already replays a CUDA graph: raise the batch so each kernel does "
                 "more work per launch."
@@ -187,7 +188,7 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
         advice = "Send less data (a smaller input dtype, preprocessing on the GPU) or overlap "
         advice += (
             "the copies with compute"
-            if mode not in ("pipelined", "graph-pipelined")
+            if mode not in PIPELINED
             else "more compute per byte (the capture already pipelines copies with compute)"
         )
         findings.append(

@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 Mode = Literal["serial", "pipelined", "cudagraph", "graph-pipelined"]
 MODES: tuple[str, ...] = ("serial", "pipelined", "cudagraph", "graph-pipelined")
 PIPELINED: tuple[str, ...] = ("pipelined", "graph-pipelined")  # copies on their own streams
+GRAPHED: tuple[str, ...] = ("cudagraph", "graph-pipelined")  # compute replayed as CUDA graphs
 
 
 class Cuda(Protocol):

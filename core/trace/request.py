@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, ClassVar, Literal, cast
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
 from deploylens.core.requests import Request, flag
+from deploylens.core.trace.pipeline import MODES, Mode
 
 if TYPE_CHECKING:
     from deploylens.core.trace.capture import CaptureSettings
 
 Backend = Literal["ort", "torch", "trt"]
 BACKENDS: tuple[str, ...] = ("ort", "torch", "trt")
-Mode = Literal["serial", "pipelined", "cudagraph", "graph-pipelined"]
-MODES: tuple[str, ...] = ("serial", "pipelined", "cudagraph", "graph-pipelined")
 Host = Literal["pinned", "pageable"]
 Executor = Literal["auto", "worker", "ray"]
 EXECUTORS = ("auto", "worker", "ray")

@@ -10,6 +10,7 @@ import numpy as np
 
 from deploylens.core.trace.intervals import merged
 from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace, member
+from deploylens.core.trace.pipeline import PIPELINED
 
 DUR_BITS = 40  # a kernel shorter than 2**40 ns (18 min) sorts as one int64 with its name id
 
@@ -271,11 +272,7 @@ def hints(
             "they cannot overlap compute — allocate pinned buffers (pin_memory / cudaHostAlloc)."
         )
     hidden = ovl.get("hidden_percent")
-    if (
-        hidden is not None
-        and hidden < 10
-        and capture.get("mode") in ("pipelined", "graph-pipelined")
-    ):
+    if hidden is not None and hidden < 10 and capture.get("mode") in PIPELINED:
         found.append(
             f"Only {hidden:.0f}% of copy time is hidden behind kernels although the capture "
             "pipelined the copies on their own streams: each batch's compute is too short to "

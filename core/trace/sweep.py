@@ -12,7 +12,8 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text, csv_text, save_png, write_json
-from deploylens.core.trace.request import Mode, ProfileRequest
+from deploylens.core.trace.pipeline import Mode
+from deploylens.core.trace.request import ProfileRequest
 
 COLUMNS = ("mode", "streams", "batch", "status", "latency_ms_median", "throughput_per_s",
            "pattern", "trace", "reason", "attempts", "node")  # fmt: skip

@@ -32,7 +32,7 @@ from deploylens.core.support.analysis import TargetReport, analyze, collect_ops,
 from deploylens.core.support.live import live_report, measured_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
-from deploylens.core.support.measure import verdict
+from deploylens.core.support.measure import MEASURED_LEVELS, verdict
 from deploylens.core.support.queries import span_text
 from deploylens.core.support.request import (
     CollectRequest,
@@ -49,8 +49,11 @@ from deploylens.gui.support.table_model import SupportTableModel
 
 ALL_DOMAINS = "(all domains)"
 LIVE_TARGET = "trt-rtx (live)"  # the installed TensorRT-RTX parser, asked about the open model
-# predicted from the cells measured here, without a parse (deploylens support --target …)
-MEASURED_TARGETS = {"trt-rtx (measured)": "trt-build", "ort-cpu (measured)": "ort-run"}
+# predicted from the cells measured here, without a parse: the CLI's measured targets
+MEASURED_TARGETS = {
+    f"{target.removesuffix('-measured')} (measured)": level
+    for target, level in MEASURED_LEVELS.items()
+}
 
 
 class OpSupportPanel(QWidget):
@@ -419,8 +422,11 @@ class OpSupportPanel(QWidget):
         self.findings.clear()
         for report in self.reports:
             span = span_text(report)
-            unknown = any(n.startswith("inconclusive") for n in report.notes)
-            head = "OK — " if report.ok else ("INCONCLUSIVE — " if unknown else "BLOCKED — ")
+            head = (
+                "OK — "
+                if report.ok
+                else ("INCONCLUSIVE — " if report.inconclusive else "BLOCKED — ")
+            )
             top = QTreeWidgetItem([report.target, head + span, ""])
             self.findings.addTopLevelItem(top)
             for blocker in report.blockers:

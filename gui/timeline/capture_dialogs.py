@@ -23,13 +23,12 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
+from deploylens.core.trace.pipeline import MODES, Mode
 from deploylens.core.trace.request import (
     BACKENDS,
-    MODES,
     Backend,
     Executor,
     Host,
-    Mode,
     ProfileRequest,
     SweepRequest,
     _int_list,

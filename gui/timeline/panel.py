@@ -232,10 +232,11 @@ class TimelinePanel(QWidget):
         self.status.setText(f"Importing {Path(path).name} …")
         self.loading_since = time.perf_counter()
         task = self.task = BackgroundTask(lambda: open_trace(path, task.partial), self)
+        current = lambda: task is self.task  # noqa: E731 - a file opened later wins
         task.sig_partial.connect(lambda result: self._on_partial(task, path, *result))
-        self.task.sig_done.connect(lambda result: self._on_loaded(path, *result))
-        self.task.sig_failed.connect(self._on_load_failed)
-        return self.task.start()
+        task.sig_done.connect(lambda result: self._on_loaded(path, *result) if current() else None)
+        task.sig_failed.connect(lambda *fail: self._on_load_failed(*fail) if current() else None)
+        return task.start()
 
     def _on_load_failed(
         self, exc: BaseException, details: str, what: str = "open the trace"
@@ -257,15 +258,23 @@ class TimelinePanel(QWidget):
         self.canvas.set_index(index)
         self.overview.set_index(index)
         self.overview.set_region(self.canvas.t0, self.canvas.t1)
+        self._clear_results("<i>Statistics follow the complete file (still loading) …</i>")
         self.status.setText(
             f"Importing {Path(path).name} … {len(trace):,} events on {len(trace.lanes)} lanes "
             f"so far, after {time.perf_counter() - self.loading_since:.1f} s (a partial view: "
             "the rest is still loading; statistics follow the complete file)."
         )
 
+    def _clear_results(self, summary: str) -> None:
+        """No statistics, details or range of another trace beside this one."""
+        self.range_stats = {}
+        self._fill_kernels([])
+        self.summary.setHtml(summary)
+        self.details.setHtml("<i>Click an event for its details.</i>")
+        self.range_view.setHtml("<i>Shift+drag in the timeline to select a time range.</i>")
+
     def _on_loaded(self, path: str, trace: Trace, index: TimelineIndex, seconds: float) -> None:
         self.path, self.trace, self.index, self.stats = path, trace, index, {}
-        self.range_stats = {}
         self.canvas.set_index(index)
         window = gpu_window(trace)
         if window is not None:  # the GPU's part of a long capture first; F shows it all
@@ -288,10 +297,7 @@ class TimelinePanel(QWidget):
         if meta.get("synthetic_times"):
             text += f"\n⚠ Times: {meta['synthetic_times']}."
         self.status.setText(text)
-        self._fill_kernels([])
-        self.summary.setHtml("<i>Computing statistics …</i>")
-        self.details.setHtml("<i>Click an event for its details.</i>")
-        self.range_view.setHtml("<i>Shift+drag in the timeline to select a time range.</i>")
+        self._clear_results("<i>Computing statistics …</i>")
         self.stats_task = BackgroundTask(lambda: summarize(trace), self)
         self.stats_task.sig_done.connect(lambda result: self._on_stats(trace, *result))
         self.stats_task.sig_failed.connect(self._on_stats_failed)

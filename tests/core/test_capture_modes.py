@@ -207,6 +207,12 @@ def test_hints_never_recommend_what_the_capture_already_did(tmp_path: Path) -> N
         "issue H2D for batch i+1" in h or "--mode pipelined" in h for h in pipelined["hints"]
     )
     assert any("although the capture pipelined" in h for h in pipelined["hints"])
+    assert "--mode graph-pipelined" in pipelined["diagnosis"]["findings"][0]["advice"]
+    write_sidecar(path, {"mode": "graph-pipelined", "streams": 2, "batch": 1})
+    both = trace_stats(load_trace(path))
+    advice = both["diagnosis"]["findings"][0]["advice"]
+    assert "already replays a CUDA graph" in advice and "graph-pipelined" not in advice
+    assert any("although the capture pipelined" in h for h in both["hints"])
 
 
 def test_a_sidecar_of_another_shape_is_ignored(tmp_path: Path) -> None:

@@ -260,3 +260,17 @@ def test_a_measured_target_judges_a_model_without_a_parse(
     runs = support(_two_node_model(tmp_path / "u2.onnx", TensorProto.UINT16), "ort-cpu-measured")
     assert "ONNX Runtime CPU" in runs.stdout  # Relu has no uint16 schema: no cell, inconclusive
     assert runs.returncode == 1 and "INCONCLUSIVE" in runs.stdout
+    # the panel's form of the same predictions: inconclusive is a field, never read from prose
+    import onnx
+
+    from deploylens.core.support.live import measured_report
+    from deploylens.core.support.measure import verdict
+
+    data, _ = measured
+    unknown = verdict(onnx.load(tmp_path / "u2.onnx"), data, "ort-run")
+    report = measured_report("ort-cpu (measured)", unknown, 13)
+    assert not report.ok and report.inconclusive
+    assert any(b.reason.startswith("not measured") for b in report.blockers)
+    failing = measured_report("trt-rtx (measured)", verdict(onnx.load(tmp_path / "u.onnx"), data,
+                                                            "trt-build"), 13)  # fmt: skip
+    assert not failing.ok and not failing.inconclusive

@@ -345,20 +345,24 @@ def test_a_large_file_is_drawn_while_it_loads(qtbot, tmp_path: Path, monkeypatch
     monkeypatch.setattr(partial, "FIRST_VIEW_S", 0.0)
     monkeypatch.setenv("DEPLOYLENS_IMPORT_WORKERS", "1")
     path = write_chrome(make_trace(20_000), tmp_path / "t.json")
-    panel = TimelinePanel(None)
-    qtbot.addWidget(panel)
-    panel.resize(1000, 700)
-    panel.show()
+    panel = open_panel(qtbot, write_chrome(make_trace(3000), tmp_path / "before.json"))
+    assert panel.kernels.rowCount() > 0  # an earlier trace's statistics, about to be replaced
     seen: list[tuple[int, str]] = []
 
     def drawn(result: tuple[Trace, TimelineIndex]) -> None:
         assert panel.trace is result[0]  # the panel already shows it (connected before us)
         panel.canvas.grab()
         seen.append((len(result[0]), panel.status.text()))
+        # no statistics of another trace beside a partial one
+        assert "Statistics follow the complete file" in panel.summary.toPlainText()
+        assert panel.kernels.rowCount() == 0
 
     task = panel.load(str(path))
     task.sig_partial.connect(drawn)
-    qtbot.waitUntil(lambda: bool(panel.stats), timeout=JOB_TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: panel.path == str(path) and bool(panel.stats) and "Importing" not in
+        panel.status.text(), timeout=JOB_TIMEOUT_MS,
+    )  # fmt: skip
     assert panel.trace is not None
     total = len(panel.trace)
     assert total == 20_000 and "20,000 events" in panel.status.text()
@@ -366,3 +370,30 @@ def test_a_large_file_is_drawn_while_it_loads(qtbot, tmp_path: Path, monkeypatch
     counts = [n for n, _ in seen]
     assert counts == sorted(counts) and 0 < counts[-1] < total
     assert all("partial view" in text and f"{n:,} events" in text for n, text in seen)
+
+
+def test_the_file_opened_last_is_the_one_shown(qtbot, tmp_path: Path, monkeypatch) -> None:
+    """A slow first file that finishes after a second one was opened must not replace it."""
+    import threading
+
+    first = write_chrome(make_trace(500), tmp_path / "first.json")
+    second = write_chrome(make_trace(700), tmp_path / "second.json")
+    from deploylens.gui.timeline.loading import open_trace as real
+
+    release = threading.Event()
+
+    def held(path: str, partial: Any = None) -> Any:
+        if path == str(first):
+            release.wait(30)  # the first file "loads" until the second is shown
+        return real(path, partial)
+
+    monkeypatch.setattr(timeline_panel, "open_trace", held)
+    panel = TimelinePanel(None)
+    qtbot.addWidget(panel)
+    slow = panel.load(str(first))
+    panel.load(str(second))
+    qtbot.waitUntil(lambda: panel.path == str(second), timeout=JOB_TIMEOUT_MS)
+    release.set()
+    slow.worker.join(30)
+    qtbot.wait(200)  # the first file's queued result arrives, and is dropped
+    assert panel.path == str(second) and panel.trace is not None and len(panel.trace) == 700
