@@ -41,14 +41,14 @@ x = np.random.default_rng(0).uniform(-1, 1, (1, 3, side, side)).astype(np.float3
 feeds = {model.graph.input[0].name: x}
 result = compare_layers(model, feeds, Tolerances(), torch_module=module, budget_mb=budget)
 sizes = activation_bytes(model, feeds)
-probed = {layer["tensor"] for layer in result["layers"]}
+probed = {layer.tensor for layer in result.layers}
 hwm = next(l for l in open("/proc/self/status") if l.startswith("VmHWM"))
 print(json.dumps({
     "peak_rss_mb": int(hwm.split()[1]) / 1024,
     "activations_mb": sum(sizes.get(t, 0) for t in probed) / 2**20,
-    "chunks": result["chunks"],
-    "compared": result["compared"],
-    "seconds": result["seconds"],
+    "chunks": result.chunks,
+    "compared": result.compared,
+    "seconds": result.seconds,
 }))
 """
 
@@ -86,7 +86,7 @@ def speed(repeats: int, scratch: Path) -> dict[str, float]:
         started = time.perf_counter()
         result = compare_layers(model, feeds, tol, torch_module=module)
         ours.append(time.perf_counter() - started)
-        compared = result["compared"]
+        compared = result.compared
         started = time.perf_counter()
         with redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -22,6 +22,7 @@ class Job:
     cli: str = ""  # the module that declares that command
     here: bool = False  # always on this machine unless asked: reading a model never waits on,
     # or fails with, the Preferences' remote host
+    result: str = ""  # "module:Class" of its typed result ("" while it answers a plain dict)
 
 
 _CORE = "deploylens.core"
@@ -52,7 +53,7 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.export.cli_export"),
         Job("validate.outputs", f"{_CORE}.validate.run:validate_job",
             f"{_CORE}.validate.request:ValidateRequest", "validate", "validate",
-            f"{_CORE}.validate.cli_validate"),
+            f"{_CORE}.validate.cli_validate", result=f"{_CORE}.validate.result:ValidationResult"),
         Job("quantize.calibrate", f"{_CORE}.quantize.job:calibrate_job",
             f"{_CORE}.quantize.request:CalibrateRequest", "calibrate", "calibrate",
             f"{_CORE}.quantize.cli_quantize"),
@@ -109,6 +110,20 @@ def command_homes() -> dict[str, str]:
 def job_for_request(path: str) -> Job | None:
     """The job whose request class is ``module:Class`` (how a request knows its JOB)."""
     return next((job for job in JOBS.values() if job.request == path), None)
+
+
+def job_for_result(path: str) -> Job | None:
+    """The job whose result class is ``module:Class`` (how a result knows its JOB)."""
+    return next((job for job in JOBS.values() if job.result == path), None)
+
+
+def result_class(job: str) -> Any:
+    """The result class of ``job`` (None while it has none), imported only when asked."""
+    spec = JOBS.get(job)
+    if spec is None or not spec.result:
+        return None
+    module, _, name = spec.result.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def request_class(job: str) -> Any:

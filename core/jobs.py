@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.job_table import JOBS, request_files
+from deploylens.core.results import result_files, typed_result
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import DISCONNECTED, START_FAILED, JobFailure, WorkerSession
 from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
@@ -189,8 +190,9 @@ class Worker:
                 raise self.session.failure_from_error(message)
 
     def run_request(self, request: Any, **kwargs: Any) -> Any:
-        """Run a typed request (``core.requests``): its job with its params."""
-        return self.run(request.JOB, request.to_params(), **kwargs)
+        """Run a typed request (``core.requests``): its job with its params, answered by its
+        typed result (``core.results``) where the job has one."""
+        return typed_result(request.JOB, self.run(request.JOB, request.to_params(), **kwargs))
 
     def cancel(self) -> None:
         """Ask the running job to stop; the run loop escalates to terminate, then kill."""
@@ -294,7 +296,7 @@ def run_job(
         for attempt in (1, 2):
             worker = Worker(python)
             try:
-                return _run_once(worker, method, params, progress, timeout)
+                return typed_result(method, _run_once(worker, method, params, progress, timeout))
             except JobFailure as failure:
                 if not worker.host:  # a dead worker's staging folders beside the outputs
                     sweep_output_folders(method, params)
@@ -324,6 +326,7 @@ def _run_once(worker: Worker, method: str, params: dict[str, Any] | None,
             files,
             lambda sent: worker.run(method, sent, on_progress=progress, timeout=timeout),
             progress,
+            result_files(method),
         )
     except RemoteError as exc:  # the host went away or refused, around the job
         raise JobFailure(remote_failure_kind(exc), exc.message, exc.hint) from None

@@ -16,7 +16,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
+from deploylens.core.errors import UserError
 from deploylens.core.jobs import CANCEL_GRACE_S, TERMINATE_GRACE_S
+from deploylens.core.results import typed_result
 from deploylens.core.worker import protocol
 from deploylens.core.worker.client import DISCONNECTED, START_FAILED, JobFailure, WorkerSession
 from deploylens.core.worker.launch import new_workdir, remove_workdir, worker_argv, worker_env
@@ -123,6 +125,7 @@ class WorkerJob(QObject):
     def _prepare_remote(self) -> tuple[list[str], dict[str, Any]]:
         from deploylens.core.job_table import request_files
         from deploylens.core.jobs import remote_failure_kind
+        from deploylens.core.results import result_files
         from deploylens.core.worker.remote import Host, RemoteError, ensure_code, remote_worker_argv
         from deploylens.core.worker.transfer import RemoteFiles
 
@@ -146,7 +149,7 @@ class WorkerJob(QObject):
             params = self.params
             files = request_files(self.method)
             if files:
-                self.remote_files = RemoteFiles(host, files, progress)
+                self.remote_files = RemoteFiles(host, files, progress, result_files(self.method))
                 params = self.remote_files.send(params)
             return remote_worker_argv(host, self.session.python, code), params
         except RemoteError as exc:
@@ -240,6 +243,11 @@ class WorkerJob(QObject):
             return
         self.ended_at = time.monotonic()
         if failure is None:
+            try:  # the worker's JSON as the job's typed result, checked (core/results.py)
+                payload = typed_result(self.method, payload)
+            except UserError as exc:
+                self._end(JobFailure(protocol.INTERNAL, str(exc)))
+                return
             self.payload = payload
             self._set_state(DONE)
             self.sig_finished.emit(payload)

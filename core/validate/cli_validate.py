@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from deploylens.core.command import Command, add_json, add_python
@@ -23,9 +22,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from deploylens.core.validate.report import validation_text
-    from deploylens.core.validate.results import load_result, save_csv, save_result
+    from deploylens.core.validate.result import ValidationResult
+    from deploylens.core.validate.saved import load_result, save_csv, save_result
 
+    result: ValidationResult
     if args.open:
         result = load_result(args.open)
     elif args.model is None:
@@ -37,8 +37,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         save_result(result, args.save)
     if args.csv:
         save_csv(result, args.csv)
-    print(json.dumps(result, indent=2) if args.json else validation_text(result))
-    return 0 if result["passed"] else 1
+    print(result.to_json() if args.json else result.summary())
+    return result.verdict().exit_code
 
 
 COMMANDS = (

@@ -68,6 +68,32 @@ class LayerResult:
         return asdict(self)
 
 
+@dataclass
+class Unmapped:
+    """A module call the mapping could not tie to an ONNX tensor, and why."""
+
+    module: str
+    reason: str
+
+
+@dataclass
+class Layerwise:
+    """The layer-by-layer part of a validation: every compared tensor in topological order."""
+
+    mode: str  # "torch modules" | "onnx tensors"
+    mapping: str
+    compared: int
+    mapped_calls: int
+    unmapped: list[Unmapped]
+    first_diverging: LayerResult | None
+    layers: list[LayerResult]
+    chunks: int
+    largest_chunk_mb: float
+    budget_mb: float
+    seconds: float
+    inputs_used: str = ""  # said when the outputs were compared on more batches than this one
+
+
 def onnx_probes(model: Any) -> list[Probe]:
     """Every float tensor produced by a node (ONNX-only mode)."""
     types = _elem_types(model)
@@ -280,7 +306,7 @@ def compare_layers(
     budget_mb: float = DEFAULT_BUDGET_MB,
     progress: Progress | None = None,
     scratch: str | None = None,
-) -> dict[str, Any]:
+) -> Layerwise:
     """Compare every probe point; returns the per-node table, first divergence and unmapped."""
     from deploylens.core.ort_session import prepare_for_ort
 
@@ -336,19 +362,19 @@ def compare_layers(
     rows.sort(key=lambda r: r.index)
     _propagate(model, rows)
     first = next((r for r in rows if not r.passed), None)
-    return {
-        "mode": "torch modules" if capture is not None else "onnx tensors",
-        "mapping": mapping.style,
-        "compared": len(rows),
-        "mapped_calls": len(mapping.tensors),
-        "unmapped": [{"module": k, "reason": v} for k, v in mapping.unmapped.items()],
-        "first_diverging": first.to_dict() if first else None,
-        "layers": [r.to_dict() for r in rows],
-        "chunks": len(parts),
-        "largest_chunk_mb": peak_chunk / 1024 / 1024,
-        "budget_mb": budget_mb,
-        "seconds": time.perf_counter() - started,
-    }
+    return Layerwise(
+        mode="torch modules" if capture is not None else "onnx tensors",
+        mapping=mapping.style,
+        compared=len(rows),
+        mapped_calls=len(mapping.tensors),
+        unmapped=[Unmapped(k, v) for k, v in mapping.unmapped.items()],
+        first_diverging=first,
+        layers=rows,
+        chunks=len(parts),
+        largest_chunk_mb=peak_chunk / 1024 / 1024,
+        budget_mb=budget_mb,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _load(value: Any) -> np.ndarray | None:

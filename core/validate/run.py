@@ -13,9 +13,8 @@ from deploylens.core.data.feeds import batch_of, feed_batches
 from deploylens.core.errors import UserError
 from deploylens.core.pytorch.source import ModelSource
 from deploylens.core.validate.compare import Comparator, judge_scale
+from deploylens.core.validate.result import ValidationResult
 from deploylens.core.validate.tolerances import Tolerances
-
-RESULT_VERSION = 1
 
 
 def session(path: str, optimized: bool = True, plugins: list[Any] | None = None) -> Any:
@@ -65,7 +64,7 @@ def validate_outputs(
     progress: Any = None,
     scratch: str | None = None,
     preprocess: str = "",
-) -> dict[str, Any]:
+) -> ValidationResult:
     started = time.perf_counter()
     sess = session(path, plugins=plugins)
     names = [o.name for o in sess.get_outputs()]
@@ -111,30 +110,28 @@ def validate_outputs(
         used = f"the arrays in {Path(npz).name}"
     else:
         used = f"one batch of seeded random inputs (seed {seed}, uniform in [-1, 1])"
-    result: dict[str, Any] = {
-        "kind": "deploylens.validation",
-        "version": RESULT_VERSION,
-        "model": path,
-        "reference": reference,
-        "candidate": "ONNX Runtime (CPU)",
-        "inputs": {k: list(v.shape) for k, v in first.items()},
-        "inputs_used": used,
-        "batches": count,
-        "samples": samples,
-        "notes": notes,
-        "seed": seed if not npz else None,
-        "inputs_file": npz,
-        "preprocess": preprocess,
-        "tolerances": tolerances.to_dict(),
-        "outputs": [c.to_dict() for c in comparisons],
-        "passed": all(c.passed for c in comparisons),
-    }
+    result = ValidationResult(
+        model=path,
+        reference=reference,
+        candidate="ONNX Runtime (CPU)",
+        inputs={k: list(v.shape) for k, v in first.items()},
+        inputs_used=used,
+        batches=count,
+        samples=samples,
+        notes=notes,
+        seed=seed if not npz else None,
+        inputs_file=npz,
+        preprocess=preprocess,
+        tolerances=tolerances,
+        outputs=comparisons,
+        passed=all(c.passed for c in comparisons),
+    )
     if layerwise:
         import onnx
 
         from deploylens.core.validate.layerwise import compare_layers
 
-        result["layerwise"] = compare_layers(
+        result.layerwise = compare_layers(
             onnx.load(path),
             first,
             tolerances,
@@ -145,14 +142,14 @@ def validate_outputs(
             scratch=scratch,
         )
         if count > 1:
-            result["layerwise"]["inputs_used"] = (
+            result.layerwise.inputs_used = (
                 f"the first batch ({batch_of(first)} samples) of the {count}"
             )
-    result["seconds"] = time.perf_counter() - started
+    result.seconds = time.perf_counter() - started
     return result
 
 
-def validate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def validate_job(ctx: Any, params: dict[str, Any]) -> ValidationResult:
     from deploylens.core.plugin_api import load_plugins
     from deploylens.core.validate.request import ValidateRequest
 

@@ -7,6 +7,7 @@ corrupting the JSON lines.
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import json
 import os
@@ -110,6 +111,16 @@ def _classify(job: str, exc: BaseException, python: str) -> dict[str, Any]:
     )
 
 
+def _payload(value: Any) -> Any:
+    """What goes on the wire for a job's return value: a typed result (``core/results.py``) as
+    its fields, anything else as it is."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        from deploylens.core.typed import to_dict
+
+        return to_dict(value)
+    return value
+
+
 class Worker:
     """Reads commands, runs jobs, answers on the channel."""
 
@@ -124,7 +135,7 @@ class Worker:
     def _run_job(self, ctx: JobContext, method: str, params: dict[str, Any]) -> None:
         try:
             function = resolve(method)
-            payload = function(ctx, params)
+            payload = _payload(function(ctx, params))
             try:
                 message = protocol.result(ctx.job, payload)
                 protocol.encode(message)

@@ -308,8 +308,17 @@ class RemoteFiles:
     the scratch folder (always). The CLI runs the three around ``Worker.run``; the GUI runs
     the slow ones in a thread around its ``QProcess``."""
 
-    def __init__(self, host: Host, files: dict[str, str], progress: Progress | None = None):
+    def __init__(
+        self,
+        host: Host,
+        files: dict[str, str],
+        progress: Progress | None = None,
+        result_files: tuple[str, ...] | None = None,
+    ):
         self.host, self.files, self.progress = host, files, progress
+        # the result's declared file fields (``Result.FILES``); None: a job answering a plain
+        # dict, whose every string is looked at for a path in the scratch folder
+        self.result_files = result_files
         self.mapping: dict[str, str] = {}  # remote path -> local path
         self.outputs: list[tuple[str, Path, bool]] = []  # remote, local, is a folder
         self.folder = ""
@@ -353,7 +362,10 @@ class RemoteFiles:
             (pull_folder if is_folder else pull)(host, remote, local)
         first_file = next((local for _, local, is_dir in self.outputs if not is_dir), None)
         local_dir = first_file.parent if first_file else Path.cwd()
-        for text in _strings(result):
+        named = (
+            _strings(result) if self.result_files is None else _declared(result, self.result_files)
+        )
+        for text in named:
             if not folder or not text.startswith(folder + "/") or text in self.mapping:
                 continue
             if any(text.startswith(r + "/") for r, _, is_dir in self.outputs if is_dir):
@@ -377,9 +389,10 @@ def run_remote_files(
     files: dict[str, str],
     run: Callable[[dict[str, Any]], Any],
     progress: Progress | None = None,
+    result_files: tuple[str, ...] | None = None,
 ) -> Any:
     """Send the inputs, run, fetch the outputs, give back local paths; scratch removed."""
-    job = RemoteFiles(host, files, progress)
+    job = RemoteFiles(host, files, progress, result_files)
     try:
         return job.fetch(run(job.send(params)))
     finally:
@@ -394,6 +407,17 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list | tuple):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def _declared(result: Any, fields: tuple[str, ...]) -> list[str]:
+    """The paths in a result's declared file fields (dotted; a list of paths counts)."""
+    found: list[str] = []
+    for field in fields:
+        value = result
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        found.extend(_strings(value))
+    return found
 
 
 def _rewrite(value: Any, mapping: dict[str, str]) -> Any:

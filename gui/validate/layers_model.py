@@ -8,7 +8,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
-from deploylens.core.validate.report import within_text
+from deploylens.core.validate.layerwise import LayerResult
+from deploylens.core.validate.result import within_text
 
 Index = QModelIndex | QPersistentModelIndex
 COLUMNS = (
@@ -31,10 +32,10 @@ NODE_ROLE = Qt.ItemDataRole.UserRole + 1
 class LayersTableModel(QAbstractTableModel):
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[LayerResult] = []
         self.first_node = ""
 
-    def set_layers(self, layers: list[dict[str, Any]], first_node: str = "") -> None:
+    def set_layers(self, layers: list[LayerResult], first_node: str = "") -> None:
         self.beginResetModel()
         self.rows = layers
         self.first_node = first_node
@@ -56,7 +57,7 @@ class LayersTableModel(QAbstractTableModel):
             return None
         row = self.rows[index.row()]
         key = COLUMNS[index.column()][1]
-        value = row.get(key)
+        value = getattr(row, key)  # a column is a LayerResult field
         if role == Qt.ItemDataRole.DisplayRole:
             return _text(key, value)
         if role == SORT_ROLE:
@@ -64,13 +65,13 @@ class LayersTableModel(QAbstractTableModel):
                 return -math.inf
             return value if isinstance(value, int | float) else str(value)
         if role == NODE_ROLE:
-            return row["node"]
+            return row.node
         if role == Qt.ItemDataRole.BackgroundRole:
-            if row["node"] == self.first_node:
+            if row.node == self.first_node:
                 return FIRST_COLOR
-            return None if row["passed"] else FAIL_COLOR
+            return None if row.passed else FAIL_COLOR
         if role == Qt.ItemDataRole.ToolTipRole:
-            parts = [f"tensor {row['tensor']}", row.get("note", ""), row.get("reason", "")]
+            parts = [f"tensor {row.tensor}", row.note, row.reason]
             return "\n".join(p for p in parts if p)
         return None
 

@@ -34,9 +34,11 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.settings import config_dir
-from deploylens.core.validate.report import verdict, within_text
+from deploylens.core.validate.compare import OutputComparison
+from deploylens.core.validate.layerwise import Layerwise, Unmapped
 from deploylens.core.validate.request import ValidateRequest
-from deploylens.core.validate.results import load_result, node_errors, save_csv, save_result
+from deploylens.core.validate.result import ValidationResult, within_text
+from deploylens.core.validate.saved import load_result, save_csv, save_result
 from deploylens.core.validate.tolerances import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -65,14 +67,14 @@ def results_dir() -> Path:
 class ValidatePanel(QWidget):
     sig_node_selected = Signal(str)  # ONNX node name
     sig_overlay = Signal(str, dict)  # overlay name, {node name: error}
-    sig_result = Signal(object)  # the result dict, after it was saved
+    sig_result = Signal(object)  # the ValidationResult, after it was saved
     sig_message = Signal(str)
 
     def __init__(self, jobs: JobManager, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.jobs = jobs
         self.model_path: str = ""
-        self.result: dict[str, Any] | None = None
+        self.result: ValidationResult | None = None
         self.result_path: Path | None = None
         self.job: Any = None
         self.plot: Any = None
@@ -347,7 +349,7 @@ class ValidatePanel(QWidget):
         self._set_banner(f"{failure.message}\n{failure.hint}".strip(), FAIL_STYLE)
         self.sig_message.emit(failure.message)
 
-    def _on_finished(self, result: dict[str, Any]) -> None:
+    def _on_finished(self, result: ValidationResult) -> None:
         self._idle()
         path = results_dir() / f"{Path(self.model_path).stem}-{time.strftime('%Y%m%d-%H%M%S')}.json"
         try:
@@ -367,62 +369,61 @@ class ValidatePanel(QWidget):
         self.banner.setText(text)
         self.banner.setStyleSheet(style)
 
-    def show_result(self, result: dict[str, Any], path: Path | None = None) -> None:
+    def show_result(self, result: ValidationResult, path: Path | None = None) -> None:
         self.result, self.result_path = result, path
-        lw = result.get("layerwise") or {}
-        first = lw.get("first_diverging")
-        failing_layers = sum(1 for layer in lw.get("layers", []) if not layer["passed"])
-        headline, severity = verdict(result)  # never a green PASS over red rows
-        style = {"pass": PASS_STYLE, "warn": WARN_STYLE, "fail": FAIL_STYLE}[severity]
-        text = f"{headline}: {result['candidate']} vs {result['reference']}"
-        if first:
+        lw = result.layerwise
+        first = result.first_diverging
+        verdict = result.verdict()  # the CLI's exit code comes from the same: never a green
+        style = {"pass": PASS_STYLE, "warn": WARN_STYLE, "fail": FAIL_STYLE}[verdict.severity]
+        text = f"{verdict.word}: {result.candidate} vs {result.reference}"
+        if lw is not None and first is not None:
+            failing_layers = sum(1 for layer in lw.layers if not layer.passed)
             text += (
-                f" — first diverging node {first['node']} ({first['op_type']}); "
-                f"{failing_layers} of {lw['compared']} compared tensors outside the tolerance"
+                f" — first diverging node {first.node} ({first.op_type}); "
+                f"{failing_layers} of {lw.compared} compared tensors outside the tolerance"
             )
-        elif lw:
-            text += f" — all {lw['compared']} compared tensors agree"
-        failing = [o for o in result["outputs"] if not o["passed"] and o.get("reason")]
+        elif lw is not None:
+            text += f" — all {lw.compared} compared tensors agree"
+        failing = [o for o in result.outputs if not o.passed and o.reason]
         if failing:
-            text += f"\n{failing[0]['name']}: {failing[0]['reason']}"
-        if result.get("inputs_used"):
-            text += f"\nInputs: {result['inputs_used']}"
-        for note in result.get("notes", []):
+            text += f"\n{failing[0].name}: {failing[0].reason}"
+        if result.inputs_used:
+            text += f"\nInputs: {result.inputs_used}"
+        for note in result.notes:
             text += f"\nNote: {note}"
         self._set_banner(text, style)
-        self._fill_outputs(result["outputs"])
-        self.layers_model.set_layers(lw.get("layers", []), first["node"] if first else "")
+        self._fill_outputs(result.outputs)
+        self.layers_model.set_layers(lw.layers if lw else [], first.node if first else "")
         self.layers.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # graph order, inputs first
         fit_columns(self.layers, stretch=1)
-        self._fill_unmapped(lw.get("unmapped", []))
-        if lw:
-            self._plot(lw, layer_limit(result))
-            errors = node_errors(result)
+        self._fill_unmapped(lw.unmapped if lw else [])
+        if lw is not None:
+            self._plot(lw, result.tolerances.rel_l2_for(""))
+            errors = result.node_errors()
             if errors:
                 self.sig_overlay.emit(OVERLAY_NAME, errors)
 
-    def _fill_outputs(self, outputs: list[dict[str, Any]]) -> None:
+    def _fill_outputs(self, outputs: list[OutputComparison]) -> None:
         self.outputs.setRowCount(len(outputs))
         for row, o in enumerate(outputs):
             cells = [
-                ("✓ " if o["passed"] else "✗ ") + o["name"],
-                *(f"{o[k]:.3g}" for k in ("max_abs", "mean_abs", "max_rel")),
-                f"{o.get('rel_l2', float('nan')):.3g}",
-                f"{o['cosine']:.6f}",
-                within_text(o["within"]),
-                str(o["nan"]),
-                o.get("reason", ""),
+                ("✓ " if o.passed else "✗ ") + o.name,
+                *(f"{value:.3g}" for value in (o.max_abs, o.mean_abs, o.max_rel, o.rel_l2)),
+                f"{o.cosine:.6f}",
+                within_text(o.within),
+                str(o.nan),
+                o.reason,
             ]
             for column, text in enumerate(cells):
                 self.outputs.setItem(row, column, QTableWidgetItem(text))
 
-    def _fill_unmapped(self, unmapped: list[dict[str, str]]) -> None:
+    def _fill_unmapped(self, unmapped: list[Unmapped]) -> None:
         self.unmapped.setRowCount(len(unmapped))
         for row, item in enumerate(unmapped):
-            self.unmapped.setItem(row, 0, QTableWidgetItem(item["module"]))
-            self.unmapped.setItem(row, 1, QTableWidgetItem(item["reason"]))
+            self.unmapped.setItem(row, 0, QTableWidgetItem(item.module))
+            self.unmapped.setItem(row, 1, QTableWidgetItem(item.reason))
 
-    def _plot(self, lw: dict[str, Any], limit: float) -> None:
+    def _plot(self, lw: Layerwise, limit: float) -> None:
         """Rel L2 error against topological position (log scale, decades on the axis — not a
         "×1e-09" factor), the limit a layer passes under as a dashed line, the first divergence
         marked."""
@@ -445,17 +446,17 @@ class ValidatePanel(QWidget):
         )  # fmt: skip
         self.plot.addItem(self.limit_line)
         points = [
-            (layer["index"], max(layer["rel_l2"], 1e-12))
-            for layer in lw["layers"]
-            if isinstance(layer["rel_l2"], float) and not math.isnan(layer["rel_l2"])
+            (layer.index, max(layer.rel_l2, 1e-12))
+            for layer in lw.layers
+            if not math.isnan(layer.rel_l2)
         ]
         if points:
             xs, ys = zip(*points, strict=True)
             self.plot.plot(list(xs), list(ys), pen=pg.mkPen("#1f77b4", width=2), symbol="o",
                            symbolSize=5, symbolBrush="#1f77b4")  # fmt: skip
-        first = lw.get("first_diverging")
-        if first:
-            self.plot.addItem(pg.InfiniteLine(first["index"], pen=pg.mkPen("#d62728", width=2)))
+        first = lw.first_diverging
+        if first is not None:
+            self.plot.addItem(pg.InfiniteLine(first.index, pen=pg.mkPen("#d62728", width=2)))
         self.plot_points = points
 
     def _on_layer_clicked(self, index: Any) -> None:
@@ -494,13 +495,3 @@ class ValidatePanel(QWidget):
         if path.suffix.lower() == ".csv":
             return save_csv(self.result, path)
         return save_result(self.result, path)
-
-
-def layer_limit(result: dict[str, Any]) -> float:
-    """The rel L2 a layer passes under: the run's own tolerances (``Tolerances.rel_l2_for``)."""
-    saved = result.get("tolerances") or {}
-    fields = ("rtol", "atol", "statistic", "quantile", "rel_l2")
-    try:
-        return Tolerances(**{k: saved[k] for k in fields if k in saved}).rel_l2_for("")
-    except (TypeError, UserError):  # a result saved by another version: the default limit
-        return Tolerances().rel_l2_for("")

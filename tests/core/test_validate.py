@@ -15,6 +15,9 @@ from deploylens.core.jobs import Worker
 from deploylens.core.plugin_api import plugin_entries
 from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.validate.compare import compare
+from deploylens.core.validate.layerwise import Layerwise
+from deploylens.core.validate.request import ValidateRequest
+from deploylens.core.validate.result import ValidationResult
 from deploylens.core.validate.tolerances import Tolerances, parse_tolerance
 from tests.helpers.perturb import perturb_first
 
@@ -121,19 +124,18 @@ def test_plugin_model_validates_through_the_reference_op(tmp_path: Path) -> None
             },
         )
         assert exported["ok"]
-        result = worker.run(
-            "validate.outputs",
-            {
+        result = worker.run_request(
+            ValidateRequest.from_params({
                 "path": str(out),
                 "torch": parse_spec("sample:deform_conv").to_dict(),
                 "tolerances": {"rtol": {"": 1e-5}, "atol": {"": 1e-5}},
                 "plugin_entries": plugin_entries(),
                 "layerwise": True,
-            },
-        )
-    assert result["passed"] and result["outputs"][0]["max_abs"] <= 1e-5
-    lw = result["layerwise"]  # the custom op's own tensor is compared too, through its reference
-    assert lw["first_diverging"] is None and "deform_conv2d" in {x["op_type"] for x in lw["layers"]}
+            })
+        )  # fmt: skip
+    assert result.passed and result.outputs[0].max_abs <= 1e-5
+    lw = layerwise_of(result)  # the custom op's own tensor is compared too, through its reference
+    assert lw.first_diverging is None and "deform_conv2d" in {x.op_type for x in lw.layers}
 
 
 # --- layer-wise ---------------------------------------------------------------------------
@@ -156,7 +158,9 @@ def test_torchscript_names_parse_into_module_calls() -> None:
     assert torchscript_chain("Identity_3", modules) == []
 
 
-def run_layerwise(path: Path, spec: str | None, tol: float = 1e-4, **extra: object) -> dict:
+def run_layerwise(
+    path: Path, spec: str | None, tol: float = 1e-4, **extra: object
+) -> ValidationResult:
     params: dict[str, object] = {
         "path": str(path),
         "tolerances": {"rtol": {"": tol}, "atol": {"": tol}},
@@ -166,7 +170,13 @@ def run_layerwise(path: Path, spec: str | None, tol: float = 1e-4, **extra: obje
     if spec:
         params["torch"] = parse_spec(spec).to_dict()
     with Worker() as worker:
-        return worker.run("validate.outputs", params)
+        found: ValidationResult = worker.run_request(ValidateRequest.from_params(params))
+    return found
+
+
+def layerwise_of(result: ValidationResult) -> Layerwise:
+    assert result.layerwise is not None, "asked for layer-wise, got none"
+    return result.layerwise
 
 
 def export_resnet18(out: Path, **settings: Any) -> Path:
@@ -185,47 +195,45 @@ def export_resnet18(out: Path, **settings: Any) -> Path:
 def test_layerwise_dynamo_without_optimization_maps_all_75_activations(tmp_path: Path) -> None:
     path = export_resnet18(tmp_path / "r18.onnx", exporter="dynamo", opset=18, optimize=False)
     result = run_layerwise(path, "torchvision:resnet18")
-    lw = result["layerwise"]
-    assert result["passed"] and lw["mapping"] == "dynamo"
-    assert lw["mapped_calls"] == 75 and lw["unmapped"] == []  # every module call but the root
-    assert lw["first_diverging"] is None
-    modules = {layer["module"] for layer in lw["layers"]}
+    lw = layerwise_of(result)
+    assert result.passed and lw.mapping == "dynamo"
+    assert lw.mapped_calls == 75 and lw.unmapped == []  # every module call but the root
+    assert lw.first_diverging is None
+    modules = {layer.module for layer in lw.layers}
     assert {"layer1.0.relu", "layer1.0.relu#1", "fc"} <= modules  # a reused ReLU twice
     # one row per tensor: a parent whose output is its last child's is named in that row's note
-    assert len({layer["tensor"] for layer in lw["layers"]}) == len(lw["layers"])
+    assert len({layer.tensor for layer in lw.layers}) == len(lw.layers)
     assert "layer4" not in modules
-    assert any("layer4" in layer["note"].split("also the output of ")[-1].split(", ")
-               for layer in lw["layers"])  # fmt: skip
+    assert any("layer4" in layer.note.split("also the output of ")[-1].split(", ")
+               for layer in lw.layers)  # fmt: skip
 
 
 def test_layerwise_torchscript_reports_folded_batch_norms(tmp_path: Path) -> None:
     path = export_resnet18(tmp_path / "r18ts.onnx", exporter="torchscript", opset=17)
-    lw = run_layerwise(path, "torchvision:resnet18")["layerwise"]
-    assert lw["mapping"] == "torchscript" and lw["first_diverging"] is None
-    reasons = {item["module"]: item["reason"] for item in lw["unmapped"]}
+    lw = layerwise_of(run_layerwise(path, "torchvision:resnet18"))
+    assert lw.mapping == "torchscript" and lw.first_diverging is None
+    reasons = {item.module: item.reason for item in lw.unmapped}
     assert reasons["layer1.0.conv1"].startswith("batch norm layer1.0.bn1 folded into")
     assert len(reasons) == 20  # the 20 convs followed by a batch norm; everything else maps
-    bn1 = next(layer for layer in lw["layers"] if layer["module"] == "bn1")
-    assert bn1["node"] == "/conv1/Conv" and bn1["passed"]
+    bn1 = next(layer for layer in lw.layers if layer.module == "bn1")
+    assert bn1.node == "/conv1/Conv" and bn1.passed
 
 
 def test_first_diverging_node_is_the_perturbed_conv(resnet18: Path, tmp_path: Path) -> None:
-    from deploylens.core.validate.results import node_errors
-
     broken = tmp_path / "broken.onnx"
     perturbed = perturb_first(resnet18, broken)
     result = run_layerwise(broken, "torchvision:resnet18")
-    lw = result["layerwise"]
-    assert not result["passed"]
-    assert lw["first_diverging"]["node"] == perturbed
-    errors = node_errors(result)
-    layers = lw["layers"]
-    start = next(i for i, layer in enumerate(layers) if layer["node"] == perturbed)
-    downstream = [errors[layer["node"]] for layer in layers[start:]]
+    lw = layerwise_of(result)
+    assert not result.passed
+    assert lw.first_diverging is not None and lw.first_diverging.node == perturbed
+    errors = result.node_errors()
+    layers = lw.layers
+    start = next(i for i, layer in enumerate(layers) if layer.node == perturbed)
+    downstream = [errors[layer.node] for layer in layers[start:]]
     assert min(downstream) > 1e-2  # the error reaches every later node
-    assert not any(layer["passed"] for layer in layers[start:])
-    ranked = max(layers, key=lambda layer: layer["jump"])
-    assert ranked["node"] == perturbed  # where the error is made, not merely carried
+    assert not any(layer.passed for layer in layers[start:])
+    ranked = max(layers, key=lambda layer: layer.jump)
+    assert ranked.node == perturbed  # where the error is made, not merely carried
 
 
 def test_fp16_conversion_fails_tight_and_ranks_where_error_jumps(
@@ -241,24 +249,24 @@ def test_fp16_conversion_fails_tight_and_ranks_where_error_jumps(
         half = float16.convert_float_to_float16(onnx.load(str(resnet18)), keep_io_types=True)
     onnx.save(half, str(tmp_path / "fp16.onnx"))
     result = run_layerwise(tmp_path / "fp16.onnx", "torchvision:resnet18")
-    lw = result["layerwise"]
-    assert not result["passed"] and lw["first_diverging"] is not None
-    assert lw["mapped_calls"] == 55  # the converter kept the exporter's scopes
-    jumps = sorted(lw["layers"], key=lambda layer: -layer["jump"])
-    assert jumps[0]["jump"] > 1e-4 and jumps[0]["op_type"] in {"Conv", "Gemm", "MatMul"}
-    assert 1e-5 < max(layer["rel_l2"] for layer in lw["layers"]) < 1e-2  # fp16, not broken
+    lw = layerwise_of(result)
+    assert not result.passed and lw.first_diverging is not None
+    assert lw.mapped_calls == 55  # the converter kept the exporter's scopes
+    jumps = sorted(lw.layers, key=lambda layer: -layer.jump)
+    assert jumps[0].jump > 1e-4 and jumps[0].op_type in {"Conv", "Gemm", "MatMul"}
+    assert 1e-5 < max(layer.rel_l2 for layer in lw.layers) < 1e-2  # fp16, not broken
     loose = run_layerwise(tmp_path / "fp16.onnx", "torchvision:resnet18", tol=1e-2)
-    assert loose["passed"]
+    assert loose.passed
 
 
 def test_onnx_only_layerwise_and_chunking_give_the_same_table(samples: Path) -> None:
     path = samples / "small_cnn.dynamo.onnx"
-    one = run_layerwise(path, None)["layerwise"]
-    many = run_layerwise(path, None, budget_mb=0.01)["layerwise"]
-    assert one["mode"] == "onnx tensors" and one["first_diverging"] is None
-    assert one["chunks"] == 1 and many["chunks"] > 3
-    key = [(layer["tensor"], layer["max_abs"]) for layer in one["layers"]]
-    assert key == [(layer["tensor"], layer["max_abs"]) for layer in many["layers"]]
+    one = layerwise_of(run_layerwise(path, None))
+    many = layerwise_of(run_layerwise(path, None, budget_mb=0.01))
+    assert one.mode == "onnx tensors" and one.first_diverging is None
+    assert one.chunks == 1 and many.chunks > 3
+    key = [(layer.tensor, layer.max_abs) for layer in one.layers]
+    assert key == [(layer.tensor, layer.max_abs) for layer in many.layers]
 
 
 def test_results_save_reopen_and_csv(resnet18: Path, tmp_path: Path) -> None:

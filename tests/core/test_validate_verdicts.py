@@ -177,7 +177,6 @@ def test_a_name_that_is_not_a_torchvision_model(capsys: pytest.CaptureFixture[st
 
 def test_a_data_folder_is_compared_in_full_and_says_so(samples: Path, tmp_path: Path) -> None:
     """``--inputs DIR`` compared only its first batch, silently."""
-    from deploylens.core.validate.report import validation_text
     from deploylens.core.validate.run import validate_outputs
 
     folder = tmp_path / "arrays"
@@ -188,20 +187,28 @@ def test_a_data_folder_is_compared_in_full_and_says_so(samples: Path, tmp_path: 
     result = validate_outputs(
         str(samples / "small_cnn.dynamo.onnx"), None, str(folder), Tolerances()
     )
-    assert result["batches"] == 5 and result["samples"] == 5
-    assert result["outputs"][0]["shape"][0] == 5  # every batch went into the statistics
-    assert result["inputs_used"] == f"all 5 samples of {folder} in 5 batches"
-    assert result["inputs_used"] in validation_text(result)
+    assert result.batches == 5 and result.samples == 5
+    assert result.outputs[0].shape[0] == 5  # every batch went into the statistics
+    assert result.inputs_used == f"all 5 samples of {folder} in 5 batches"
+    assert result.inputs_used in result.summary()
 
 
-def test_a_headline_never_says_a_bare_pass_over_a_diverging_layer() -> None:
-    from deploylens.core.validate.report import verdict, within_text
+def test_a_headline_never_says_a_bare_pass_over_a_diverging_layer(samples: Path) -> None:
+    """One verdict method: the CLI's exit code and the panel's headline and colour."""
+    from dataclasses import replace
 
-    base = {"passed": True, "layerwise": {"first_diverging": None}}
-    assert verdict(base) == ("PASS", "pass")
-    diverging = {"passed": True, "layerwise": {"first_diverging": {"node": "/conv/Conv"}}}
-    assert verdict(diverging) == ("PASS (outputs) — LAYERS DIFFER", "warn")
-    assert verdict({"passed": False}) == ("FAIL", "fail")
+    from deploylens.core.results import Verdict
+    from deploylens.core.validate.result import within_text
+    from deploylens.core.validate.run import validate_outputs
+
+    base = validate_outputs(str(samples / "small_cnn.dynamo.onnx"), None, "", Tolerances(),
+                            layerwise=True)  # fmt: skip
+    assert base.layerwise is not None and base.first_diverging is None
+    assert base.verdict() == Verdict("PASS", "pass", 0)
+    layers = replace(base.layerwise, first_diverging=base.layerwise.layers[0])
+    diverging = replace(base, layerwise=layers)
+    assert diverging.verdict() == Verdict("PASS (outputs) — LAYERS DIFFER", "warn", 0)
+    assert replace(base, passed=False).verdict() == Verdict("FAIL", "fail", 1)
     # rounded down: a failing row never reads 100 %
     assert within_text(0.99996) == "99.99 %" and within_text(1.0) == "100 %"
     assert within_text(float("nan")) == "—"
@@ -262,7 +269,7 @@ def test_the_verdict_holds_at_every_output_scale(tmp_path: Path, scale: float) -
     for factory in ("same", "perturbed", "different"):
         spec = parse_spec(f"{source}:{factory}")
         result = validate_outputs(str(model), spec, "", Tolerances())
-        verdicts[factory] = (result["passed"], result["outputs"][0]["reason"])
+        verdicts[factory] = (result.passed, result.outputs[0].reason)
     assert verdicts["same"][0], verdicts
     assert not verdicts["perturbed"][0] and not verdicts["different"][0], verdicts
     if scale < 1e-4:  # below atol every element passes: the relative error is what fails them

@@ -105,18 +105,19 @@ def test_an_inconclusive_verdict_says_why_in_the_panel(
     import numpy as np
 
     from deploylens.core.validate.compare import compare, judge_scale
+    from deploylens.core.validate.result import ValidationResult
     from deploylens.core.validate.tolerances import Tolerances
 
     tolerances = Tolerances()
     comparison = compare("logits", np.zeros(100), np.zeros(100), tolerances)
     judge_scale(comparison, tolerances)
-    result = {
-        "kind": "deploylens.validation", "version": 1, "model": "small_cnn.onnx",
-        "reference": "PyTorch eager", "candidate": "ONNX Runtime (CPU)", "inputs": {"image": [1]},
-        "inputs_used": "one batch of seeded random inputs (seed 0, uniform in [-1, 1])",
-        "notes": ["torchvision:x is built with random weights"], "tolerances": tolerances.to_dict(),
-        "outputs": [comparison.to_dict()], "passed": False,
-    }  # fmt: skip
+    result = ValidationResult(
+        model="small_cnn.onnx", reference="PyTorch eager", candidate="ONNX Runtime (CPU)",
+        inputs={"image": [1]}, batches=1, samples=1, seed=0, inputs_file="", preprocess="",
+        inputs_used="one batch of seeded random inputs (seed 0, uniform in [-1, 1])",
+        notes=["torchvision:x is built with random weights"], tolerances=tolerances,
+        outputs=[comparison], passed=False,
+    )  # fmt: skip
     window = make_window()
     panel = window.validate_panel
     panel.show_result(result)
@@ -136,7 +137,7 @@ def test_outputs_that_pass_over_diverging_layers_are_not_a_green_pass(
     the failing row never reads 100 %."""
     import numpy as np
 
-    from deploylens.core.validate.report import within_text
+    from deploylens.core.validate.result import ValidationResult, within_text
 
     window = make_window()
     wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
@@ -144,11 +145,13 @@ def test_outputs_that_pass_over_diverging_layers_are_not_a_green_pass(
     panel.layerwise.setChecked(True)
     with qtbot.waitSignal(panel.sig_result, timeout=120_000):
         panel.run_button.click()
-    result = json.loads(json.dumps(panel.result))
-    layers = result["layerwise"]["layers"]
-    layers[1]["passed"], layers[1]["within"] = False, 0.99996
-    result["layerwise"]["first_diverging"] = layers[1]
-    assert result["passed"]
+    assert panel.result is not None
+    result = ValidationResult.from_dict(json.loads(json.dumps(panel.result.to_dict())))
+    assert result.layerwise is not None
+    layers = result.layerwise.layers
+    layers[1].passed, layers[1].within = False, 0.99996
+    result.layerwise.first_diverging = layers[1]
+    assert result.passed
     panel.show_result(result)
     assert panel.banner.text().startswith("PASS (outputs) — LAYERS DIFFER")
     assert "#8a4b00" in panel.banner.styleSheet()  # amber, not green

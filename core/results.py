@@ -1,0 +1,114 @@
+"""One typed result per worker job, the partner of its request (``core/requests.py``).
+
+A job's function returns its ``Result`` (a dataclass); the worker sends it as JSON; the app side
+(``run_job`` for the CLI, ``WorkerJob`` for the GUI, ``Worker.run_request``) turns the JSON back
+into the same class, strictly (``core.typed``): a key the class does not declare, a missing
+field or a wrong type is an error at the boundary, not a ``KeyError`` three calls later in a
+panel. The CLI, the GUI panels, the saved files and the remote path rewriting read the same
+fields; the verdict of a job is one method, so the CLI's exit code and the panel's headline
+cannot disagree (they did: validate's CLI and the Surgery panel judged a missing ``max_abs``
+differently).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, TypeVar
+
+from deploylens.core import typed
+from deploylens.core.errors import UserError
+from deploylens.core.job_table import JOBS, job_for_result
+from deploylens.core.job_table import result_class as _result_class
+
+Severity = Literal["pass", "warn", "fail"]
+T = TypeVar("T", bound="Result")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a job concluded: the headline word, how it is coloured, and the CLI's exit code."""
+
+    word: str
+    severity: Severity
+    exit_code: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.severity == "fail"
+
+
+PASS = Verdict("PASS", "pass", 0)
+
+
+class Result:
+    """Base of the job results (each is a ``@dataclass``)."""
+
+    JOB: ClassVar[str] = ""  # from the job table, by the class's own path
+    # dotted fields naming files the job wrote: a remote worker's are fetched back by these
+    FILES: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        job = job_for_result(f"{cls.__module__}:{cls.__qualname__}")
+        if job is not None:
+            cls.JOB = job.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (what the worker sends and a saved result holds)."""
+        found: dict[str, Any] = typed.to_dict(self)
+        return found
+
+    def to_json(self) -> str:
+        """The result as the CLI's ``--json`` prints it (NaN as JSON's ``NaN`` token)."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls: type[T], data: Any, where: str = "") -> T:
+        """The result a worker sent (or a file held), every field checked."""
+        return typed.from_dict(cls, data, where or f"the {cls.JOB or cls.__name__} result")
+
+    def verdict(self) -> Verdict:
+        """What the job concluded (a job that judges nothing finished: PASS)."""
+        return PASS
+
+    def file_paths(self) -> list[str]:
+        """The paths in the declared ``FILES`` fields (lists of paths included)."""
+        found: list[str] = []
+        for name in self.FILES:
+            value: Any = self
+            for part in name.split("."):
+                value = getattr(value, part, None)
+            if isinstance(value, str) and value:
+                found.append(value)
+            elif isinstance(value, list | tuple):
+                found.extend(v for v in value if isinstance(v, str) and v)
+        return found
+
+
+def result_class(job: str) -> type[Result] | None:
+    """The result class of ``job``, or None for a job that still answers a plain dict."""
+    found: type[Result] | None = _result_class(job)
+    return found
+
+
+def typed_result(job: str, payload: Any) -> Any:
+    """``payload`` as ``job``'s typed result (a job without one: the payload as sent). A
+    payload that does not fit is the worker's bug, said as such — never a half-read result."""
+    cls = result_class(job)
+    if cls is None or isinstance(payload, cls):
+        return payload
+    try:
+        return cls.from_dict(payload)
+    except UserError as exc:
+        raise UserError(
+            f"The worker's answer to {job} does not match DeployLens's {cls.__name__}: {exc} "
+            "(is the worker interpreter running another DeployLens version?)"
+        ) from None
+
+
+def result_files(job: str) -> tuple[str, ...] | None:
+    """The declared file fields of ``job``'s result; None for a job without a typed result
+    (a remote run then looks at every string of its answer for a path)."""
+    cls = result_class(job) if job in JOBS else None
+    return cls.FILES if cls is not None else None

@@ -1,0 +1,134 @@
+"""The ``validate.outputs`` job's typed result: what was compared, on what, and the verdict the
+CLI's exit code and the Validate panel's headline both come from."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from deploylens.core.results import Result, Verdict
+from deploylens.core.validate.compare import OutputComparison
+from deploylens.core.validate.layerwise import LayerResult, Layerwise
+from deploylens.core.validate.tolerances import Tolerances
+
+KIND = "deploylens.validation"
+RESULT_VERSION = 1
+
+
+@dataclass
+class ValidationResult(Result):
+    """ONNX Runtime's outputs against a reference's on the same inputs (and, asked for, every
+    mapped intermediate tensor)."""
+
+    model: str
+    reference: str  # "PyTorch eager" | "ONNX Runtime, graph optimizations off"
+    candidate: str
+    inputs: dict[str, list[int]]  # input name → shape of the first batch
+    inputs_used: str  # a sentence: which samples, batches or seeded random inputs
+    batches: int
+    samples: int
+    notes: list[str]
+    seed: int | None  # None when the inputs came from a file
+    inputs_file: str
+    preprocess: str
+    tolerances: Tolerances
+    outputs: list[OutputComparison]
+    passed: bool  # every output within tolerance: what the exit code says
+    layerwise: Layerwise | None = None
+    seconds: float = 0.0
+    kind: str = KIND
+    version: int = RESULT_VERSION
+
+    def verdict(self) -> Verdict:
+        """Outputs decide the exit code; when they agree but layer-wise found a diverging
+        intermediate, the headline says both — never a bare PASS above a "first diverging
+        node"."""
+        if not self.passed:
+            return Verdict("FAIL", "fail", 1)
+        if self.first_diverging is not None:
+            return Verdict("PASS (outputs) — LAYERS DIFFER", "warn", 0)
+        return Verdict("PASS", "pass", 0)
+
+    @property
+    def first_diverging(self) -> LayerResult | None:
+        return self.layerwise.first_diverging if self.layerwise is not None else None
+
+    def node_errors(self, metric: str = "rel_l2") -> dict[str, float]:
+        """``{onnx node name: error}`` for the graph overlay (max over the node's tensors)."""
+        errors: dict[str, float] = {}
+        for layer in self.layerwise.layers if self.layerwise is not None else []:
+            value = getattr(layer, metric)
+            if isinstance(value, int | float) and value == value:  # not NaN
+                errors[layer.node] = max(errors.get(layer.node, 0.0), float(value))
+        return errors
+
+    def summary(self) -> str:
+        """The result as the CLI prints it."""
+        tol = self.tolerances
+        lines = [
+            f"{self.verdict().word}: {self.candidate} vs {self.reference} on {self.model}",
+            "  inputs: "
+            + ", ".join(f"{k} {v}" for k, v in self.inputs.items())
+            + (f" — {self.inputs_used}" if self.inputs_used else ""),
+            *(f"  note: {note}" for note in self.notes),
+            f"  {'output':24s} {'max abs':>10s} {'mean abs':>10s} {'max rel':>10s} "
+            f"{'cosine':>9s} {'within':>8s} {'NaN':>5s}",
+        ]
+        for o in self.outputs:
+            lines.append(
+                f"{'✓' if o.passed else '✗'} {o.name[:24]:24s} {o.max_abs:10.3g} "
+                f"{o.mean_abs:10.3g} {o.max_rel:10.3g} {o.cosine:9.6f} "
+                f"{within_text(o.within):>8s} {o.nan:5d}" + (f"  {o.reason}" if o.reason else "")
+            )
+        rel_l2 = tol.rel_l2 or "max(0.01, rtol)"
+        lines.append(
+            f"  tolerances: rtol {tol.rtol}, atol {tol.atol} ({tol.statistic}); "
+            "an element fails only when both abs and rel exceed; NaN fails; "
+            f"and an output fails when its rel L2 exceeds {rel_l2} or both sides are below atol"
+        )
+        if self.layerwise is not None:
+            lines.extend(layerwise_text(self.layerwise))
+        return "\n".join(lines)
+
+
+def layerwise_text(lw: Layerwise, top: int = 8) -> list[str]:
+    lines = [
+        f"  layer-wise ({lw.mode}, mapping: {lw.mapping}"
+        + (f", on {lw.inputs_used}" if lw.inputs_used else "")
+        + f"): {lw.compared} tensors compared in {lw.chunks} chunk(s) of ≤ {lw.budget_mb:.0f} MB, "
+        f"{len(lw.unmapped)} module call(s) unmapped, {lw.seconds:.2f} s"
+    ]
+    first = lw.first_diverging
+    if first is not None:
+        where = f" (module {first.module})" if first.module else ""
+        lines.append(
+            f"  first diverging node: {first.node} [{first.op_type}]{where}: "
+            f"max abs {first.max_abs:.3g}, rel L2 {first.rel_l2:.3g}"
+        )
+    else:
+        lines.append("  no intermediate tensor diverges")
+    ranked = sorted(
+        (layer for layer in lw.layers if layer.jump == layer.jump), key=lambda layer: -layer.jump
+    )[:top]
+    if ranked and ranked[0].jump > 0:
+        lines.append(f"  where the error grows most (rel L2 out − in), top {len(ranked)}:")
+        for layer in ranked:
+            lines.append(
+                f"    {layer.node[:40]:40s} {layer.op_type:18s} "
+                f"in {layer.error_in:9.3g} → out {layer.rel_l2:9.3g}"
+            )
+    for item in lw.unmapped[:top]:
+        lines.append(f"  unmapped {item.module}: {item.reason}")
+    if len(lw.unmapped) > top:
+        lines.append(f"  … and {len(lw.unmapped) - top} more unmapped (see --json)")
+    return lines
+
+
+def within_text(share: float) -> str:
+    """The share of elements within tolerance, rounded down: 0.99996 is "99.99 %", never the
+    "100.00 %" a failing output showed."""
+    if share != share:  # NaN
+        return "—"
+    if share >= 1.0:
+        return "100 %"
+    return f"{math.floor(share * 10000) / 100:.2f} %"
