@@ -45,7 +45,7 @@ else:
     t1 = time.perf_counter()
     report = run_surgery(request)
     t2 = time.perf_counter()
-    nodes = (report["nodes_before"], report["nodes_after"])
+    nodes = (report.nodes_before, report.nodes_after)
 t3 = time.perf_counter()
 print(json.dumps({"total_s": t3 - t0, "fold_s": t2 - t1, "nodes": nodes,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))

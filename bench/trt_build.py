@@ -129,13 +129,13 @@ def build_table(models: dict[str, Path], scratch: Path) -> dict[str, dict[str, f
         except UserError as refused:  # the job's sentence, as the CLI would print it
             row["refused"] = refused.message
         else:
-            if result["built"]:
+            if result.built:
                 row.update(build_s=time.perf_counter() - started,
-                           plan_mb=result["engine_bytes"] / 1e6)  # fmt: skip
-                if result["notices"]:
-                    row["notice"] = "; ".join(result["notices"])
+                           plan_mb=result.engine_bytes / 1e6)  # fmt: skip
+                if result.notices:
+                    row["notice"] = "; ".join(result.notices)
             else:  # a sample that needs a plugin TensorRT-RTX lacks
-                row["rejected"] = ", ".join(f"{f['op']} ({f['code']})" for f in result["findings"])
+                row["rejected"] = ", ".join(f"{f.op} ({f.code})" for f in result.findings)
         rows[label] = row
     return rows
 

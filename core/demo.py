@@ -56,7 +56,6 @@ def _export_story(
     worker: Worker, out_dir: Path, report: dict[str, Any], matrix: SupportMatrix
 ) -> list[str]:
     """The seeds' ladder on the asinh sample: TorchScript at opset 9 fails, the plugin fixes it."""
-    from deploylens.core.export.cli_export import result_text
     from deploylens.core.export.fixit import attach_fixes
     from deploylens.core.export.request import ExportRequest
     from deploylens.core.export.settings import ExportSettings
@@ -79,10 +78,9 @@ def _export_story(
             lines += [f"Export could not run: {failure.message}", ""]
             return lines
         attach_fixes(result, matrix, load_plugins()[0])
-        runs.append(
-            {"ok": result["ok"], "findings": result.get("findings", []), "ort": result.get("ort")}
-        )
-        lines += ["```", result_text(result), "```", ""]
+        everything = result.to_dict()
+        runs.append({key: everything[key] for key in ("ok", "findings", "ort")})
+        lines += ["```", result.summary(), "```", ""]
     report["export"] = runs
     return lines
 

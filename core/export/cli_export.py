@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from deploylens.core.command import Command
 from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.request import ExportRequest
-from deploylens.core.export.verdict import exit_status, export_verdict
+from deploylens.core.export.result import ExportResult
 from deploylens.core.plugin_api import load_plugins
 
 
@@ -28,14 +26,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--json", action="store_true")
 
 
-def run_export(request: ExportRequest, python: str | None) -> dict[str, Any]:
+def run_export(request: ExportRequest, python: str | None) -> ExportResult:
     """Run the export; a failure's findings get their ladder of fixes."""
     from deploylens.core.settings import AppSettings
     from deploylens.core.support.loader import load_matrix
 
     python = python or AppSettings.load().worker_python or None
-    result: dict[str, Any] = request.run(python)
-    if result.get("findings"):
+    result: ExportResult = request.run(python)
+    if result.findings:
         plugins, _ = load_plugins()
         try:
             matrix = load_matrix(python=python)
@@ -45,54 +43,13 @@ def run_export(request: ExportRequest, python: str | None) -> dict[str, Any]:
     return result
 
 
-def result_text(result: dict[str, Any], show_code: bool = False) -> str:
-    settings = result["settings"]
-    tone, verdict = export_verdict(result)
-    lines = [f"$ {result['cli']}", f"{tone.upper()}: {verdict}"]
-    if result["ok"]:
-        ort = result.get("ort") or {}
-        worst = ort.get("max_abs_diff")
-        smoke = (
-            (
-                ("agrees with torch" if ort.get("agrees", True) else "DIFFERS from torch")
-                + (f", max |Δ| {worst:.3g}" if isinstance(worst, float) else "")
-                + (f" ({ort['via']})" if ort.get("via") else "")
-                + "".join(f"\n    ✗ {d}" for d in ort.get("disagreements", []))
-            )
-            if ort.get("ok")
-            else f"not run: {ort.get('reason')}"
-        )
-        lines += [
-            f"Exported {result['path']} with the {settings['exporter']} exporter",
-            f"  opset: requested {result['requested_opset'] or 'default'}, wrote "
-            f"{result['actual_opset']}; {result['nodes']} nodes; onnx.checker "
-            f"{result['checker']}",
-            f"  ONNX Runtime smoke test: {smoke}",
-            f"  export {result['export_s']:.2f} s, checks {result['checks_s']:.2f} s",
-        ]
-    else:
-        lines.append(f"Export FAILED with the {settings['exporter']} exporter")
-    lines += [f"  warning: {w}" for w in result.get("warnings", [])]
-    for finding in result.get("findings", []):
-        where = " at ".join(x for x in (finding["module_path"], finding["source"]) if x)
-        lines.append(
-            f"✗ {finding['operator'] or finding['kind']}: {finding['message']}"
-            + (f"\n    called from {where}" if where else "")
-        )
-        for fix in finding.get("fixes", []):
-            lines.append(f"    {fix['step']}. [{fix['rung']}] {fix['title']}")
-            if show_code and fix["code"]:
-                lines.extend("         " + line for line in fix["code"].rstrip().splitlines())
-    return "\n".join(lines)
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     request = ExportRequest.from_args(args).prepared(trust=args.trust)
     result = run_export(request, args.python)
-    print(json.dumps(result, indent=2) if args.json else result_text(result, args.script))
+    print(result.to_json() if args.json else result.summary(args.script))
     if args.script and not args.json:
-        print("\n# Python reproducer\n" + result["script"])
-    return exit_status(result)
+        print("\n# Python reproducer\n" + result.script)
+    return result.verdict().exit_code
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -101,8 +58,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             trust=args.trust, output=str(Path(scratch) / "model.onnx")
         )
         result = run_export(request, args.python)
-    print(json.dumps(result, indent=2) if args.json else result_text(result, show_code=True))
-    return exit_status(result)
+    print(result.to_json() if args.json else result.summary(show_code=True))
+    return result.verdict().exit_code
 
 
 COMMANDS = (

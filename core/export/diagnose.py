@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 import traceback
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+
+from deploylens.core.support.fixes import Fix
 
 UNSUPPORTED = re.compile(r"Exporting the operator '([\w:.]+)' to ONNX opset version (\d+)")
 NAMESPACE = re.compile(r"unrecognized namespace (\w+::\w+)")
@@ -30,10 +31,7 @@ class Finding:
     schema_args: list[str] = field(default_factory=list)  # parse_args letters for a symbolic
     onnx_op: str = ""  # the ONNX op the exporter could not emit, when it says so
     suggested_opset: int | None = None  # when the exporter names an opset that works
-    fixes: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    fixes: list[Fix] = field(default_factory=list)  # its ladder (``fixit.attach_fixes``)
 
 
 def _where(operator: str, stderr_text: str) -> tuple[str, str]:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import keyword
 import re
-from typing import Any
 
 from deploylens.core.codegen import literal
 from deploylens.core.export.diagnose import Finding
+from deploylens.core.export.result import ExportResult
 from deploylens.core.plugin_api import OpPlugin, plugins_for
 from deploylens.core.support.compositions import COMPOSITIONS
-from deploylens.core.support.fixes import Fix, numbered
+from deploylens.core.support.fixes import Fix, FixSettings, numbered
 from deploylens.core.support.matrix import SupportMatrix
 
 # torch op -> (ONNX op it maps to, first opset, torch-level composition of the same math)
@@ -112,14 +112,12 @@ def _wrapper_code(op: str, composition: str) -> str:
 
 
 def attach_fixes(
-    result: dict[str, Any], matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
-) -> dict[str, Any]:
+    result: ExportResult, matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
+) -> ExportResult:
     """Every finding of an export result gets its ladder — the one place the CLI, the Export
     panel and the demo report do it (the demo's report.json had ``"fixes": []``)."""
-    for finding in result.get("findings") or []:
-        finding["fixes"] = [
-            fix.to_dict() for fix in fix_ladder(Finding(**finding), matrix, plugins)
-        ]
+    for finding in result.findings:
+        finding.fixes = fix_ladder(finding, matrix, plugins)
     return result
 
 
@@ -135,7 +133,7 @@ def fix_ladder(
                 "opset",
                 "The exporter wrote an op that does not exist at this "
                 "opset: export at an opset where it exists (DeformConv: 19+)",
-                settings={"exporter": "dynamo", "opset": 19},
+                settings=FixSettings(exporter="dynamo", opset=19),
             )
         )
         return numbered(fixes)
@@ -146,7 +144,7 @@ def fix_ladder(
                 "opset",
                 f"Raise the opset to {finding.suggested_opset}: the "
                 f"exporter says {finding.onnx_op or op} needs it",
-                settings={"opset": finding.suggested_opset},
+                settings=FixSettings(opset=finding.suggested_opset),
             )
         )
     if not op:
@@ -163,7 +161,7 @@ def fix_ladder(
                     "exporter",
                     f"Use the TorchScript exporter (symbolic at opsets "
                     f"{torchscript[0]}–{torchscript[-1]})",
-                    settings={"exporter": "torchscript", "opset": torchscript[-1]},
+                    settings=FixSettings(exporter="torchscript", opset=torchscript[-1]),
                 )
             )
         if finding.exporter == "torchscript" and torchscript and finding.opset is not None:
@@ -175,7 +173,7 @@ def fix_ladder(
                         "opset",
                         f"Raise the opset to {newer[0]} (TorchScript has "
                         f"a symbolic from {newer[0]})",
-                        settings={"opset": newer[0]},
+                        settings=FixSettings(opset=newer[0]),
                     )
                 )
         if dynamo and finding.exporter == "torchscript":
@@ -185,7 +183,7 @@ def fix_ladder(
                     1,
                     "exporter",
                     f"Use the dynamo exporter (torchlib translates {op}; opset ≥ {opset})",
-                    settings={"exporter": "dynamo", "opset": opset},
+                    settings=FixSettings(exporter="dynamo", opset=opset),
                 )
             )
     if composition:
@@ -225,11 +223,11 @@ def fix_ladder(
                 "plugin",
                 f"Apply plugin '{plugin.name}': {plugin.description}",
                 plugin=plugin.name,
-                settings={
-                    "exporter": exporter,
-                    "opset": max(finding.opset or 0, plugin.min_opset) or None,
-                    "plugins": [plugin.name],
-                },
+                settings=FixSettings(
+                    exporter=exporter,
+                    opset=max(finding.opset or 0, plugin.min_opset),
+                    plugins=[plugin.name],
+                ),
             )
         )
     if op in SURGERY and SURGERY[op][0] in plugins:
@@ -241,12 +239,12 @@ def fix_ladder(
                 f"Export with plugin '{plugin_name}', then edit the ONNX graph: pattern "
                 f"{pattern} rewrites the custom node to {target}",
                 plugin=plugin_name,
-                settings={
-                    "exporter": plugins[plugin_name].exporters[0],
-                    "opset": max(finding.opset or 0, plugins[plugin_name].min_opset) or None,
-                    "plugins": [plugin_name],
-                    "surgery": [pattern],
-                },
+                settings=FixSettings(
+                    exporter=plugins[plugin_name].exporters[0],
+                    opset=max(finding.opset or 0, plugins[plugin_name].min_opset),
+                    plugins=[plugin_name],
+                    surgery=[pattern],
+                ),
             )
         )
     if not plugins_for(op, plugins):

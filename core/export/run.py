@@ -15,6 +15,7 @@ from typing import Any
 from deploylens.core.errors import UserError
 from deploylens.core.export.diagnose import diagnose
 from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.result import ExportResult
 from deploylens.core.export.settings import DYNAMO, ExportSettings
 from deploylens.core.export.verify import verify_export
 from deploylens.core.files import output_path, staged_outputs
@@ -92,7 +93,7 @@ def ignored_symbolics(module: Any) -> list[str]:
     return sorted(set(found))
 
 
-def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def export_job(ctx: Any, params: dict[str, Any]) -> ExportResult:
     import torch
 
     request = ExportRequest.from_params(params)
@@ -117,14 +118,14 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         kwargs["verbose"] = False
     opset = settings.opset or DEFAULT_OPSET[settings.exporter]
     out = Path(output_path(settings.output))
-    result: dict[str, Any] = {
-        "source": source.to_dict(),
-        "settings": settings.to_dict(),
-        "cli": request.cli_line(),
-        "script": request.python_script(),
-        "path": str(out),
-        "plugin_errors": errors,
-    }
+    result = ExportResult(
+        source=source,
+        settings=settings,
+        cli=request.cli_line(),
+        script=request.python_script(),
+        path=str(out),
+        plugin_errors=errors,
+    )
     # Export and check in a hidden folder beside the output; only a checked model is renamed
     # to its final name (a kill mid-write left a truncated file there, replacing a good one).
     with staged_outputs(out) as stage:
@@ -132,13 +133,13 @@ def export_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         _export_and_check(
             ctx, module, inputs, expected, kwargs, settings, opset, chosen, staged, result
         )
-        result["checks_s"] = result.get("checks_s", 0.0) + reference_s
-        if result.get("ok"):
+        result.checks_s += reference_s
+        if result.ok:
             commit_staged(stage, staged, out)
-        elif result.get("invalid"):
+        elif result.invalid:
             invalid = out.with_suffix(".invalid.onnx")
             commit_staged(stage, staged, invalid)
-            result["path"] = str(invalid)
+            result.path = str(invalid)
     return result
 
 
@@ -152,7 +153,7 @@ def _export_and_check(
     opset: int,
     chosen: list[OpPlugin],
     out: Path,
-    result: dict[str, Any],
+    result: ExportResult,
 ) -> None:
     """Export to ``out`` (the staging path) and fill ``result``: findings, or the checks."""
     import torch
@@ -168,8 +169,8 @@ def _export_and_check(
                 failure = None
             except Exception as exc:  # the exporter's failure is the finding, not a crash
                 failure = exc
-        result["export_s"] = time.perf_counter() - started
-        result["export_warnings"] = sorted(
+        result.export_s = time.perf_counter() - started
+        result.export_warnings = sorted(
             {
                 str(w.message).splitlines()[0][:200]
                 for w in caught
@@ -183,17 +184,17 @@ def _export_and_check(
                 plugin.unregister_torchscript(opset)
     if settings.exporter == DYNAMO:
         for name in ignored_symbolics(module):
-            result["export_warnings"].append(
+            result.export_warnings.append(
                 f"the dynamo exporter ignores {name}.symbolic and inlines its forward; use the "
                 "TorchScript exporter (or a custom translation) to emit its custom op"
             )
     if failure is not None:
         findings = diagnose(failure, settings.exporter, opset, stderr[0] if stderr else "")
-        result.update(ok=False, findings=[f.to_dict() for f in findings])
+        result.ok, result.findings = False, findings
         return
     ctx.progress(0.7, "checking: opset read-back, onnx.checker, ONNX Runtime smoke test")
     started = time.perf_counter()
-    checks = verify_export(
+    verify_export(
         str(out),
         settings.exporter,
         settings.opset,
@@ -201,9 +202,9 @@ def _export_and_check(
         list(kwargs["input_names"]),
         expected,
         chosen,
+        result,
     )
-    result["checks_s"] = time.perf_counter() - started
-    result.update(checks)
-    result["warnings"] = result["warnings"] + result["export_warnings"]
-    result["invalid"] = bool(checks["findings"])
-    result["ok"] = not checks["findings"]
+    result.checks_s = time.perf_counter() - started
+    result.warnings += result.export_warnings
+    result.invalid = bool(result.findings)
+    result.ok = not result.findings

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 
 from deploylens.core.export.diagnose import Finding
+from deploylens.core.export.result import ExportResult, OrtSmoke
 from deploylens.core.model.domains import domain_name
 from deploylens.core.ort_session import plugin_session
 from deploylens.core.plugin_api import OpPlugin
@@ -26,42 +27,38 @@ def verify_export(
     input_names: list[str],
     expected: Any,
     plugins: list[OpPlugin],
-) -> dict[str, Any]:
+    report: ExportResult,
+) -> None:
+    """Fill ``report``'s checks: the opsets written, onnx.checker, ONNX Runtime's smoke test
+    (an invalid model is a finding, never a silent success)."""
     model = onnx.load(path, load_external_data=False)
     opsets = {domain_name(o.domain): o.version for o in model.opset_import}
     actual = opsets.get("ai.onnx")
-    report: dict[str, Any] = {
-        "requested_opset": requested,
-        "actual_opset": actual,
-        "opsets": opsets,
-        "nodes": len(model.graph.node),
-        "warnings": [],
-        "findings": [],
-    }
+    report.requested_opset, report.actual_opset = requested, actual
+    report.opsets, report.nodes = opsets, len(model.graph.node)
     if requested is not None and actual is not None and actual != requested:
         raised = exporter == "dynamo" and requested < DYNAMO_MIN_OPSET
-        report["warnings"].append(
+        report.warnings.append(
             f"requested opset {requested}, the {exporter} exporter wrote {actual}"
             + (" (it raises requests below 18 to 18)" if raised else "")
         )
     try:
         onnx.checker.check_model(path, full_check=True)
-        report["checker"] = "ok"
+        report.checker = "ok"
     except Exception as exc:  # an invalid model is a finding, never a silent success
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        report["checker"] = message
-        report["findings"].append(
+        report.checker = message
+        report.findings.append(
             Finding(
                 "invalid_model",
                 exporter,
                 actual,
                 f"the exporter wrote a model onnx.checker rejects: {message}",
-            ).to_dict()
+            )
         )
-        return report
+        return
     custom = {d for d in opsets if d not in ("ai.onnx", "ai.onnx.ml")}
-    report["ort"] = _ort_smoke(model, Path(path), custom, inputs, input_names, expected, plugins)
-    return report
+    report.ort = _ort_smoke(model, Path(path), custom, inputs, input_names, expected, plugins)
 
 
 def _ort_smoke(
@@ -72,7 +69,7 @@ def _ort_smoke(
     input_names: list[str],
     expected: Any,
     plugins: list[OpPlugin],
-) -> dict[str, Any]:
+) -> OrtSmoke:
     from deploylens.core.errors import UserError
 
     try:
@@ -81,15 +78,17 @@ def _ort_smoke(
         feeds = {name: array for name, array in zip(names, to_numpy_list(inputs), strict=False)}
         got = session.run(None, feeds)
     except UserError as exc:
-        return {"ok": False, "reason": exc.message}
+        return OrtSmoke(False, exc.message)
     except Exception as exc:
-        return {"ok": False, "reason": str(exc).strip().splitlines()[0][:300]}
+        return OrtSmoke(False, str(exc).strip().splitlines()[0][:300])
     want = to_numpy_list(expected)
     names = [o.name for o in session.get_outputs()]
-    return {"ok": True, **agreement(names, list(got), want), "outputs": len(got), "via": via}
+    smoke = agreement(names, list(got), want)
+    smoke.outputs, smoke.via = len(got), via
+    return smoke
 
 
-def agreement(names: list[str], got: list[Any], want: list[Any]) -> dict[str, Any]:
+def agreement(names: list[str], got: list[Any], want: list[Any]) -> OrtSmoke:
     """Whether ONNX Runtime's outputs are PyTorch's, judged as Validate judges them (element
     tolerances and the scale-aware rel L2, ``validate.compare``): the smoke test said "ok" for
     any difference at all, and a NaN or a shape mismatch hid behind ``max``."""
@@ -114,9 +113,10 @@ def agreement(names: list[str], got: list[Any], want: list[Any]) -> dict[str, An
         if not c.passed:
             problems.append(f"{name}: {c.reason or 'outside the tolerances'}")
     finite = [d for d in diffs if np.isfinite(d)]
-    return {
-        "agrees": not problems,
-        "disagreements": problems,
-        "max_abs_diff": max(finite) if len(finite) == len(diffs) and finite else None,
-        "tolerances": tolerances.to_dict(),
-    }
+    return OrtSmoke(
+        ok=True,
+        agrees=not problems,
+        disagreements=problems,
+        max_abs_diff=max(finite) if len(finite) == len(diffs) and finite else None,
+        tolerances=tolerances,
+    )

@@ -21,6 +21,7 @@ class Accuracy:
     rel_l2: float
     cosine: float
     top1_agreement: float | None  # None when the first output is not (batch, classes)
+    data: str = ""  # which samples it was measured on
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

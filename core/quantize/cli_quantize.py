@@ -10,6 +10,8 @@ from typing import Any
 from deploylens.core.command import Command
 from deploylens.core.outputs import beside
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest, StudyRequest
+from deploylens.core.quantize.result import CalibrationReport
+from deploylens.core.results import Result
 
 
 def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,32 +21,8 @@ def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    report = CalibrateRequest.from_args(args).prepared().run(args.python)
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print(
-        f"{report['method']}: {report['samples']} samples in {report['batches']} batches, "
-        f"{report['seconds']:.2f} s ({report['samples_per_s']:.1f} samples/s); "
-        f"{report['quantized_nodes']} QuantizeLinear nodes → {report['output']}"
-    )
-    accuracy = report.get("accuracy")
-    if accuracy:
-        top1 = accuracy["top1_agreement"]
-        print(
-            f"vs fp32 on {accuracy['samples']} samples: max abs {accuracy['max_abs']:.4g}, "
-            f"rel L2 {accuracy['rel_l2']:.3g}, cosine {accuracy['cosine']:.5f}"
-            + (f", top-1 agreement {top1:.1%}" if top1 is not None else "")
-        )
-        print(f"  accuracy measured on {accuracy['data']}")
-    for note in report.get("notes", []):
-        print(f"  note: {note}")
-    if report.get("trt_cache"):
-        cache = report["trt_cache"]
-        print(
-            f"TensorRT calibration cache {cache['path']} ({cache['header']}, "
-            f"{cache['tensors']} tensors)"
-        )
+    report: CalibrationReport = CalibrateRequest.from_args(args).prepared().run(args.python)
+    print(report.to_json() if args.json else report.summary())
     return 0
 
 
@@ -85,8 +63,8 @@ def build_plan(report: dict[str, Any], python: str | None) -> dict[str, Any]:
         }
     )
     try:
-        result: dict[str, Any] = build.run(python)
-        return result
+        result: Result = build.run(python)  # a BuildResult, kept in the report as its fields
+        return result.to_dict()
     except Exception as exc:  # a missing TensorRT-RTX or a rejected model: said, the plan stays
         return {"built": False, "message": str(getattr(exc, "message", exc))}
 

@@ -3,18 +3,16 @@ TensorRT calibration cache, with progress and cancel (the worker's ``ctx``)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from deploylens.core.quantize.calibrate import calibrate, few_samples_note
 from deploylens.core.quantize.request import CalibrateRequest
-
-RESULT_VERSION = 1
+from deploylens.core.quantize.result import CacheWritten, CalibrationReport
 
 
 def calibrate_and_measure(
     request: CalibrateRequest, progress: Any = None, log: Any = None, scratch: str | None = None
-) -> dict[str, Any]:
+) -> CalibrationReport:
     """Shared by the job and the bench: everything a calibration run reports."""
     import onnxruntime as ort
 
@@ -22,15 +20,18 @@ def calibrate_and_measure(
 
     progress = progress or (lambda f, m: None)
     result = calibrate(request, lambda f, m: progress(0.8 * f, m), scratch)
-    report: dict[str, Any] = {
-        "kind": "deploylens.calibration",
-        "version": RESULT_VERSION,
-        "model": request.model,
-        **{k: v for k, v in asdict(result).items() if k != "ranges"},
-        "samples_per_s": result.samples_per_s,
-        "tensors": len(result.ranges),
-        "notes": few_samples_note(result.samples),
-    }
+    report = CalibrationReport(
+        model=request.model,
+        output=result.output,
+        method=result.method,
+        batches=result.batches,
+        samples=result.samples,
+        seconds=result.seconds,
+        quantized_nodes=result.quantized_nodes,
+        samples_per_s=result.samples_per_s,
+        tensors=len(result.ranges),
+        notes=few_samples_note(result.samples),
+    )
     from deploylens.core.data.feeds import feed_batches, take_samples
 
     evaluate = request.evaluate
@@ -48,9 +49,8 @@ def calibrate_and_measure(
             feeds,
             lambda n: progress(0.8 + 0.15 * n / len(feeds), f"accuracy {n}/{len(feeds)}"),
         )
-        report["accuracy"] = measured.to_dict()
-        samples = measured.samples
-        report["accuracy"]["data"] = f"the first {samples} samples of {source}" + (
+        report.accuracy = measured
+        measured.data = f"the first {measured.samples} samples of {source}" + (
             " (the calibration data itself: held-out data, --eval-data, is a fairer test)"
             if not request.eval_data
             else ""
@@ -60,11 +60,7 @@ def calibrate_and_measure(
         version = request.trt_version
         cache = trt_cache.from_ranges(result.ranges, version, request.method)
         trt_cache.write_cache(cache, cache_path)
-        report["trt_cache"] = {
-            "path": cache_path,
-            "header": cache.header,
-            "tensors": len(cache.scales),
-        }
+        report.trt_cache = CacheWritten(cache_path, cache.header, len(cache.scales))
         if request.method == "percentile" and log:
             log("TensorRT has no percentile calibrator: the cache carries the percentile ranges "
                 "under the EntropyCalibration2 header.")  # fmt: skip
@@ -72,7 +68,7 @@ def calibrate_and_measure(
     return report
 
 
-def calibrate_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def calibrate_job(ctx: Any, params: dict[str, Any]) -> CalibrationReport:
     return calibrate_and_measure(
         CalibrateRequest.from_params(params), ctx.progress, ctx.log, ctx.workdir
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from deploylens.core import typed
 from deploylens.core.support.compositions import COMPOSITIONS as _COMPOSITIONS
 from deploylens.core.support.compositions import NO_COMPOSITION
 
@@ -23,6 +24,19 @@ RUNGS = ("opset/exporter", "composition", "symbolic/translation", "plugin", "gra
 
 
 @dataclass
+class FixSettings:
+    """The export settings a fix puts in place with one click (None / empty: left as set)."""
+
+    exporter: str = ""
+    opset: int | None = None  # 0: the exporter's default
+    plugins: list[str] = field(default_factory=list)
+    surgery: list[str] = field(default_factory=list)  # patterns to apply to the exported model
+
+    def __bool__(self) -> bool:
+        return bool(self.exporter or self.opset is not None or self.plugins or self.surgery)
+
+
+@dataclass
 class Fix:
     """One way out of a blocker. ``rank`` is its rung (1–5, ``RUNGS``); ``step`` the number
     the user reads once the ladder is ``numbered`` (two fixes may share a rung)."""
@@ -32,12 +46,12 @@ class Fix:
     title: str
     code: str = ""  # Python to paste
     plugin: str = ""  # a DeployLens plugin that applies it
-    settings: dict[str, Any] = field(default_factory=dict)  # export settings that apply it
+    settings: FixSettings = field(default_factory=FixSettings)  # what applies it
     step: int = 0
+    rung: str = ""  # the rung's name (from ``rank``), written out for a JSON reader
 
-    @property
-    def rung(self) -> str:
-        return RUNGS[self.rank - 1]
+    def __post_init__(self) -> None:
+        self.rung = RUNGS[self.rank - 1]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,7 +62,7 @@ class Fix:
             "title": self.title,
             "code": self.code,
             "plugin": self.plugin,
-            "settings": dict(self.settings),
+            "settings": typed.to_dict(self.settings),
         }
 
 

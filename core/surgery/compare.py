@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from deploylens.core.surgery.result import SurgeryCompare, TensorCheck
+
 ATOL = RTOL = 1e-5
 
 
@@ -48,7 +50,7 @@ def compare_models(
     atol: float = ATOL,
     rtol: float = RTOL,
     layers: bool = True,
-) -> dict[str, Any]:
+) -> SurgeryCompare:
     """Per shared output: max abs and max rel error, and whether every element is within
     ``atol + rtol·|reference|``; with ``layers``, every inner tensor both compute too. An edited
     model whose inputs are tensors of the original (an extraction) is fed the original's values
@@ -61,12 +63,12 @@ def compare_models(
     b_inputs = {i.name for i in b_model.graph.input} - {i.name for i in b_model.graph.initializer}
     computed = {t for n in a_model.graph.node for t in n.output} | a_inputs
     if not b_inputs <= computed:
-        return {
-            "comparable": False,
-            "passed": None,
-            "reason": f"the edited model reads {sorted(b_inputs - computed)}, which the original "
+        return SurgeryCompare(
+            comparable=False,
+            passed=None,
+            reason=f"the edited model reads {sorted(b_inputs - computed)}, which the original "
             "does not compute",
-        }
+        )
     a_finals = {o.name for o in a_model.graph.output}
     b_finals = [o.name for o in b_model.graph.output]
     inner = shared_tensors(a_model, b_model) if layers else []
@@ -83,11 +85,11 @@ def compare_models(
     a_names = [x.name for x in a_session.get_outputs()]
     missing = sorted(b_inputs - a_inputs - set(a_names))
     if missing:
-        return {
-            "comparable": False,
-            "passed": None,
-            "reason": f"the original's values of {missing} cannot be read (type unknown)",
-        }
+        return SurgeryCompare(
+            comparable=False,
+            passed=None,
+            reason=f"the original's values of {missing} cannot be read (type unknown)",
+        )
     from deploylens.core.data.feeds import make_feeds
 
     feeds = make_feeds(a_session, seed=seed)  # validate's seeded inputs: uniform [-1, 1]
@@ -97,32 +99,30 @@ def compare_models(
     finals = [n for n in b_finals if n in a_out]
     uncompared = [n for n in b_finals if n not in a_out]
     if not finals:
-        return {"comparable": False, "passed": None, "reason": "no output name in common"}
+        return SurgeryCompare(comparable=False, passed=None, reason="no output name in common")
     b_out = dict(zip(shared, b_session.run(shared, b_feeds), strict=True))
     rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in finals]
     layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol, layer=True) for n in inner if n in b_out]
-    first = next((r["output"] for r in layer_rows if not r["passed"]), None)
-    matched = all(r["passed"] for r in rows)
-    return {
-        "comparable": True,
+    first = next((r.output for r in layer_rows if not r.passed), None)
+    matched = all(r.passed for r in rows)
+    return SurgeryCompare(
+        comparable=True,
         # an output the original has no tensor for was not checked: never a PASS over it
-        "passed": False if not matched else (None if uncompared else True),
-        "uncompared": uncompared,
-        "reason": f"no original tensor for output(s) {uncompared}" if uncompared else "",
-        "outputs": rows,
-        "layers": layer_rows,
-        "first_diverging": first,
-        "fed_from_original": sorted(b_inputs - a_inputs),
-        "atol": atol,
-        "rtol": rtol,
-        "seed": seed,
-        "via": via,
-    }
+        passed=False if not matched else (None if uncompared else True),
+        uncompared=uncompared,
+        reason=f"no original tensor for output(s) {uncompared}" if uncompared else "",
+        outputs=rows,
+        layers=layer_rows,
+        first_diverging=first,
+        fed_from_original=sorted(b_inputs - a_inputs),
+        atol=atol,
+        rtol=rtol,
+        seed=seed,
+        via=via,
+    )
 
 
-def _row(
-    name: str, a: Any, b: Any, atol: float, rtol: float, layer: bool = False
-) -> dict[str, Any]:
+def _row(name: str, a: Any, b: Any, atol: float, rtol: float, layer: bool = False) -> TensorCheck:
     """One tensor, judged by validate's own verdict (element check, then the scale-aware
     relative check): the CLI, the Validate panel and the Surgery banner agree by construction.
     An inner tensor (``layer``) that is all zero on both sides is agreement, not a verdict on
@@ -136,11 +136,9 @@ def _row(
     judge_scale(result, tolerances)
     if layer and result.reason.startswith("inconclusive"):
         result.passed, result.reason = bool(result.max_abs == 0), ""
-    row: dict[str, Any] = {"output": name, "passed": bool(result.passed)}
-    if result.reason:
-        row["reason"] = result.reason
+    row = TensorCheck(name, bool(result.passed), result.reason)
     if ref.shape == got.shape:
-        row["max_abs"] = float(np.nan_to_num(result.max_abs, nan=0.0))
-        row["max_rel"] = float(np.nan_to_num(result.max_rel, nan=0.0))
-        row["rel_l2"] = float(result.rel_l2)
+        row.max_abs = float(np.nan_to_num(result.max_abs, nan=0.0))
+        row.max_rel = float(np.nan_to_num(result.max_rel, nan=0.0))
+        row.rel_l2 = float(result.rel_l2)
     return row

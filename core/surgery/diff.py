@@ -7,6 +7,8 @@ from typing import Any
 
 import onnx
 
+from deploylens.core.surgery.result import GraphDiff
+
 
 def _key(node: onnx.NodeProto, index: int) -> str:
     return node.name or f"{node.op_type}#{','.join(node.output) or index}"
@@ -17,14 +19,14 @@ def _signature(node: onnx.NodeProto) -> tuple[Any, ...]:
     return (node.domain, node.op_type, tuple(node.input), tuple(node.output), attrs)
 
 
-def graph_diff(before: onnx.ModelProto, after: onnx.ModelProto) -> dict[str, list[str]]:
+def graph_diff(before: onnx.ModelProto, after: onnx.ModelProto) -> GraphDiff:
     old = {_key(n, i): _signature(n) for i, n in enumerate(before.graph.node)}
     new = {_key(n, i): _signature(n) for i, n in enumerate(after.graph.node)}
-    return {
-        "added": [k for k in new if k not in old],
-        "removed": [k for k in old if k not in new],
-        "changed": [k for k in new if k in old and new[k] != old[k]],
-    }
+    return GraphDiff(
+        added=[k for k in new if k not in old],
+        removed=[k for k in old if k not in new],
+        changed=[k for k in new if k in old and new[k] != old[k]],
+    )
 
 
 def boundary(graph: onnx.GraphProto, nodes: list[str]) -> tuple[list[str], list[str]]:

@@ -11,6 +11,12 @@ import onnx
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes, atomic_write_text
 from deploylens.core.surgery.diff import graph_diff
+from deploylens.core.surgery.result import (
+    ParserCheck,
+    StepReport,
+    SurgeryCompare,
+    SurgeryResult,
+)
 from deploylens.core.surgery.steps import apply_steps, reproducer_script, steps_to_toml
 
 
@@ -31,7 +37,7 @@ def idle(step: Any, report: dict[str, Any]) -> bool:
     return step.op == "pattern" and report.get("matches") == 0
 
 
-def run_surgery(request: Any, progress: Any = None) -> dict[str, Any]:
+def run_surgery(request: Any, progress: Any = None) -> SurgeryResult:
     model = load_with_weights(request.model)
     edited, reports = apply_steps(model, request.steps, progress)
     # a pattern that matched nothing changed nothing: it is said, not kept as a step
@@ -47,43 +53,42 @@ def run_surgery(request: Any, progress: Any = None) -> dict[str, Any]:
     atomic_write_bytes(output, data)  # a killed job never leaves a half model under its name
     steps_file = str(Path(output).with_suffix(".steps.toml"))
     atomic_write_text(steps_file, steps_to_toml([request.steps[i] for i in kept]))
-    result: dict[str, Any] = {
-        "model": request.model,
-        "output": output,
-        "steps_file": steps_file,
-        "steps": [reports[i] for i in kept],
-        "kept": kept,
-        "skipped": [reports[i]["step"] for i in range(len(reports)) if i not in kept],
-        "nodes_before": len(model.graph.node),
-        "nodes_after": len(edited.graph.node),
-        "diff": graph_diff(model, edited),
-    }
+    result = SurgeryResult(
+        model=request.model,
+        output=output,
+        steps_file=steps_file,
+        steps=[StepReport.of(reports[i]) for i in kept],
+        kept=kept,
+        skipped=[reports[i]["step"] for i in range(len(reports)) if i not in kept],
+        nodes_before=len(model.graph.node),
+        nodes_after=len(edited.graph.node),
+        diff=graph_diff(model, edited),
+    )
     if request.script:
         kept_steps = [request.steps[i] for i in kept]
         atomic_write_text(request.script, reproducer_script(request.model, output, kept_steps))
-        result["script"] = request.script
+        result.script = request.script
     try:
         onnx.checker.check_model(data)  # the bytes already serialized: no second copy
-        result["checker"] = "ok"
+        result.checker = "ok"
     except onnx.checker.ValidationError as exc:
-        result["checker"] = str(exc).strip().splitlines()[0][:300]
+        result.checker = str(exc).strip().splitlines()[0][:300]
     if request.compare:
         from deploylens.core.plugin_api import load_plugins
         from deploylens.core.surgery.compare import compare_models
 
         try:
-            result["compare"] = compare_models(
-                request.model, output, list(load_plugins()[0].values())
-            )
+            result.compare = compare_models(request.model, output, list(load_plugins()[0].values()))
         except UserError as exc:
-            result["compare"] = {"comparable": False, "passed": None, "reason": exc.message}
+            result.compare = SurgeryCompare(comparable=False, passed=None, reason=exc.message)
     if request.check_tensorrt:
-        result["tensorrt"] = parser_verdict(output)
+        result.tensorrt = parser_verdict(output)
     return result
 
 
-def parser_verdict(path: str) -> dict[str, Any]:
+def parser_verdict(path: str) -> ParserCheck:
     """TensorRT-RTX's (else classic TensorRT's) parser on the edited model; absent is said."""
+    from deploylens.core.trt.findings import ParserFinding
     from deploylens.core.trt.probe import probe_model
     from deploylens.core.trt.tensorrt_adapter import CLASSIC, RTX_MODULE
 
@@ -92,15 +97,12 @@ def parser_verdict(path: str) -> dict[str, Any]:
             verdict = probe_model(path, module=module)
         except UserError:
             continue  # this TensorRT is not installed
-        return {
-            "module": module,
-            "parsed": not verdict["findings"],
-            "findings": verdict["findings"],
-        }
-    return {"module": None, "parsed": None, "reason": "no TensorRT or TensorRT-RTX installed"}
+        findings = [ParserFinding(**finding) for finding in verdict["findings"]]
+        return ParserCheck(module, not findings, findings)
+    return ParserCheck(None, None, reason="no TensorRT or TensorRT-RTX installed")
 
 
-def surgery_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def surgery_job(ctx: Any, params: dict[str, Any]) -> SurgeryResult:
     from deploylens.core.surgery.request import SurgeryRequest
 
     request = SurgeryRequest.from_params(params)

@@ -11,6 +11,7 @@ from typing import Any
 from deploylens.core.command import Command
 from deploylens.core.files import atomic_write_text
 from deploylens.core.trt.request import BuildRequest
+from deploylens.core.trt.result import BuildResult
 
 
 def _build_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,42 +104,10 @@ def _real_build(args: argparse.Namespace, request: BuildRequest) -> int:
 
         for plugin in request.settings.plugins or []:
             grant_consent(check_library(plugin))
-    result = request.prepared().run(
-        args.python,
-    )
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(build_report_text(result))
-    return 0 if result.get("built", True) else 1
-
-
-def build_report_text(result: dict[str, Any]) -> str:
-    """The build's outcome in words: the engine, or every parser finding with its fix."""
-    if not result.get("built", True):
-        lines = [result["message"]]
-        for finding in result.get("findings", []):
-            where = finding["node_name"] or "model"
-            lines.append(f"  ✗ {where} ({finding['op']}) [{finding['code']}]: {finding['message']}")
-            if finding.get("fix"):
-                lines.append(f"      fix: {finding['fix']}")
-        return "\n".join(lines)
-    text = (
-        f"built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with "
-        f"{result.get('product', 'TensorRT')} {result['tensorrt']} in {result['seconds']:.2f} s"
-    )
-    if "targets" in result:
-        named = "" if result.get("targets_named") else " (TensorRT-RTX's default targets)"
-        text += f", ahead of time for {', '.join(result['targets'])}{named}"
-    if result.get("layers_json"):
-        source = result.get("layers_source", "")
-        text += f"; {result['layers']} layer(s): {result['layers_json']}"
-        if source and source != "IEngineInspector":
-            text += f"\n  (layers from the {source})"
-    warnings = [line for line in result.get("log", []) if line.startswith("[warning] could not")]
-    text += "".join(f"\n  {line[10:]}" for line in warnings)
-    text += "".join(f"\n  notice: {notice}" for notice in result.get("notices", []))
-    return text
+    result: BuildResult = request.prepared().run(args.python)
+    print(result.to_json() if args.json else result.summary())
+    exit_code: int = result.verdict().exit_code
+    return exit_code
 
 
 COMMANDS = (

@@ -13,6 +13,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.trt.checks import assert_buildable
 from deploylens.core.trt.driver import cuda_driver_present
+from deploylens.core.trt.result import BuildResult
 from deploylens.core.trt.settings import BuildSettings
 
 
@@ -44,7 +45,7 @@ def calibration_batches(inputs: dict[str, list[Any]], settings: BuildSettings) -
 
 def build_engine(
     params: dict[str, Any], progress: Any, cancelled: Any, trt: Any = None, device: Any = None
-) -> dict[str, Any]:
+) -> BuildResult:
     from deploylens.core.engine.layers import parse_layer_info
     from deploylens.core.model.sniff import check_model_file
     from deploylens.core.trt.checks import build_targets
@@ -120,14 +121,14 @@ def build_engine(
         from deploylens.core.plugin_api import load_plugins
 
         findings = explained(rejected.findings, load_plugins()[0])
-        return {
-            "built": False,
-            "message": rejected.message,
-            "findings": [f.to_dict() for f in findings],
-            "tensorrt": adapter.version,
-            "product": adapter.product,
-            "log": log_lines(adapter.log),
-        }
+        return BuildResult(
+            built=False,
+            message=rejected.message,
+            findings=findings,
+            tensorrt=adapter.version,
+            product=adapter.product,
+            log=log_lines(adapter.log),
+        )
     progress(0.95, "inspecting the engine")
     layers_path = str(Path(engine_path).with_suffix("")) + ".layers.json"
     source = "IEngineInspector"
@@ -159,24 +160,22 @@ def build_engine(
         layers = len(parse_layer_info(json.loads(text), Path(layers_path).name).layers)
     else:
         layers_path = ""
-    result = {
-        "built": True,
-        "engine": engine_path,
-        "engine_bytes": report.engine_bytes,
-        "seconds": report.seconds,
-        "tensorrt": adapter.version,
-        "product": adapter.product,
-        "layers_json": layers_path,
-        "layers_source": source if layers_path else "",
-        "layers": layers,
-        "phases": report.phases,
-        "log": log_lines(adapter.log),
-        "notices": notices,
-    }
-    if rtx:
-        result["targets"] = build_targets(settings)
-        result["targets_named"] = bool(settings.compute_capabilities)
-    return result
+    return BuildResult(
+        built=True,
+        engine=engine_path,
+        engine_bytes=report.engine_bytes,
+        seconds=report.seconds,
+        tensorrt=adapter.version,
+        product=adapter.product,
+        layers_json=layers_path,
+        layers_source=source if layers_path else "",
+        layers=layers,
+        phases=list(report.phases),
+        log=log_lines(adapter.log),
+        notices=notices,
+        targets=build_targets(settings) if rtx else [],
+        targets_named=rtx and bool(settings.compute_capabilities),
+    )
 
 
 def _shape(dims: list[Any], dynamic: int) -> str:
@@ -195,7 +194,7 @@ def log_lines(log: list[tuple[str, str]], limit: int = 400) -> list[str]:
     return kept[-limit:]
 
 
-def build_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def build_job(ctx: Any, params: dict[str, Any]) -> BuildResult:
     from deploylens.core.trt.tensorrt_adapter import BuildCancelled
 
     try:

@@ -4,7 +4,6 @@ apply a fix in one click, open the result in the graph."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
@@ -29,14 +28,14 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.errors import UserError
-from deploylens.core.export.cli_export import result_text
 from deploylens.core.export.fixit import attach_fixes
 from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.result import ExportResult
 from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings, parse_dynamic_axes
-from deploylens.core.export.verdict import FAIL, PASS, WARN, export_verdict
 from deploylens.core.outputs import place
 from deploylens.core.plugin_api import load_plugins
 from deploylens.core.pytorch.source import ModelSource, parse_input
+from deploylens.core.support.fixes import Fix
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, OK_STYLE, WARN_STYLE
@@ -64,7 +63,7 @@ class ExportPanel(QWidget):
         self.jobs = jobs
         self.matrix: SupportMatrix | None = None
         self.plugins, self.plugin_errors = load_plugins()
-        self.result: dict[str, Any] | None = None
+        self.result: ExportResult | None = None
         self.surgery_after: list[str] = []  # patterns to run on the next successful export
         self.kind = QComboBox()
         self.kind.addItems(list(KINDS))
@@ -292,39 +291,39 @@ class ExportPanel(QWidget):
         self._say(f"Export FAILED: {failure.message}", BAD_STYLE + BOLD)
         self.sig_message.emit(failure.message)
 
-    def _on_result(self, result: dict[str, Any]) -> None:
+    def _on_result(self, result: ExportResult) -> None:
         self.export_button.setEnabled(True)
         attach_fixes(result, self.matrix, self.plugins)
         self.result = result
-        self.summary.setPlainText(result_text(result))
-        tone, text = export_verdict(result)
-        self._say(text, TONE_STYLES[tone])
+        self.summary.setPlainText(result.summary())
+        verdict = result.verdict()  # the CLI's exit status comes from the same
+        self._say(verdict.word, TONE_STYLES[verdict.severity])
         self._show_findings(result)
         self.sig_finished.emit(result)
-        if result["ok"]:
-            self.sig_exported.emit(result["path"])
+        if result.ok:
+            self.sig_exported.emit(result.path)
             if self.surgery_after:
-                self.sig_surgery.emit(result["path"], self.surgery_after)
+                self.sig_surgery.emit(result.path, self.surgery_after)
         self.surgery_after = []
 
     def set_matrix(self, matrix: SupportMatrix) -> None:
         """The support matrix arrived: a result already shown gets its full fix ladder."""
         self.matrix = matrix
-        if self.result is not None and self.result.get("findings"):
+        if self.result is not None and self.result.findings:
             attach_fixes(self.result, matrix, self.plugins)
             self._show_findings(self.result)
 
-    def _show_findings(self, result: dict[str, Any]) -> None:
+    def _show_findings(self, result: ExportResult) -> None:
         self.findings.clear()
-        for finding in result.get("findings", []):
-            where = " at ".join(x for x in (finding["module_path"], finding["source"]) if x)
-            top = QTreeWidgetItem([finding["operator"] or finding["kind"], finding["message"]])
-            top.setToolTip(0, finding["operator"] or finding["kind"])
-            top.setToolTip(1, finding["message"] + (f"\n{where}" if where else ""))
+        for finding in result.findings:
+            where = " at ".join(x for x in (finding.module_path, finding.source) if x)
+            top = QTreeWidgetItem([finding.operator or finding.kind, finding.message])
+            top.setToolTip(0, finding.operator or finding.kind)
+            top.setToolTip(1, finding.message + (f"\n{where}" if where else ""))
             self.findings.addTopLevelItem(top)
-            for fix in finding["fixes"]:
-                item = QTreeWidgetItem(top, [f"{fix['step']}. {fix['title']}", fix["rung"]])
-                item.setToolTip(0, fix["title"])
+            for fix in finding.fixes:
+                item = QTreeWidgetItem(top, [f"{fix.step}. {fix.title}", fix.rung])
+                item.setToolTip(0, fix.title)
                 item.setData(0, Qt.ItemDataRole.UserRole, fix)
             top.setExpanded(True)
 
@@ -334,21 +333,21 @@ class ExportPanel(QWidget):
 
     def _on_fix_selected(self, item: QTreeWidgetItem | None) -> None:
         fix = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
-        self.code.setPlainText((fix or {}).get("code", ""))
-        self.apply_button.setEnabled(bool(fix and fix.get("settings")))
+        self.code.setPlainText(fix.code if isinstance(fix, Fix) else "")
+        self.apply_button.setEnabled(isinstance(fix, Fix) and bool(fix.settings))
 
-    def apply_fix(self, fix: dict[str, Any]) -> None:
+    def apply_fix(self, fix: Fix) -> None:
         """One click: put the fix's settings (exporter, opset, plugins) in place and export."""
-        settings = fix.get("settings", {})
-        if "exporter" in settings:
-            self.exporter.setCurrentText(settings["exporter"])
-        if "opset" in settings:
-            self.opset.setValue(settings["opset"] or 0)
+        settings = fix.settings
+        if settings.exporter:
+            self.exporter.setCurrentText(settings.exporter)
+        if settings.opset is not None:
+            self.opset.setValue(settings.opset)
         for i in range(self.plugin_list.count()):
             item = self.plugin_list.item(i)
-            if item.data(Qt.ItemDataRole.UserRole) in settings.get("plugins", []):
+            if item.data(Qt.ItemDataRole.UserRole) in settings.plugins:
                 item.setCheckState(Qt.CheckState.Checked)
-        self.surgery_after = list(settings.get("surgery", []))  # the graph-surgery rung
+        self.surgery_after = list(settings.surgery)  # the graph-surgery rung
         self.export()
 
     def apply_selected_fix(self) -> None:
@@ -357,4 +356,4 @@ class ExportPanel(QWidget):
             self.apply_fix(item.data(0, Qt.ItemDataRole.UserRole))
 
 
-TONE_STYLES = {PASS: OK_STYLE + BOLD, WARN: WARN_STYLE + BOLD, FAIL: BAD_STYLE + BOLD}
+TONE_STYLES = {"pass": OK_STYLE + BOLD, "warn": WARN_STYLE + BOLD, "fail": BAD_STYLE + BOLD}

@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
-from deploylens.core.surgery.cli_surgery import surgery_text
 from deploylens.core.surgery.patterns import PATTERNS
 from deploylens.core.surgery.request import SurgeryRequest, default_output
+from deploylens.core.surgery.result import GraphDiff, SurgeryResult
 from deploylens.core.surgery.steps import (
     Step,
     reproducer_script,
@@ -96,7 +96,7 @@ class SurgeryPanel(QWidget):
         self.redo_stack: list[Step] = []
         self.job: Any = None
         self.pending: list[Step] | None = None  # the chain the running job applies
-        self.report: dict[str, Any] | None = None
+        self.report: SurgeryResult | None = None
         self.chosen: list[str] = []  # node names chosen in the graph
         self.selection_source: Any = None  # the shell sets: () -> list[str]
         self.graph_source: Any = None  # the shell sets: () -> the shown GraphProto or None
@@ -367,63 +367,33 @@ class SurgeryPanel(QWidget):
         self._set_banner(f"{failure.message}\n{failure.hint}".strip(), BAD_STYLE)
         self._refresh_buttons()
 
-    def _finished(self, report: dict[str, Any]) -> None:
+    def _finished(self, report: SurgeryResult) -> None:
         self.job = None
         pending = self.pending or []
         # a pattern that matched nothing is said in the details, never kept as a step
-        self.steps = [pending[i] for i in report.get("kept", range(len(pending)))]
+        self.steps = [pending[i] for i in report.kept]
         self.pending = None
         self.report = report
         self._show_steps()
-        self._show_diff(report.get("diff", {}))
-        self.details.setPlainText(surgery_text(report))
-        self._show_verdict(report)
-        self.current = report["output"]
-        self.sig_open_model.emit(report["output"])
+        self._show_diff(report.diff)
+        self.details.setPlainText(report.summary())
+        verdict = report.verdict()  # the CLI's first line and exit code: the same sentence
+        self._set_banner(verdict.word, VERDICT_STYLES[verdict.severity])
+        self.current = report.output
+        self.sig_open_model.emit(report.output)
         self._refresh_buttons()
-
-    def _show_verdict(self, report: dict[str, Any]) -> None:
-        compare = report.get("compare") or {}
-        trt = report.get("tensorrt") or {}
-        head = f"{report['nodes_before']} → {report['nodes_after']} nodes."
-        if compare.get("passed") is False:
-            worst = max((o.get("max_abs", 0.0) for o in compare.get("outputs", [])), default=0.0)
-            first = compare.get("first_diverging")
-            head += f" First diverging tensor: {first}." if first else ""
-            self._set_banner(
-                f"{head} The edited model DIFFERS from the original (max abs {worst:.3g}).",
-                BAD_STYLE,
-            )
-            return
-        parts = [head]
-        if compare.get("passed"):
-            layers = compare.get("layers", [])
-            parts.append(
-                f"Matches the original (≤ {compare['atol']:g}"
-                + (
-                    f"; {len(layers)} shared inner tensors too)."
-                    if layers and not compare.get("first_diverging")
-                    else ")."
-                )
-            )
-        else:
-            parts.append(f"Not compared: {compare.get('reason', 'skipped')}.")
-        if trt.get("parsed") is True:
-            parts.append(f"{trt['module']} parses every node.")
-        elif trt.get("parsed") is False:
-            names = ", ".join(f.get("op", "") for f in trt.get("findings", []))
-            parts.append(f"{trt['module']} cannot parse: {names}.")
-        style = OK_STYLE if compare.get("passed") and trt.get("parsed") is not False else WARN_STYLE
-        self._set_banner(" ".join(parts), style)
 
     def _show_steps(self) -> None:
         self.step_list.clear()
         self.step_list.addItems([f"{i}. {s.title()}" for i, s in enumerate(self.steps, 1)])
 
-    def _show_diff(self, diff: dict[str, list[str]]) -> None:
+    def _show_diff(self, diff: GraphDiff) -> None:
         self.diff.clear()
-        for kind in ("added", "changed", "removed"):
-            names = diff.get(kind, [])
+        for kind, names in (
+            ("added", diff.added),
+            ("changed", diff.changed),
+            ("removed", diff.removed),
+        ):
             top = QTreeWidgetItem([f"{kind} ({len(names)})", ""])
             self.diff.addTopLevelItem(top)
             for name in names:
@@ -432,11 +402,7 @@ class SurgeryPanel(QWidget):
 
     def diff_overlay(self) -> dict[str, str]:
         """``{node: "added" | "changed"}`` for the edited graph (removed nodes are not in it)."""
-        diff = (self.report or {}).get("diff", {})
-        return {
-            **{n: "changed" for n in diff.get("changed", [])},
-            **{n: "added" for n in diff.get("added", [])},
-        }
+        return self.report.diff_overlay() if self.report is not None else {}
 
     def _on_diff_item(self, item: QTreeWidgetItem) -> None:
         if item.parent() is not None and item.text(1) != "removed":
@@ -483,3 +449,6 @@ class SurgeryPanel(QWidget):
         self.buttons["redo"].setEnabled(idle and bool(self.redo_stack))
         self.buttons["save"].setEnabled(bool(self.steps))
         self.buttons["cancel"].setEnabled(self.job is not None)
+
+
+VERDICT_STYLES = {"pass": OK_STYLE, "warn": WARN_STYLE, "fail": BAD_STYLE}

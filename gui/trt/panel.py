@@ -31,10 +31,12 @@ from deploylens.core.codegen import shell_lines
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.quantize.request import CalibrateRequest, Method
+from deploylens.core.quantize.result import CalibrationReport
 from deploylens.core.trt.checks import check
 from deploylens.core.trt.commands import migrate_to_11, polygraphy_command, trtexec_command
 from deploylens.core.trt.flags import RTX, family, is_rtx, release_name
 from deploylens.core.trt.request import BuildRequest
+from deploylens.core.trt.result import BuildResult
 from deploylens.core.trt.script import build_script
 from deploylens.core.trt.settings import BuildSettings, Calibration, default_engine, load_settings
 from deploylens.core.worker.client import JobFailure
@@ -389,48 +391,22 @@ class BuildPanel(QWidget):
         self._set_banner(f"{failure.message}\n{failure.hint}".strip(), BAD_STYLE)
         self.sig_message.emit(failure.message)
 
-    def _finished(self, method: str, result: dict[str, Any]) -> None:
+    def _finished(self, method: str, result: CalibrationReport | BuildResult) -> None:
         self._idle()
-        if method == "quantize.calibrate":
-            self.last_calibration = result
-            accuracy = result.get("accuracy") or {}
-            top1 = accuracy.get("top1_agreement")
-            text = (
-                f"Calibrated ({result['method']}, {result['samples']} samples, "
-                f"{result['samples_per_s']:.1f}/s) → {result['output']}"
-            )
-            if accuracy:
-                text += (
-                    f"; vs fp32: max abs {accuracy['max_abs']:.3g}, rel L2 {accuracy['rel_l2']:.3g}"
-                )
-                text += f", top-1 agreement {top1:.1%}" if top1 is not None else ""
-            if result.get("trt_cache"):
-                text += f"; TensorRT cache {result['trt_cache']['header']}"
-            self._set_banner(text, OK_STYLE)
-        elif not result.get("built", True):
-            findings = result.get("findings", [])
+        if isinstance(result, CalibrationReport):
+            self._set_banner(result.headline(), OK_STYLE)
+            return
+        verdict = result.verdict()  # the CLI's exit code comes from the same
+        if not result.built:
             self.problems.clear()
-            self.problems.addItems(
-                [
-                    f"{f['node_name'] or 'model'} ({f['op']}): {f['message']}"
-                    + (f" — fix: {f['fix']}" if f.get("fix") else "")
-                    for f in findings
-                ]
-            )
-            self._set_banner(result["message"], BAD_STYLE)
-        else:
-            targets = result.get("targets")
-            where = f", ahead of time for {', '.join(targets)}" if targets else ""
-            notices = "".join(f"\nNote: {notice}" for notice in result.get("notices", []))
-            self._set_banner(
-                f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB, "
-                f"{result.get('product', 'TensorRT')} {result['tensorrt']}, "
-                f"{result['seconds']:.1f} s{where}){notices}",
-                OK_STYLE,
-            )
-            if result.get("layers_json"):
-                self.engine_view.load(result["layers_json"])
-                self.sig_engine_ready.emit()
+            self.problems.addItems(result.finding_lines())
+            self._set_banner(verdict.word, BAD_STYLE)
+            return
+        notices = "".join(f"\nNote: {notice}" for notice in result.notices)
+        self._set_banner(verdict.word + notices, OK_STYLE)
+        if result.layers_json:
+            self.engine_view.load(result.layers_json)
+            self.sig_engine_ready.emit()
 
     # -- files ------------------------------------------------------------------------------------
     def _choose_load(self) -> None:

@@ -78,13 +78,14 @@ def test_accuracy_and_trt_cache_from_the_same_ranges(samples: Path, tmp_path: Pa
             }
         )
     )
-    accuracy = report["accuracy"]
+    accuracy = report.accuracy
     # measured on the images (all 8 of them, fewer than the 30 asked), never on random noise
-    assert accuracy["samples"] == 8 and 0 < accuracy["max_abs"] < 0.5
-    assert accuracy["data"].startswith(f"the first 8 samples of {data}")
-    assert accuracy["top1_agreement"] is not None and accuracy["top1_agreement"] >= 0.8
+    assert accuracy is not None and accuracy.samples == 8 and 0 < accuracy.max_abs < 0.5
+    assert accuracy.data.startswith(f"the first 8 samples of {data}")
+    assert accuracy.top1_agreement is not None and accuracy.top1_agreement >= 0.8
     cache = trt_cache.read_cache(tmp_path / "calib.cache")
-    assert cache.header == "TRT-8601-EntropyCalibration2" == report["trt_cache"]["header"]
+    assert report.trt_cache is not None
+    assert cache.header == "TRT-8601-EntropyCalibration2" == report.trt_cache.header
     assert 0.9 < cache.amax("image") <= 1.0 + 1e-6  # pixels in [0, 1]; entropy may clip a little
 
 

@@ -10,13 +10,14 @@ from typing import Any
 import onnx
 import pytest
 
-from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.fixit import fix_ladder
 from deploylens.core.export.request import ExportRequest
+from deploylens.core.export.result import ExportResult, OrtSmoke
 from deploylens.core.export.settings import ExportSettings, python_script
 from deploylens.core.jobs import Worker, run_job
 from deploylens.core.plugin_api import load_plugins, plugin_entries
 from deploylens.core.pytorch.source import ModelSource, parse_input, parse_spec
+from deploylens.core.support.fixes import Fix, FixSettings
 from deploylens.core.support.matrix import SupportMatrix
 
 
@@ -31,71 +32,76 @@ def matrix() -> SupportMatrix:
     return SupportMatrix.load(run_job("support.collect")["path"])
 
 
-def export(worker: Worker, tmp_path: Path, spec: str, **settings: Any) -> dict[str, Any]:
+def export(worker: Worker, tmp_path: Path, spec: str, **settings: Any) -> ExportResult:
+    """The export job's typed answer (the worker's JSON read back strictly)."""
     source = parse_spec(spec)
     name = f"{source.target}_{settings.get('exporter')}_{settings.get('opset')}.onnx"
     options = ExportSettings(output=str(tmp_path / name), **settings)
-    return worker.run(
-        "export.run",
-        {
-            "source": source.to_dict(),
-            "settings": options.to_dict(),
-            "plugin_entries": plugin_entries(),
-        },
-    )
+    result: ExportResult = worker.run_request(ExportRequest(source, options, plugin_entries()))
+    return result
 
 
-def fixes(result: dict[str, Any], matrix: SupportMatrix) -> list[dict[str, Any]]:
+def smoke(result: ExportResult) -> OrtSmoke:
+    """ONNX Runtime's smoke test of a written model: it ran."""
+    assert result.ort is not None and result.ort.ok, result.ort
+    return result.ort
+
+
+def max_diff(result: ExportResult) -> float:
+    found = smoke(result).max_abs_diff
+    assert found is not None, "an output had NaN or inf"
+    return found
+
+
+def fixes(result: ExportResult, matrix: SupportMatrix) -> list[Fix]:
     plugins, errors = load_plugins()
     assert not errors
-    return [fix.to_dict() for fix in fix_ladder(Finding(**result["findings"][0]), matrix, plugins)]
+    return fix_ladder(result.findings[0], matrix, plugins)
 
 
 def test_asinh_torchscript_9_then_plugin(worker, matrix, tmp_path: Path) -> None:
     failed = export(worker, tmp_path, "sample:asinh", exporter="torchscript", opset=9)
-    assert not failed["ok"]
-    (finding,) = failed["findings"]
-    assert finding["operator"] == "aten::asinh" and finding["opset"] == 9
-    assert finding["source"].endswith("models.py:25")
-    kinds = {(f["kind"], f["plugin"]) for f in fixes(failed, matrix)}
+    assert not failed.ok
+    (finding,) = failed.findings
+    assert finding.operator == "aten::asinh" and finding.opset == 9
+    assert finding.source.endswith("models.py:25")
+    kinds = {(f.kind, f.plugin) for f in fixes(failed, matrix)}
     assert ("exporter", "") in kinds and ("plugin", "asinh") in kinds
     fixed = export(
         worker, tmp_path, "sample:asinh", exporter="torchscript", opset=9, plugins=["asinh"]
     )
-    assert fixed["ok"] and fixed["actual_opset"] == 9
-    assert fixed["ort"]["max_abs_diff"] <= 1e-6
+    assert fixed.ok and fixed.actual_opset == 9
+    assert max_diff(fixed) <= 1e-6
 
 
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 @pytest.mark.parametrize("opset", [9, 12, 18])
 def test_roll_with_dims_exports(worker, tmp_path: Path, exporter: str, opset: int) -> None:
     result = export(worker, tmp_path, "sample:roll_dims", exporter=exporter, opset=opset)
-    assert result["ok"] and result["ort"]["max_abs_diff"] == 0
+    assert result.ok and max_diff(result) == 0
     if exporter == "dynamo" and opset < 18:
-        assert result["actual_opset"] == 18
-        assert "raises requests below 18 to 18" in result["warnings"][0]
+        assert result.actual_opset == 18
+        assert "raises requests below 18 to 18" in result.warnings[0]
 
 
 def test_roll_without_dims_gets_the_composition_fix(worker, matrix, tmp_path: Path) -> None:
     result = export(worker, tmp_path, "sample:roll_flat", exporter="torchscript", opset=12)
-    (finding,) = result["findings"]
-    assert finding["operator"] == "aten::roll" and "len(shifts)" in finding["message"]
+    (finding,) = result.findings
+    assert finding.operator == "aten::roll" and "len(shifts)" in finding.message
     ladder = fixes(result, matrix)
-    assert any(f["kind"] == "composition" and "torch.cat" in f["code"] for f in ladder)
+    assert any(f.kind == "composition" and "torch.cat" in f.code for f in ladder)
 
 
 def test_deform_conv_fixes(worker, matrix, tmp_path: Path) -> None:
     failed = export(worker, tmp_path, "sample:deform_conv", exporter="torchscript", opset=17)
-    (finding,) = failed["findings"]
-    assert finding["operator"] == "torchvision::deform_conv2d"
-    assert "unrecognized namespace" in finding["message"]
+    (finding,) = failed.findings
+    assert finding.operator == "torchvision::deform_conv2d"
+    assert "unrecognized namespace" in finding.message
     ladder = fixes(failed, matrix)
-    assert any(
-        f["settings"].get("exporter") == "dynamo" and f["settings"]["opset"] == 19 for f in ladder
-    )
+    assert any(f.settings.exporter == "dynamo" and f.settings.opset == 19 for f in ladder)
     fix_a = export(worker, tmp_path, "sample:deform_conv", exporter="dynamo", opset=19)
-    assert fix_a["ok"] and fix_a["ort"]["max_abs_diff"] <= 1e-5
-    assert "DeformConv" in {n.op_type for n in onnx.load(fix_a["path"]).graph.node}
+    assert fix_a.ok and max_diff(fix_a) <= 1e-5
+    assert "DeformConv" in {n.op_type for n in onnx.load(fix_a.path).graph.node}
     fix_b = export(
         worker,
         tmp_path,
@@ -104,14 +110,14 @@ def test_deform_conv_fixes(worker, matrix, tmp_path: Path) -> None:
         opset=17,
         plugins=["deform_conv2d"],
     )
-    assert fix_b["ok"] and fix_b["ort"]["max_abs_diff"] <= 1e-5
-    assert "reference implementations" in fix_b["ort"]["via"]
+    assert fix_b.ok and max_diff(fix_b) <= 1e-5
+    assert "reference implementations" in smoke(fix_b).via
     assert ("custom", "deform_conv2d") in {
-        (n.domain, n.op_type) for n in onnx.load(fix_b["path"]).graph.node
+        (n.domain, n.op_type) for n in onnx.load(fix_b.path).graph.node
     }
     invalid = export(worker, tmp_path, "sample:deform_conv", exporter="dynamo", opset=12)
-    assert not invalid["ok"] and invalid["findings"][0]["kind"] == "invalid_model"
-    assert invalid["path"].endswith(".invalid.onnx")  # never saved as a success
+    assert not invalid.ok and invalid.findings[0].kind == "invalid_model"
+    assert invalid.path.endswith(".invalid.onnx")  # never saved as a success
 
 
 def test_autograd_function_symbolic(worker, tmp_path: Path) -> None:
@@ -123,13 +129,13 @@ def test_autograd_function_symbolic(worker, tmp_path: Path) -> None:
         opset=17,
         plugins=["customOp2"],
     )
-    nodes = onnx.load(with_symbolic["path"]).graph.node
+    nodes = onnx.load(with_symbolic.path).graph.node
     assert "customOp2" in {n.op_type for n in nodes}
-    assert with_symbolic["ort"]["ok"] and with_symbolic["ort"]["max_abs_diff"] <= 1e-6
+    assert max_diff(with_symbolic) <= 1e-6
     inlined = export(worker, tmp_path, "sample:custom_fn_plain", exporter="torchscript", opset=17)
-    assert inlined["nodes"] > len(nodes)
+    assert inlined.nodes > len(nodes)
     dynamo = export(worker, tmp_path, "sample:custom_fn_symbolic", exporter="dynamo")
-    assert any("ignores" in w and "symbolic" in w for w in dynamo["warnings"])
+    assert any("ignores" in w and "symbolic" in w for w in dynamo.warnings)
 
 
 @pytest.mark.slow
@@ -144,10 +150,10 @@ def test_swin_t(worker, matrix, tmp_path: Path, shared_exports: Path) -> None:
             result = torchvision_export(shared_exports, "swin_t", exporter, opset)
             assert result["ok"], result.get("findings")
     failed = export(worker, tmp_path, "torchvision:swin_t", exporter="torchscript", opset=9)
-    (finding,) = failed["findings"]
-    assert finding["onnx_op"] == "Pad" and finding["suggested_opset"] == 11
-    assert finding["operator"] == "aten::pad"
-    assert fixes(failed, matrix)[0]["settings"] == {"opset": 11}
+    (finding,) = failed.findings
+    assert finding.onnx_op == "Pad" and finding.suggested_opset == 11
+    assert finding.operator == "aten::pad"
+    assert fixes(failed, matrix)[0].settings == FixSettings(opset=11)
 
 
 def test_reproducers_round_trip(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from deploylens.core.surgery.patterns import (
     layernorm,
     minmax_clip,
 )
+from deploylens.core.surgery.result import SurgeryCompare
 from deploylens.core.surgery.steps import (
     Step,
     apply_steps,
@@ -85,13 +86,13 @@ def ops(model: onnx.ModelProto) -> list[tuple[str, str]]:
     return [(n.domain, n.op_type) for n in model.graph.node]
 
 
-def edited(tmp_path: Path, original: Path, model: onnx.ModelProto, name: str) -> dict[str, Any]:
+def edited(tmp_path: Path, original: Path, model: onnx.ModelProto, name: str) -> SurgeryCompare:
     out = tmp_path / name
     onnx.save(model, out)
     onnx.checker.check_model(model)
     result = compare_models(original, out, plugins())
-    assert result["comparable"] and result["passed"], result
-    assert max(o["max_abs"] for o in result["outputs"]) <= 1e-5
+    assert result.comparable and result.passed, result
+    assert max(o.max_abs or 0.0 for o in result.outputs) <= 1e-5
     return result
 
 
@@ -120,7 +121,7 @@ def test_layernorm_gelu_and_clip_patterns_keep_the_numbers(
     assert {o.domain for o in model.opset_import} == ({"", PLUGIN_DOMAIN})
     edited(tmp_path, original, model, f"edited{opset}.onnx")
     verdict = parser_verdict(str(tmp_path / f"edited{opset}.onnx"))
-    assert verdict["module"] == "tensorrt_rtx" and verdict["parsed"], verdict  # native layers
+    assert verdict.module == "tensorrt_rtx" and verdict.parsed, verdict  # native layers
 
 
 def test_gelu_at_opset_20_becomes_the_onnx_op(tmp_path: Path) -> None:
@@ -202,8 +203,8 @@ def test_deform_conv2d_becomes_tensorrts_plugin_node_and_back(tmp_path: Path, rt
     # no mask in the export: a mask of ones makes the modulated plugin compute the same thing
     edited(tmp_path, original, model, "deform_trt.onnx")
     verdict = parser_verdict(str(tmp_path / "deform_trt.onnx"))
-    (finding,) = verdict["findings"]  # no such plugin ships in TensorRT-RTX: it says what it sought
-    assert finding["op"] == "ModulatedDeformConv2d" and "Plugin not found" in finding["message"]
+    (finding,) = verdict.findings  # no such plugin ships in TensorRT-RTX: it says what it sought
+    assert finding.op == "ModulatedDeformConv2d" and "Plugin not found" in finding.message
     back, report = deform_from_trt(model)
     assert report["matches"] == 1 and ("custom", "deform_conv2d") in ops(back)
     edited(tmp_path, original, back, "deform_back.onnx")
@@ -247,8 +248,8 @@ def test_extract_gives_a_runnable_model_with_the_original_values(
     onnx.save(model, tmp_path / "whole.onnx")
     onnx.save(piece, tmp_path / "piece.onnx")
     result = compare_models(tmp_path / "whole.onnx", tmp_path / "piece.onnx", plugins())
-    assert result["comparable"] and result["passed"] and result["fed_from_original"] == [start]
-    assert [r["output"] for r in result["outputs"]] == [end]
+    assert result.comparable and result.passed and result.fed_from_original == [start]
+    assert [r.output for r in result.outputs] == [end]
 
 
 def test_replace_refuses_a_set_that_is_not_one_piece_and_builds_a_plugin_node(
@@ -464,22 +465,16 @@ def test_an_output_the_original_never_computes_is_not_a_pass(tmp_path: Path) -> 
     onnx.save(model(["a", "b"]), tmp_path / "original.onnx")
     onnx.save(model(["a", "renamed"]), tmp_path / "edited.onnx")
     result = compare_models(tmp_path / "original.onnx", tmp_path / "edited.onnx", plugins())
-    assert result["comparable"] and result["passed"] is None
-    assert result["uncompared"] == ["renamed"] and "renamed" in result["reason"]
-    from deploylens.core.surgery.cli_surgery import surgery_text
+    assert result.comparable and result.passed is None
+    assert result.uncompared == ["renamed"] and "renamed" in result.reason
+    from deploylens.core.surgery.result import GraphDiff, SurgeryResult
 
-    text = surgery_text(
-        {
-            "nodes_before": 2,
-            "nodes_after": 2,
-            "output": "e",
-            "steps": [],
-            "steps_file": "s",
-            "checker": "ok",
-            "compare": result,
-        }
-    )
+    report = SurgeryResult(model="o", output="e", steps_file="s", steps=[], kept=[], skipped=[],
+                           nodes_before=2, nodes_after=2, diff=GraphDiff([], [], []),
+                           checker="ok", compare=result)  # fmt: skip
+    text = report.summary()
     assert "NOT CHECKED" in text and "PASS" not in text
+    assert report.verdict().severity == "warn" and report.verdict().exit_code == 0
 
 
 def test_a_pattern_that_matched_nothing_is_not_a_step(tmp_path: Path) -> None:
@@ -494,8 +489,8 @@ def test_a_pattern_that_matched_nothing_is_not_a_step(tmp_path: Path) -> None:
     out = tmp_path / "edited.onnx"
     report = run_surgery(SurgeryRequest(str(original), steps, str(out), compare=False,
                                         check_tensorrt=False))  # fmt: skip
-    assert report["kept"] == [0] and report["skipped"] == ["pattern deform_to_trt"]
-    assert [s.op for s in steps_from_toml(Path(report["steps_file"]).read_text())] == ["fold"]
+    assert report.kept == [0] and report.skipped == ["pattern deform_to_trt"]
+    assert [s.op for s in steps_from_toml(Path(report.steps_file).read_text())] == ["fold"]
     alone = tmp_path / "alone.onnx"
     with pytest.raises(UserError, match=r"matched nothing in block\.onnx: nothing was written"):
         run_surgery(SurgeryRequest(str(original), steps[1:], str(alone), compare=False,

@@ -72,8 +72,8 @@ def test_tensorrt_86_weakly_typed_int8_with_a_data_calibrator(
     )
     assert cache.read_bytes() == b"TRT-8.6.1-fake\n"  # written through write_calibration_cache
     assert "IProgressMonitor.__init__" not in [c for c, _ in trt.calls]  # 8.6 has no monitor
-    assert result["layers"] == 2 and Path(result["layers_json"]).is_file()
-    assert result["tensorrt"] == "8.6.1" and (tmp_path / "m.engine").read_bytes().startswith(
+    assert result.layers == 2 and Path(result.layers_json).is_file()
+    assert result.tensorrt == "8.6.1" and (tmp_path / "m.engine").read_bytes().startswith(
         b"FAKEENGINE"
     )
     assert any("parsing" in m for m in progress)
@@ -276,7 +276,7 @@ def test_real_tensorrt_build_inspect_and_run(samples: Path, tmp_path: Path) -> N
         lambda f, m: None,
         lambda: False,
     )
-    assert result["engine_bytes"] > 0 and result["layers"] > 0
+    assert result.engine_bytes > 0 and result.layers > 0
 
 
 def test_tensorrt_capture_writes_layer_times_as_a_trace(tmp_path: Path) -> None:

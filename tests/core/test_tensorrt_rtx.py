@@ -320,8 +320,8 @@ def test_a_real_build_job_through_the_worker_reports_what_it_built(
          "version": "rtx", "settings": {"compute_capabilities": ["sm80"]}},
         lambda f, m: None, lambda: False,
     )  # fmt: skip
-    assert result["built"] and result["targets"] == ["sm80"]
-    assert any("could not inspect the engine" in line for line in result["log"])
+    assert result.built and result.targets == ["sm80"]
+    assert any("could not inspect the engine" in line for line in result.log)
 
 
 def test_the_table_vs_live_parser_crosscheck_accounts_for_every_model(

@@ -313,7 +313,7 @@ def test_a_domain_the_header_imports_but_no_node_uses_is_not_a_custom_op(
     model = _domain_model(tmp_path / "m.onnx", "ai.onnx.contrib.unused", contrib)
     assert main(["validate", str(model)]) == 0, capsys.readouterr()
     compared = compare_models(model, model, [])
-    assert compared["comparable"] and compared["passed"], compared
+    assert compared.comparable and compared.passed, compared
 
 
 def test_the_export_smoke_test_judges_like_validate(tmp_path) -> None:
@@ -325,8 +325,10 @@ def test_the_export_smoke_test_judges_like_validate(tmp_path) -> None:
     import torch
     from onnx import TensorProto, helper
 
-    from deploylens.core.export.verdict import FAIL, PASS, exit_status, export_verdict
+    from deploylens.core.export.result import ExportResult
+    from deploylens.core.export.settings import ExportSettings
     from deploylens.core.export.verify import agreement
+    from deploylens.core.pytorch.source import parse_spec
 
     one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
     graph = helper.make_graph(
@@ -340,16 +342,17 @@ def test_the_export_smoke_test_judges_like_validate(tmp_path) -> None:
     x = torch.randn(2, 3)
     got = ort.InferenceSession(str(path)).run(None, {"x": x.numpy()})
     wrong = agreement(["y"], got, [x.numpy()])  # PyTorch's module returned x
-    assert not wrong["agrees"] and wrong["disagreements"][0].startswith("y:")
+    assert not wrong.agrees and wrong.disagreements[0].startswith("y:")
     right = agreement(["y"], got, [(x + 1).numpy()])
-    assert right["agrees"] and right["max_abs_diff"] < 1e-6
+    assert right.agrees and right.max_abs_diff is not None and right.max_abs_diff < 1e-6
     nan = agreement(["y"], [np.full((2, 3), np.nan, np.float32)], [(x + 1).numpy()])
-    assert not nan["agrees"]
+    assert not nan.agrees
     shape = agreement(["y"], [got[0][:1]], [(x + 1).numpy()])
-    assert not shape["agrees"] and "shape [1, 3]" in shape["disagreements"][0]
-    result = {"ok": True, "path": str(path), "actual_opset": 17,
-              "settings": {"exporter": "dynamo"}, "ort": {"ok": True, **wrong}}  # fmt: skip
-    tone, sentence = export_verdict(result)
-    assert tone == FAIL and "DIFFER" in sentence and exit_status(result) == 1
-    result["ort"] = {"ok": True, **right}
-    assert export_verdict(result)[0] == PASS and exit_status(result) == 0
+    assert not shape.agrees and "shape [1, 3]" in shape.disagreements[0]
+    result = ExportResult(source=parse_spec("sample:asinh"), settings=ExportSettings(),
+                          cli="", script="", path=str(path), ok=True, actual_opset=17,
+                          ort=wrong)  # fmt: skip
+    verdict = result.verdict()  # the CLI's exit code and the panel's banner
+    assert verdict.failed and "DIFFER" in verdict.word and verdict.exit_code == 1
+    result.ort = right
+    assert result.verdict().severity == "pass" and result.verdict().exit_code == 0

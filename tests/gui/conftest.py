@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QProcess
 
+from deploylens.core.export.result import ExportResult
 from deploylens.gui.common.qt_app import gc_on_gui_thread
 from deploylens.gui.main_window import MainWindow
 
@@ -43,7 +44,7 @@ def make_window(qtbot) -> Iterator:
 
 def export_sample(
     qtbot, window: MainWindow, sample: str, exporter: str, opset: int, out: Path
-) -> dict:
+) -> ExportResult:
     """Fill the Export panel for a bundled sample, export, and return the job's result."""
     panel = window.export_panel
     panel.kind.setCurrentText("Bundled sample")
@@ -53,7 +54,8 @@ def export_sample(
     panel.output.setText(str(out))
     with qtbot.waitSignal(panel.sig_finished, timeout=120_000) as finished:
         panel.export_button.click()
-    return finished.args[0]
+    result: ExportResult = finished.args[0]
+    return result
 
 
 def wait_opened(qtbot, window: MainWindow, path) -> None:

@@ -17,9 +17,7 @@ def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
         panel.plugin_list.item(i).data(Qt.ItemDataRole.UserRole)
         for i in range(panel.plugin_list.count())
     } >= {"asinh", "deform_conv2d", "customOp2"}
-    assert not export_sample(qtbot, window, "asinh", "torchscript", 9, tmp_path / "asinh.onnx")[
-        "ok"
-    ]
+    assert not export_sample(qtbot, window, "asinh", "torchscript", 9, tmp_path / "asinh.onnx").ok
     # a failure reads as one: a red banner naming the exporter, not a plain-text line
     assert panel.banner.text().startswith("Export FAILED with the torchscript exporter")
     assert BAD_STYLE in panel.banner.styleSheet()
@@ -46,15 +44,15 @@ def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
         labels.append(label.text() if label is not None else "")
     assert all(labels), labels
     fixes = [top.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(top.childCount())]
-    plugin_fix = next(f for f in fixes if f["plugin"] == "asinh")
-    symbolic = next(f for f in fixes if f["kind"] == "symbolic")
+    plugin_fix = next(f for f in fixes if f.plugin == "asinh")
+    symbolic = next(f for f in fixes if f.kind == "symbolic")
     panel.findings.setCurrentItem(top.child(fixes.index(symbolic)))
     assert "register_custom_op_symbolic" in panel.code.toPlainText()
     panel.findings.setCurrentItem(top.child(fixes.index(plugin_fix)))
     assert panel.apply_button.isEnabled()
     with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
         panel.apply_button.click()
-    assert panel.result["ok"] and panel.result["actual_opset"] == 9
+    assert panel.result is not None and panel.result.ok and panel.result.actual_opset == 9
     assert "agrees with torch, max |Δ| 0" in panel.summary.toPlainText()
     assert panel.banner.text().startswith("Exported asinh.onnx (opset 9)")
     assert OK_STYLE in panel.banner.styleSheet()

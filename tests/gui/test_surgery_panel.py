@@ -46,7 +46,7 @@ def test_patterns_undo_redo_extract_and_project(qtbot, make_window, tmp_path: Pa
         "Matches the original" in panel.banner.text()
         and "tensorrt_rtx parses" in panel.banner.text()
     )
-    added = panel.report["diff"]["added"]
+    added = panel.report.diff.added
     assert len(added) == 1 and panel.diff.topLevelItem(0).text(0) == "added (1)"
     assert DIFF_OVERLAY in window.graph_panel.overlays  # the change is painted on the graph
     run_and_wait(qtbot, window, lambda: panel.apply_pattern("gelu"))
@@ -136,12 +136,12 @@ def test_the_export_ladder_surgery_rung_in_one_click(qtbot, make_window, tmp_pat
     failed = export_sample(
         qtbot, window, "deform_conv", "torchscript", 17, tmp_path / "deform.onnx"
     )
-    assert not failed["ok"]
+    assert not failed.ok
     top = panel.findings.topLevelItem(0)
     fixes = [top.child(i).data(0, Qt.ItemDataRole.UserRole) for i in range(top.childCount())]
     surgery = fixes[-1]
-    assert surgery["rung"] == "graph surgery"
-    assert surgery["settings"]["surgery"] == ["deform_to_trt"]
+    assert surgery.rung == "graph surgery"
+    assert surgery.settings.surgery == ["deform_to_trt"]
     panel.findings.setCurrentItem(top.child(len(fixes) - 1))
     assert panel.apply_button.isEnabled()
     done = window.surgery_panel
@@ -150,4 +150,5 @@ def test_the_export_ladder_surgery_rung_in_one_click(qtbot, make_window, tmp_pat
     assert done.base == str(tmp_path / "deform.onnx")
     nodes = onnx.load(done.current).graph.node
     assert any(n.op_type == "ModulatedDeformConv2d" and n.domain == "trt.plugins" for n in nodes)
-    assert done.report["compare"]["passed"] and "Matches the original" in done.banner.text()
+    assert done.report.compare is not None and done.report.compare.passed
+    assert "Matches the original" in done.banner.text()

@@ -49,5 +49,6 @@ def torchvision_export(
                 "plugin_entries": plugin_entries(),
             },
         )
-        result_file.write_text(json.dumps(result))
-        return dict(result)
+        answer: dict[str, Any] = result.to_dict()  # the typed ExportResult, as the wire had it
+        result_file.write_text(json.dumps(answer))
+        return answer

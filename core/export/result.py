@@ -1,0 +1,119 @@
+"""The ``export.run`` job's typed result, and its one verdict — shared by ``deploylens export``
+(its exit status and first line) and the Export panel (its banner): written and agreeing with
+PyTorch passes; written but not checked warns; not written, or written but computing other
+numbers, fails."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from deploylens.core.export.diagnose import Finding
+from deploylens.core.export.settings import ExportSettings
+from deploylens.core.pytorch.source import ModelSource
+from deploylens.core.results import Result, Verdict
+from deploylens.core.validate.tolerances import Tolerances
+
+
+@dataclass
+class OrtSmoke:
+    """ONNX Runtime run on the export's own inputs, judged as Validate judges."""
+
+    ok: bool  # it ran
+    reason: str = ""  # why it did not
+    agrees: bool = True
+    disagreements: list[str] = field(default_factory=list)
+    max_abs_diff: float | None = None  # None when an output had NaN/inf or nothing compared
+    tolerances: Tolerances | None = None
+    outputs: int = 0
+    via: str = ""  # how custom ops ran (plugins' reference implementations)
+
+
+@dataclass
+class ExportResult(Result):
+    """What the exporter wrote and what the checks found (or the findings, with their fixes)."""
+
+    FILES = ("path",)
+
+    source: ModelSource
+    settings: ExportSettings
+    cli: str  # the equivalent deploylens line
+    script: str  # the tool-free Python reproducer
+    path: str  # the model written (``.invalid.onnx`` when onnx.checker rejects it)
+    plugin_errors: dict[str, str] = field(default_factory=dict)
+    ok: bool = False
+    invalid: bool = False
+    findings: list[Finding] = field(default_factory=list)
+    export_s: float = 0.0
+    checks_s: float = 0.0
+    export_warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    requested_opset: int | None = None
+    actual_opset: int | None = None
+    opsets: dict[str, int] = field(default_factory=dict)
+    nodes: int = 0
+    checker: str = ""  # "ok" or onnx.checker's first line
+    ort: OrtSmoke | None = None
+
+    def verdict(self) -> Verdict:
+        """PASS / WARN / FAIL with the sentence that says why (``Verdict.word``)."""
+        exporter = self.settings.exporter
+        if not self.ok:
+            count = len(self.findings)
+            fixes = f": {count} finding(s), each with its fixes" if count else ""
+            return Verdict(f"Export FAILED with the {exporter} exporter{fixes}.", "fail", 1)
+        written = f"Exported {Path(self.path).name} (opset {self.actual_opset})"
+        ort = self.ort
+        if ort is None or not ort.ok:
+            reason = (ort.reason if ort else "") or "the checker stopped first"
+            return Verdict(
+                f"{written}, but ONNX Runtime's smoke test did not run: {reason}.", "warn", 0
+            )
+        if not ort.agrees:
+            first = (ort.disagreements or ["outside the tolerances"])[0]
+            return Verdict(
+                f"{written}, but ONNX Runtime's outputs DIFFER from PyTorch's: {first}.", "fail", 1
+            )
+        worst = ort.max_abs_diff
+        how = f" (max |Δ| {worst:.3g})" if worst is not None else ""
+        return Verdict(f"{written}; ONNX Runtime's outputs agree with PyTorch's{how}.", "pass", 0)
+
+    def summary(self, show_code: bool = False) -> str:
+        """The result as the CLI prints it (and the Export panel's summary box)."""
+        verdict = self.verdict()
+        lines = [f"$ {self.cli}", f"{verdict.severity.upper()}: {verdict.word}"]
+        exporter = self.settings.exporter
+        if self.ok:
+            lines += [
+                f"Exported {self.path} with the {exporter} exporter",
+                f"  opset: requested {self.requested_opset or 'default'}, wrote "
+                f"{self.actual_opset}; {self.nodes} nodes; onnx.checker {self.checker}",
+                f"  ONNX Runtime smoke test: {smoke_text(self.ort)}",
+                f"  export {self.export_s:.2f} s, checks {self.checks_s:.2f} s",
+            ]
+        else:
+            lines.append(f"Export FAILED with the {exporter} exporter")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        for finding in self.findings:
+            where = " at ".join(x for x in (finding.module_path, finding.source) if x)
+            lines.append(
+                f"✗ {finding.operator or finding.kind}: {finding.message}"
+                + (f"\n    called from {where}" if where else "")
+            )
+            for fix in finding.fixes:
+                lines.append(f"    {fix.step}. [{fix.rung}] {fix.title}")
+                if show_code and fix.code:
+                    lines.extend("         " + line for line in fix.code.rstrip().splitlines())
+        return "\n".join(lines)
+
+
+def smoke_text(ort: OrtSmoke | None) -> str:
+    if ort is None or not ort.ok:
+        return f"not run: {ort.reason if ort else 'the checker stopped first'}"
+    worst = ort.max_abs_diff
+    return (
+        ("agrees with torch" if ort.agrees else "DIFFERS from torch")
+        + (f", max |Δ| {worst:.3g}" if worst is not None else "")
+        + (f" ({ort.via})" if ort.via else "")
+        + "".join(f"\n    ✗ {d}" for d in ort.disagreements)
+    )
