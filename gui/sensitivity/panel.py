@@ -30,6 +30,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import Method, Metric, Precision, SensitivityRequest
 from deploylens.core.settings import cache_dir
 from deploylens.core.trt.request import BuildRequest
+from deploylens.core.trt.result import BuildResult
 from deploylens.core.trt.settings import BuildSettings, default_engine
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
@@ -298,6 +299,10 @@ class SensitivityPanel(QWidget):
         if item is not None:
             self.sig_node_selected.emit(item.text())
 
+    def _built(self, result: BuildResult) -> None:
+        verdict = result.verdict()  # the Build panel's and the CLI's sentence
+        self._banner(verdict.word, BAD_STYLE if verdict.failed else OK_STYLE)
+
     def build_plan(self) -> None:
         """The plan's model built ahead of time by TensorRT-RTX (real where it is installed)."""
         if self.report is None:
@@ -306,13 +311,5 @@ class SensitivityPanel(QWidget):
         request = BuildRequest(model, engine=default_engine(model), version="rtx",
                                settings=BuildSettings(compute_capabilities=["sm89"]))  # fmt: skip
         job = self.jobs.submit_request(request, "Build the precision plan")
-        job.sig_finished.connect(
-            lambda result: self._banner(
-                f"Built {result['engine']} ({result['engine_bytes'] / 1e6:.1f} MB) with "
-                f"{result.get('product', 'TensorRT')} {result['tensorrt']} for sm89."
-                if result.get("built", True)
-                else result["message"],
-                OK_STYLE if result.get("built", True) else BAD_STYLE,
-            )
-        )
+        job.sig_finished.connect(self._built)
         job.sig_failed.connect(self._failed)
