@@ -59,7 +59,7 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.quantize.cli_quantize", result=f"{_CORE}.quantize.result:CalibrationReport"),
         Job("quantize.sensitivity", f"{_CORE}.quantize.job:sensitivity_job",
             f"{_CORE}.quantize.request:SensitivityRequest", "sensitivity", "sensitivity",
-            f"{_CORE}.quantize.cli_quantize"),
+            f"{_CORE}.quantize.cli_quantize", result=f"{_CORE}.quantize.sensitivity:Report"),
         Job("quantize.study", f"{_CORE}.quantize.job:study_job",
             f"{_CORE}.quantize.request:StudyRequest", "calibration study", "calibration-study",
             f"{_CORE}.quantize.cli_quantize"),

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from deploylens.core.command import Command
 from deploylens.core.outputs import beside
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest, StudyRequest
 from deploylens.core.quantize.result import CalibrationReport
-from deploylens.core.results import Result
+from deploylens.core.quantize.sensitivity import Report
+from deploylens.core.results import Result, Verdict
 
 
 def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,25 +34,18 @@ def _sensitivity_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
     request = SensitivityRequest.from_args(args).prepared()
-    report = request.run(
-        args.python,
-    )
-    if request.build:
-        report["build"] = build_plan(report, args.python)
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-        return 0
-    print(sensitivity_text(report))
+    report: Report = request.run(args.python)
+    if request.build and report.files is not None:
+        report.build = build_plan(report.files.model, args.python)
+    print(report.to_json() if args.json else report.summary())
     return 0
 
 
-def build_plan(report: dict[str, Any], python: str | None) -> dict[str, Any]:
-    """The plan's model built by TensorRT-RTX ahead of time (the build job, found by its name:
-    the quantize room does not import the TensorRT room)."""
-
+def build_plan(model: str, python: str | None) -> Verdict:
+    """The plan's model built by TensorRT-RTX ahead of time: the build job's own verdict (the
+    job found by its name: the quantize room does not import the TensorRT room)."""
     from deploylens.core.requests import request_class
 
-    model = report["files"]["model"]
     engine = beside(model, ".engine")  # trt.settings.default_engine, a room above
     build = request_class("build.engine").from_params(
         {
@@ -63,54 +56,10 @@ def build_plan(report: dict[str, Any], python: str | None) -> dict[str, Any]:
         }
     )
     try:
-        result: Result = build.run(python)  # a BuildResult, kept in the report as its fields
-        return result.to_dict()
+        result: Result = build.run(python)
+        return result.verdict()
     except Exception as exc:  # a missing TensorRT-RTX or a rejected model: said, the plan stays
-        return {"built": False, "message": str(getattr(exc, "message", exc))}
-
-
-def sensitivity_text(report: dict[str, Any]) -> str:
-    metric = report["metric"]
-
-    def value(score: dict[str, Any]) -> str:
-        number = {"relL2": score["rel_l2"], "cosine": score["cosine"], "top1": score["top1"]}[
-            metric
-        ]
-        return "n/a" if number is None else f"{number:.4g}"
-
-    lines = [
-        f"{report['precision'].upper()} sensitivity of {report['model']} ({report['method']} "
-        f"calibration, {report['samples']} evaluation samples, {metric}; "
-        f"{report['seconds']:.1f} s, {report['per_node_s']:.2f} s per node)",
-        f"  FP32 {value(report['fp32'])}; everything {report['precision'].upper()} "
-        f"{value(report['full'])}",
-        f"  {'rank':>4s}  {'node':40s} {'op':8s} {'only it':>10s} {'all but it':>11s}",
-    ]
-    for row in report["nodes"][:25]:
-        lines.append(
-            f"  {row['rank']:>4d}  {row['node'][:40]:40s} {row['op'][:8]:8s} "
-            f"{value(row['only']):>10s} {value(row['all_but']):>11s}"
-        )
-    plan = report["plan"]
-    met = "meets" if plan["met"] else "is the best found but does NOT meet"
-    lines.append(
-        f"  plan: {len(plan['kept'])} node(s) kept in FP32 → {metric} {value(plan['score'])}, "
-        f"{met} the budget {report['budget']:g}"
-    )
-    if plan["kept"]:
-        lines.append("    " + ", ".join(plan["kept"]))
-    lines += [f"  note: {note}" for note in report.get("notes", [])]
-    for fact in report.get("range_facts", []):
-        lines.append(f"  range: {fact['tensor']} ({fact['node']}) {fact['why']}: {fact['advice']}")
-    lines += [f"  {name}: {path}" for name, path in report["files"].items()]
-    build = report.get("build")
-    if build:
-        lines.append(
-            f"  TensorRT-RTX: built {build['engine']} ({build['engine_bytes'] / 1e6:.1f} MB)"
-            if build.get("built")
-            else f"  TensorRT-RTX: not built — {build.get('message')}"
-        )
-    return "\n".join(lines)
+        return Verdict(str(getattr(exc, "message", exc)), "fail", 1)
 
 
 def _study_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from deploylens.core.quantize.calibrate import calibrate, few_samples_note
 from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.quantize.result import CacheWritten, CalibrationReport
+from deploylens.core.quantize.sensitivity import Report
 
 
 def calibrate_and_measure(
@@ -74,18 +75,18 @@ def calibrate_job(ctx: Any, params: dict[str, Any]) -> CalibrationReport:
     )
 
 
-def sensitivity_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def sensitivity_job(ctx: Any, params: dict[str, Any]) -> Report:
     """The sensitivity analysis in the worker (progress per node; cancel lands there) and its
     outputs: report.json, the plan's model, TensorRT ≤ 10 settings and calibration cache."""
     from pathlib import Path
 
     from deploylens.core.quantize.plan import write_plan
     from deploylens.core.quantize.request import SensitivityRequest
-    from deploylens.core.quantize.sensitivity import run_sensitivity
+    from deploylens.core.quantize.sensitivity import analyse
 
     request = SensitivityRequest.from_params(params)
-    report = run_sensitivity(request, ctx.progress, Path(ctx.workdir))
-    return write_plan(report, Path(request.out_dir))
+    report, plan = analyse(request, ctx.progress, Path(ctx.workdir))
+    return write_plan(report, plan, Path(request.out_dir))
 
 
 def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:

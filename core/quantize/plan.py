@@ -6,14 +6,13 @@ the report as JSON, and the error-vs-layers-kept curve as a PNG."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from deploylens.core.files import atomic_write_bytes, atomic_write_text, save_png, write_json
-from deploylens.core.quantize.sensitivity import Report
+from deploylens.core.quantize.sensitivity import PlanFiles, PlanModel, Report
 
 CACHE_VERSION = "10.16"
 
@@ -25,38 +24,39 @@ def plan_settings(report: Report, cache: str) -> dict[str, Any]:
         "precisions": [precision],
         "precision_constraints": "obey",
     }
-    if report.plan["kept"]:
-        settings["layer_precisions"] = {node: "fp32" for node in report.plan["kept"]}
+    if report.plan.kept:
+        settings["layer_precisions"] = {node: "fp32" for node in report.plan.kept}
     if precision == "int8":
         method = "minmax" if report.method == "minmax" else "entropy"  # no percentile calibrator
         settings["calibration"] = {"method": method, "cache": cache}
     return settings
 
 
-def write_plan(report: Report, folder: Path) -> dict[str, Any]:
+def write_plan(report: Report, plan: PlanModel, folder: Path) -> Report:
+    """The plan's model, its TensorRT settings (and cache), the curve and the report, written in
+    ``folder``; the report comes back naming them (``files``)."""
     from deploylens.core.quantize import trt_cache
 
     folder.mkdir(parents=True, exist_ok=True)
-    model, ranges = report.plan.pop("model"), report.plan.pop("ranges")
     suffix = "qdq" if report.precision == "int8" else "fp16"
     model_path = folder / f"plan.{suffix}.onnx"
-    atomic_write_bytes(model_path, model.SerializeToString())
-    files = {"model": str(model_path)}
+    atomic_write_bytes(model_path, plan.model.SerializeToString())
     cache_path = folder / "plan.calib.cache"
     if report.precision == "int8":
-        cache = trt_cache.from_ranges(ranges, CACHE_VERSION, report.method)
+        cache = trt_cache.from_ranges(plan.ranges, CACHE_VERSION, report.method)
         trt_cache.write_cache(cache, cache_path)
-        files["calibration_cache"] = str(cache_path)
     settings = plan_settings(report, str(cache_path))
     atomic_write_text(folder / "plan.build.toml", tomli_w.dumps(settings))
-    files["settings"] = str(folder / "plan.build.toml")
     curve_png(report, folder / "curve.png")
-    files["curve"] = str(folder / "curve.png")
-    data = asdict(report)
-    data["files"] = files
-    write_json(folder / "report.json", data)
-    files["report"] = str(folder / "report.json")
-    return data
+    report.files = PlanFiles(
+        model=str(model_path),
+        settings=str(folder / "plan.build.toml"),
+        curve=str(folder / "curve.png"),
+        report=str(folder / "report.json"),
+        calibration_cache=str(cache_path) if report.precision == "int8" else "",
+    )
+    write_json(folder / "report.json", report.to_dict())
+    return report
 
 
 def curve_png(report: Report, path: Path) -> None:
@@ -66,7 +66,7 @@ def curve_png(report: Report, path: Path) -> None:
     width, height, left, bottom = 800, 480, 80, 60
     image = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(image)
-    points = [(p["kept"], p["score"].value(report.metric)) for p in report.curve]
+    points = [(p.kept, p.score.value(report.metric)) for p in report.curve]
     values = [v for _, v in points] + [report.budget, report.fp32.value(report.metric)]
     low, high = min(values), max(values)
     span = (high - low) or 1.0
@@ -94,6 +94,6 @@ def curve_png(report: Report, path: Path) -> None:
         draw.line(line, fill="#1f77b4", width=2)
     for (k, _), (x, y) in zip(points, line, strict=True):
         draw.ellipse([x - 3, y - 3, x + 3, y + 3], fill="#1f77b4")
-        if k == len(report.plan["kept"]):
+        if k == len(report.plan.kept):
             draw.ellipse([x - 6, y - 6, x + 6, y + 6], outline="#2ca02c", width=2)
     save_png(image, path)

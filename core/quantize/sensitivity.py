@@ -11,17 +11,19 @@ recalibrated per layer, which is what makes a per-node sweep affordable (bench/s
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
+from deploylens.core import typed
 from deploylens.core.data.arrays import read_labels
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.prefix import PrefixCache
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
+from deploylens.core.results import Result, Verdict
 
 FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 6.103515625e-05
@@ -56,7 +58,54 @@ class NodeSensitivity:
 
 
 @dataclass
-class Report:
+class CurvePoint:
+    """The whole model with the ``kept`` most sensitive nodes in FP32."""
+
+    kept: int
+    nodes: list[str]
+    score: Score
+
+
+@dataclass
+class Plan:
+    kept: list[str]  # the nodes kept in FP32
+    met: bool  # False: the best point found, which misses the budget
+    score: Score
+
+
+@dataclass
+class RangeFact:
+    """A tensor FP16 cannot hold (it overflows, or it is below FP16's smallest normal)."""
+
+    tensor: str
+    node: str
+    peak: float
+    why: str
+    advice: str
+
+
+@dataclass
+class PlanFiles:
+    """What ``write_plan`` wrote in the output folder."""
+
+    model: str  # the mixed-precision model
+    settings: str  # TensorRT ≤ 10 build settings
+    curve: str  # the PNG
+    report: str  # this report as JSON
+    calibration_cache: str = ""  # INT8 only
+
+    def named(self) -> dict[str, str]:
+        return {k: v for k, v in typed.to_dict(self).items() if v}
+
+
+@dataclass
+class Report(Result):
+    """The ``quantize.sensitivity`` job's typed result: every node ranked, the error-vs-kept
+    curve, the plan and the files written for it."""
+
+    FILES = ("files.model", "files.settings", "files.curve", "files.report",
+             "files.calibration_cache")  # fmt: skip
+
     model: str
     precision: str
     method: str
@@ -66,16 +115,61 @@ class Report:
     fp32: Score
     full: Score  # every quantizable node in lower precision
     nodes: list[NodeSensitivity]
-    curve: list[dict[str, Any]]  # {"kept": k, "nodes": [...], "score": Score}
-    plan: dict[str, Any]
-    range_facts: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[CurvePoint]
+    plan: Plan
+    range_facts: list[RangeFact] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     per_node_s: float = 0.0  # both variants of a node
     only_s: float = 0.0  # the one-node-at-a-time variant of a node, on its own
+    files: PlanFiles | None = None
+    build: Verdict | None = None  # ``--build``: the build job's own verdict on the plan's model
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def summary(self) -> str:
+        """The analysis as ``deploylens sensitivity`` prints it."""
+        metric = self.metric
+
+        def value(score: Score) -> str:
+            number = {"relL2": score.rel_l2, "cosine": score.cosine, "top1": score.top1}[metric]
+            return "n/a" if number is None else f"{number:.4g}"
+
+        precision = self.precision.upper()
+        lines = [
+            f"{precision} sensitivity of {self.model} ({self.method} calibration, {self.samples} "
+            f"evaluation samples, {metric}; {self.seconds:.1f} s, {self.per_node_s:.2f} s per "
+            "node)",
+            f"  FP32 {value(self.fp32)}; everything {precision} {value(self.full)}",
+            f"  {'rank':>4s}  {'node':40s} {'op':8s} {'only it':>10s} {'all but it':>11s}",
+        ]
+        for row in self.nodes[:25]:
+            lines.append(
+                f"  {row.rank:>4d}  {row.node[:40]:40s} {row.op[:8]:8s} "
+                f"{value(row.only):>10s} {value(row.all_but):>11s}"
+            )
+        plan = self.plan
+        met = "meets" if plan.met else "is the best found but does NOT meet"
+        lines.append(
+            f"  plan: {len(plan.kept)} node(s) kept in FP32 → {metric} {value(plan.score)}, "
+            f"{met} the budget {self.budget:g}"
+        )
+        if plan.kept:
+            lines.append("    " + ", ".join(plan.kept))
+        lines += [f"  note: {note}" for note in self.notes]
+        lines += [f"  range: {f.tensor} ({f.node}) {f.why}: {f.advice}" for f in self.range_facts]
+        if self.files is not None:
+            lines += [f"  {name}: {path}" for name, path in self.files.named().items()]
+        if self.build is not None:
+            built = self.build.severity != "fail"
+            lines.append(f"  TensorRT-RTX: {'' if built else 'not built — '}{self.build.word}")
+        return "\n".join(lines)
+
+
+@dataclass
+class PlanModel:
+    """The plan as a model and the calibration ranges it was made from (written, not sent)."""
+
+    model: onnx.ModelProto
+    ranges: dict[str, tuple[float, float]]
 
 
 class Evaluator:
@@ -175,6 +269,11 @@ def meets(score: Score, metric: str, budget: float) -> bool:
 
 
 def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -> Report:
+    """The analysis alone (``analyse`` without the plan's model)."""
+    return analyse(request, progress, workdir)[0]
+
+
+def analyse(request: SensitivityRequest, progress: Any, workdir: Path) -> tuple[Report, PlanModel]:
     from deploylens.core.quantize.calibrate import (
         collect_ranges,
         few_samples_note,
@@ -204,7 +303,7 @@ def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -
     )  # fmt: skip
     calibrated = collect_ranges(calibration, workdir, lambda f, m: progress(0.02 + 0.18 * f, m))
     prepared = onnx.load(calibrated.prepared)
-    facts: list[dict[str, Any]] = []
+    facts: list[RangeFact] = []
     below: PrefixCache | None = None  # FP32's tensors, for the one-node variants
     above: PrefixCache | None = None  # the full Q/DQ model's, for the all-but-one variants
     if request.precision == "int8":
@@ -261,43 +360,43 @@ def run_sensitivity(request: SensitivityRequest, progress: Any, workdir: Path) -
     rows.sort(key=lambda r: (-r.only.error(request.metric), -r.only.rel_l2))
     for rank, row in enumerate(rows, 1):
         row.rank = rank
-    curve: list[dict[str, Any]] = []
+    curve: list[CurvePoint] = []
     chosen: int | None = None
     ranked = [r.node for r in rows]
     for k in range(min(len(ranked), CURVE_LIMIT - 1) + 1):
         progress(0.72 + 0.25 * k / min(len(ranked) + 1, CURVE_LIMIT), f"plan: {k} node(s) kept")
         score = full_score if k == 0 else evaluator.score(kept(ranked[:k]))  # whole: the plan
-        curve.append({"kept": k, "nodes": ranked[:k], "score": score})
+        curve.append(CurvePoint(k, ranked[:k], score))
         if chosen is None and meets(score, request.metric, budget):
             chosen = k
         if chosen is not None and k >= chosen + 2:  # the budget is met: two more for the curve
             break
     if chosen is None:  # not met: the best point the curve found, said as such
-        chosen = min(range(len(curve)), key=lambda i: curve[i]["score"].error(request.metric))
+        chosen = min(range(len(curve)), key=lambda i: curve[i].score.error(request.metric))
         met = False
     else:
         met = True
     plan_nodes = ranked[:chosen]
-    plan: dict[str, Any] = {"kept": plan_nodes, "met": met, "score": curve[chosen]["score"]}
+    plan = Plan(plan_nodes, met, curve[chosen].score)
     progress(0.98, "the plan's model")
     plan_model = kept(plan_nodes) if plan_nodes else full
-    return Report(
+    report = Report(
         model=request.model, precision=request.precision, method=calibration.method,
         metric=request.metric, budget=budget, samples=evaluator.samples, fp32=fp32,
-        full=full_score, nodes=rows, curve=curve,
-        plan={**plan, "model": plan_model, "ranges": load_ranges(calibrated.ranges_path)},
+        full=full_score, nodes=rows, curve=curve, plan=plan,
         range_facts=facts, seconds=time.perf_counter() - started, per_node_s=per_node_s,
         only_s=only_s / len(nodes), notes=few_samples_note(calibrated.samples),
     )  # fmt: skip
+    return report, PlanModel(plan_model, load_ranges(calibrated.ranges_path))
 
 
 def fp16_range_facts(
     ranges: dict[str, tuple[float, float]], model: onnx.ModelProto
-) -> list[dict[str, Any]]:
+) -> list[RangeFact]:
     """Activations FP16 cannot hold, from the calibration's min/max: beyond ±65504 (overflow to
     inf) or all below FP16's smallest normal (denormal or zero) → keep their producer in FP32."""
     producer = {o: n.name for n in model.graph.node for o in n.output}
-    facts = []
+    facts: list[RangeFact] = []
     for tensor, (low, high) in sorted(ranges.items()):
         peak = max(abs(low), abs(high))
         if peak > FP16_MAX:
@@ -306,6 +405,5 @@ def fp16_range_facts(
             why = f"never exceeds {peak:.3g}, below FP16's smallest normal 6.1e-5"
         else:
             continue
-        facts.append({"tensor": tensor, "node": producer.get(tensor, ""), "peak": peak,
-                      "why": why, "advice": "keep in FP32"})  # fmt: skip
+        facts.append(RangeFact(tensor, producer.get(tensor, ""), peak, why, "keep in FP32"))
     return facts

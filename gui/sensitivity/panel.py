@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import Method, Metric, Precision, SensitivityRequest
+from deploylens.core.quantize.sensitivity import Report, Score
 from deploylens.core.settings import cache_dir
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.result import BuildResult
@@ -42,8 +43,8 @@ from deploylens.gui.job_manager import JobManager
 COLUMNS = ("rank", "node", "op", "only this node lowered", "all but this node lowered")
 
 
-def _metric(score: dict[str, Any], metric: str) -> float | None:
-    return {"relL2": score["rel_l2"], "cosine": score["cosine"], "top1": score["top1"]}[metric]
+def _metric(score: Score, metric: str) -> float | None:
+    return {"relL2": score.rel_l2, "cosine": score.cosine, "top1": score.top1}[metric]
 
 
 class SensitivityPanel(QWidget):
@@ -56,7 +57,7 @@ class SensitivityPanel(QWidget):
         self.jobs = jobs
         self.model_path = ""
         self.job: Any = None
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
         self.data = QLineEdit()
         self.data.setPlaceholderText("calibration images or .npy/.npz arrays (a folder)")
         self.eval_data = QLineEdit()
@@ -227,11 +228,12 @@ class SensitivityPanel(QWidget):
             done = f" {fraction:.0%}" if isinstance(fraction, float) else ""
             self._banner(f"Sensitivity …{done} {text}", IDLE_STYLE)
 
-    def _answer(self, job: Any, name: str, report: dict[str, Any]) -> None:
+    def _answer(self, job: Any, name: str, report: Report) -> None:
         if job is self.job:
             self.show_report(report)
         else:  # the model it analysed is no longer open
-            self.sig_message.emit(f"Sensitivity of {name} finished: {report['files']['model']}")
+            where = report.files.model if report.files else report.model
+            self.sig_message.emit(f"Sensitivity of {name} finished: {where}")
 
     def cancel(self) -> None:
         if self.job is not None and self.job.active:
@@ -253,44 +255,45 @@ class SensitivityPanel(QWidget):
         self.banner.setStyleSheet(style)
 
     # -- results ---------------------------------------------------------------------------------
-    def show_report(self, report: dict[str, Any]) -> None:
+    def show_report(self, report: Report) -> None:
         self._busy(False)
         self.job = None
         self.report = report
-        metric = report["metric"]
-        rows = report["nodes"]
+        metric = report.metric
+        rows = report.nodes
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(rows))
         for index, row in enumerate(rows):
-            cells = [NumberItem(row["rank"], 0), QTableWidgetItem(row["node"]),
-                     QTableWidgetItem(row["op"]), NumberItem(_metric(row["only"], metric), 6),
-                     NumberItem(_metric(row["all_but"], metric), 6)]  # fmt: skip
+            cells = [NumberItem(row.rank, 0), QTableWidgetItem(row.node),
+                     QTableWidgetItem(row.op), NumberItem(_metric(row.only, metric), 6),
+                     NumberItem(_metric(row.all_but, metric), 6)]  # fmt: skip
             for column, cell in enumerate(cells):
                 self.table.setItem(index, column, cell)
         self.table.setSortingEnabled(True)
         self.table.sortItems(0, Qt.SortOrder.AscendingOrder)
         fit_columns(self.table, stretch=1)
-        kept = [p["kept"] for p in report["curve"]]
-        values = [_metric(p["score"], metric) or 0.0 for p in report["curve"]]
+        kept = [p.kept for p in report.curve]
+        values = [_metric(p.score, metric) or 0.0 for p in report.curve]
         self.curve.setData(kept, values)
         step = max(1, (max(kept, default=0) + 9) // 10)  # whole layers: no "0.2 layers" tick
         self.plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
         self.plot.setLabel("left", metric)
-        self.budget_line.setValue(report["budget"])
-        plan = report["plan"]
-        self.chosen.setData([len(plan["kept"])], [_metric(plan["score"], metric) or 0.0])
+        self.budget_line.setValue(report.budget)
+        plan = report.plan
+        self.chosen.setData([len(plan.kept)], [_metric(plan.score, metric) or 0.0])
+        precision = report.precision.upper()
         self.sig_overlay.emit(
-            f"{report['precision'].upper()} sensitivity ({metric})",
-            {row["node"]: _metric(row["only"], metric) for row in rows},
-            f"{metric} with only that node in {report['precision'].upper()}",
+            f"{precision} sensitivity ({metric})",
+            {row.node: _metric(row.only, metric) for row in rows},
+            f"{metric} with only that node in {precision}",
         )
-        met = "meets" if plan["met"] else "is the best found but does NOT meet"
+        met = "meets" if plan.met else "is the best found but does NOT meet"
+        files = f" Files: {report.files.model}, {report.files.settings}" if report.files else ""
         self._banner(
-            f"{len(rows)} nodes analysed in {report['seconds']:.2f} s. Plan: {len(plan['kept'])} "
-            f"kept in FP32 → {metric} {_metric(plan['score'], metric):.4g}, which {met} the "
-            f"budget {report['budget']:g}. Files: {report['files']['model']}, "
-            f"{report['files']['settings']}",
-            OK_STYLE if plan["met"] else BAD_STYLE,
+            f"{len(rows)} nodes analysed in {report.seconds:.2f} s. Plan: {len(plan.kept)} "
+            f"kept in FP32 → {metric} {_metric(plan.score, metric) or 0.0:.4g}, which {met} the "
+            f"budget {report.budget:g}.{files}",
+            OK_STYLE if plan.met else BAD_STYLE,
         )
         self.build_button.setEnabled(True)
 
@@ -307,7 +310,9 @@ class SensitivityPanel(QWidget):
         """The plan's model built ahead of time by TensorRT-RTX (real where it is installed)."""
         if self.report is None:
             return
-        model = self.report["files"]["model"]
+        if self.report.files is None:
+            return
+        model = self.report.files.model
         request = BuildRequest(model, engine=default_engine(model), version="rtx",
                                settings=BuildSettings(compute_capabilities=["sm89"]))  # fmt: skip
         job = self.jobs.submit_request(request, "Build the precision plan")
