@@ -62,7 +62,7 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.quantize.cli_quantize", result=f"{_CORE}.quantize.sensitivity:Report"),
         Job("quantize.study", f"{_CORE}.quantize.job:study_job",
             f"{_CORE}.quantize.request:StudyRequest", "calibration study", "calibration-study",
-            f"{_CORE}.quantize.cli_quantize"),
+            f"{_CORE}.quantize.cli_quantize", result=f"{_CORE}.quantize.study:StudyReport"),
         Job("build.engine", f"{_CORE}.trt.job:build_job",
             f"{_CORE}.trt.request:BuildRequest", "build", "build", f"{_CORE}.trt.cli_build",
             result=f"{_CORE}.trt.result:BuildResult"),

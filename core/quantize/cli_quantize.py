@@ -11,6 +11,7 @@ from deploylens.core.outputs import beside
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest, StudyRequest
 from deploylens.core.quantize.result import CalibrationReport
 from deploylens.core.quantize.sensitivity import Report
+from deploylens.core.quantize.study import StudyReport
 from deploylens.core.results import Result, Verdict
 
 
@@ -69,34 +70,14 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_study(args: argparse.Namespace) -> int:
-    from deploylens.core.quantize.study import study_verdict
-
-    result = StudyRequest.from_args(args).prepared().run(args.python)
-    status, sentence = study_verdict(result)
+    result: StudyReport = StudyRequest.from_args(args).prepared().run(args.python)
+    verdict = result.verdict()  # exit 1 when a row failed or none scored
     if args.json:
-        print(json.dumps({**result, "verdict": sentence}, indent=2))
-        return status
-    fp32 = result["fp32"]
-    print(f"calibration study of {result['model']} on {result['samples']} evaluation samples")
-    print(f"  {'calibration':24s} {'rel L2':>10s} {'cosine':>10s} {'top-1':>8s} {'s':>6s}")
-    if fp32 is not None:
-        top = f"{fp32['top1']:.4f}" if fp32["top1"] is not None else "-"
-        print(f"  {'FP32':24s} {fp32['rel_l2']:>10.4g} {fp32['cosine']:>10.6f} {top:>8s}")
-    for row in result["rows"]:
-        if row["status"] != "ok" or row["score"] is None:
-            print(f"  {row['label']:24s} {row['status']}: {row['reason']}")
-            continue
-        score = row["score"]
-        top = f"{score['top1']:.4f}" if score["top1"] is not None else "-"
-        print(f"  {row['label']:24s} {score['rel_l2']:>10.4g} {score['cosine']:>10.6f} "
-              f"{top:>8s} {row['seconds']:>6.2f}")  # fmt: skip
-    if result["differing_ranges"]:
-        print("  ranges that differ most between calibrations (largest |value| per calibration):")
-    for item in result["differing_ranges"][:6]:
-        peaks = ", ".join(f"{k} {v:.3g}" for k, v in item["peaks"].items())
-        print(f"    {item['tensor']} (±{100 * item['relative_spread']:.0f}%): {peaks}")
-    print(sentence, file=sys.stderr if status else sys.stdout)
-    return status
+        print(json.dumps({**result.to_dict(), "verdict": verdict.word}, indent=2))
+        return verdict.exit_code
+    print(result.summary())
+    print(verdict.word, file=sys.stderr if verdict.exit_code else sys.stdout)
+    return verdict.exit_code
 
 
 COMMANDS = (

@@ -9,6 +9,7 @@ from deploylens.core.quantize.calibrate import calibrate, few_samples_note
 from deploylens.core.quantize.request import CalibrateRequest
 from deploylens.core.quantize.result import CacheWritten, CalibrationReport
 from deploylens.core.quantize.sensitivity import Report
+from deploylens.core.quantize.study import StudyReport
 
 
 def calibrate_and_measure(
@@ -89,7 +90,7 @@ def sensitivity_job(ctx: Any, params: dict[str, Any]) -> Report:
     return write_plan(report, plan, Path(request.out_dir))
 
 
-def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def study_job(ctx: Any, params: dict[str, Any]) -> StudyReport:
     from dataclasses import asdict
     from pathlib import Path
 
@@ -124,12 +125,8 @@ def study_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                                       on_row)  # fmt: skip
         finally:
             starting.stop()
-        result["cluster"] = asdict(started)
+        result.cluster = started
     else:
         result = run_study(request.sensitivity(), ctx.progress, Path(ctx.workdir), on_row)
-        result["cluster"] = None
-    result["executor"] = executor
-    result["executor_reason"] = reason
-    result["rows"] = [asdict(row) for row in result["rows"]]
-    result["fp32"] = asdict(result["fp32"]) if result["fp32"] is not None else None
+    result.executor, result.executor_reason = executor, reason
     return result

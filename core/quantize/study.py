@@ -6,15 +6,19 @@ better ranges)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
+from deploylens.core import typed
+from deploylens.core.cluster import Cluster
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import CalibrateRequest, Method, SensitivityRequest
+from deploylens.core.quantize.sensitivity import Score
+from deploylens.core.results import Result, Verdict
 
 METHOD_CONFIGS: tuple[tuple[Method, float], ...] = (
     ("entropy", 99.99), ("minmax", 99.99), ("percentile", 99.9), ("percentile", 99.99),
@@ -29,10 +33,82 @@ class StudyRow:
     method: Method
     percentile: float | None
     batch_size: int | None
-    status: str = "ok"
+    status: str = "ok"  # ok | skipped (a batch the model refuses) | failed
     reason: str = ""
-    score: Any = None
+    score: Score | None = None
     seconds: float = 0.0
+
+
+@dataclass
+class RangeSpread:
+    """A tensor whose calibrated range differs most across the configurations."""
+
+    tensor: str
+    relative_spread: float  # (largest − smallest peak) / largest
+    peaks: dict[str, float]  # configuration → largest |value|
+
+
+@dataclass
+class StudyReport(Result):
+    """The ``quantize.study`` job's typed result: one row per configuration."""
+
+    model: str
+    samples: int
+    fp32: Score | None
+    rows: list[StudyRow]
+    differing_ranges: list[RangeSpread]
+    executor: str = "worker"
+    executor_reason: str = ""
+    cluster: Cluster | None = None  # the Ray cluster the rows ran on
+
+    def verdict(self) -> Verdict:
+        """Exit 1 when a row failed or none could be scored (skipped rows — a batch the model
+        refuses — are not failures); the CLI and the app alike."""
+        rows = self.rows
+        ok = [row for row in rows if row.status == "ok" and row.score is not None]
+        failed = [row for row in rows if row.status == "failed"]
+        if not ok:
+            first = next((row.reason for row in rows if row.reason), "")
+            return Verdict(
+                f"no calibration could be scored ({len(failed)} failed, "
+                f"{len(rows) - len(failed)} skipped)" + (f": {first}" if first else "") + ".",
+                "fail",
+                1,
+            )
+        if failed:
+            names = ", ".join(row.label for row in failed[:3])
+            return Verdict(
+                f"{len(failed)} of {len(rows)} calibrations failed ({names}); the rest scored.",
+                "fail",
+                1,
+            )
+        return Verdict(f"{len(ok)} of {len(rows)} calibrations scored.", "pass", 0)
+
+    def summary(self) -> str:
+        lines = [
+            f"calibration study of {self.model} on {self.samples} evaluation samples",
+            f"  {'calibration':24s} {'rel L2':>10s} {'cosine':>10s} {'top-1':>8s} {'s':>6s}",
+        ]
+        if self.fp32 is not None:
+            lines.append(f"  {'FP32':24s} {score_cells(self.fp32)}")
+        for row in self.rows:
+            if row.status != "ok" or row.score is None:
+                lines.append(f"  {row.label:24s} {row.status}: {row.reason}")
+            else:
+                lines.append(f"  {row.label:24s} {score_cells(row.score)} {row.seconds:>6.2f}")
+        if self.differing_ranges:
+            lines.append(
+                "  ranges that differ most between calibrations (largest |value| per calibration):"
+            )
+        for item in self.differing_ranges[:6]:
+            peaks = ", ".join(f"{k} {v:.3g}" for k, v in item.peaks.items())
+            lines.append(f"    {item.tensor} (±{100 * item.relative_spread:.0f}%): {peaks}")
+        return "\n".join(lines)
+
+
+def score_cells(score: Score) -> str:
+    top = f"{score.top1:.4f}" if score.top1 is not None else "-"
+    return f"{score.rel_l2:>10.4g} {score.cosine:>10.6f} {top:>8s}"
 
 
 def study_rows() -> list[StudyRow]:
@@ -77,7 +153,7 @@ def run_row(row: StudyRow, base: CalibrateRequest, evaluator: Any, folder: Path,
 
 
 def run_study(request: SensitivityRequest, progress: Any, workdir: Path,
-              on_row: Any = None) -> dict[str, Any]:  # fmt: skip
+              on_row: Any = None) -> StudyReport:  # fmt: skip
     """Every configuration through one prepared model and one evaluation set, one after
     another in this process; ``on_row`` gets each row as it is done."""
     evaluator, base = _evaluation(request, request.threads)
@@ -95,11 +171,10 @@ def run_study(request: SensitivityRequest, progress: Any, workdir: Path,
     return _report(request, evaluator.samples, evaluator.fp32(), rows, ranges)
 
 
-def _report(request: SensitivityRequest, samples: int, fp32: Any, rows: list[StudyRow],
-            ranges: dict[str, dict[str, tuple[float, float]]]) -> dict[str, Any]:  # fmt: skip
+def _report(request: SensitivityRequest, samples: int, fp32: Score | None, rows: list[StudyRow],
+            ranges: dict[str, dict[str, tuple[float, float]]]) -> StudyReport:  # fmt: skip
     ordered = {row.label: ranges[row.label] for row in rows if row.label in ranges}
-    return {"model": request.model, "samples": samples, "fp32": fp32, "rows": rows,
-            "differing_ranges": differing_ranges(ordered)}  # fmt: skip
+    return StudyReport(request.model, samples, fp32, rows, differing_ranges(ordered))
 
 
 def row_on_node(request: dict[str, Any], row: dict[str, Any], shipped: dict[str, Any]
@@ -123,13 +198,12 @@ def row_on_node(request: dict[str, Any], row: dict[str, Any], shipped: dict[str,
 
 
 def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: Any,
-                     on_row: Any = None) -> dict[str, Any]:  # fmt: skip
+                     on_row: Any = None) -> StudyReport:  # fmt: skip
     """Every configuration a Ray task (one core each); rows land as they finish, a failed one
     is retried once and reported, the others kept."""
     from dataclasses import asdict
 
     from deploylens.core import cluster
-    from deploylens.core.quantize.sensitivity import Score
 
     paths = {name: getattr(request, name) for name in ("model", "data", "eval_data", "labels")}
     paths = {name: value for name, value in paths.items() if value}
@@ -146,8 +220,9 @@ def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: An
     def landed(outcome: Any) -> None:
         row = by_label[outcome.key]
         if outcome.status == "ok":
-            for name, value in outcome.value["row"].items():
-                setattr(row, name, value)
+            done = typed.from_dict(StudyRow, outcome.value["row"], f"the row {row.label}")
+            for name in (f.name for f in fields(StudyRow)):
+                setattr(row, name, getattr(done, name))
             if outcome.value["ranges"] is not None:
                 ranges[row.label] = outcome.value["ranges"]
             facts.setdefault("samples", outcome.value["samples"])
@@ -163,28 +238,9 @@ def run_study_on_ray(request: SensitivityRequest, progress: Any, should_stop: An
     return _report(request, facts.get("samples", 0), facts.get("fp32"), rows, ranges)
 
 
-def study_verdict(result: dict[str, Any]) -> tuple[int, str]:
-    """(exit status, one sentence) of a study, for the CLI and the app alike: 1 when a row
-    failed or none could be scored (skipped rows — a batch the model refuses — are not
-    failures)."""
-    rows = result.get("rows") or []
-    ok = [row for row in rows if row.get("status") == "ok" and row.get("score") is not None]
-    failed = [row for row in rows if row.get("status") == "failed"]
-    if not ok:
-        first = next((row.get("reason") for row in rows if row.get("reason")), "")
-        return 1, (
-            f"no calibration could be scored ({len(failed)} failed, "
-            f"{len(rows) - len(failed)} skipped)" + (f": {first}" if first else "") + "."
-        )
-    if failed:
-        names = ", ".join(row["label"] for row in failed[:3])
-        return 1, f"{len(failed)} of {len(rows)} calibrations failed ({names}); the rest scored."
-    return 0, f"{len(ok)} of {len(rows)} calibrations scored."
-
-
 def differing_ranges(
     ranges: dict[str, dict[str, tuple[float, float]]], top: int = 10
-) -> list[dict[str, Any]]:
+) -> list[RangeSpread]:
     """The tensors whose calibrated range (largest |value|) varies most across configurations,
     relative to its largest: where the choice of method or batch matters."""
     if not ranges:
@@ -198,4 +254,4 @@ def differing_ranges(
         largest = max(peaks.values()) or 1.0
         spread.append((float(np.ptp(list(peaks.values())) / largest), tensor, peaks))
     spread.sort(key=lambda item: -item[0])
-    return [{"tensor": t, "relative_spread": s, "peaks": p} for s, t, p in spread[:top]]
+    return [RangeSpread(t, s, p) for s, t, p in spread[:top]]
