@@ -101,8 +101,7 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
         for model in bundled_models():
             entry: dict[str, Any] = {"file": model.name}
             try:
-                answer = worker.run_request(InspectRequest(str(model)))
-                summary = ModelSummary.from_dict(answer)
+                summary: ModelSummary = worker.run_request(InspectRequest(str(model)))
                 entry["summary"] = summary.to_dict()
                 entry["graph"] = graph = graph_stats(model, expand=8)
                 reports = analyze(read_model(model), matrix, targets)

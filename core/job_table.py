@@ -31,11 +31,14 @@ JOBS: dict[str, Job] = {
     job.name: job
     for job in (
         Job("model.inspect", f"{_CORE}.model.jobs:inspect_job",
-            f"{_CORE}.model.request:InspectRequest", "inspect", here=True),
+            f"{_CORE}.model.request:InspectRequest", "inspect", here=True,
+            result=f"{_CORE}.model.summary:ModelSummary"),
         Job("graph.shapes", f"{_CORE}.graph.jobs:shapes_job",
-            f"{_CORE}.graph.request:ShapesRequest", "inferred shapes", here=True),
+            f"{_CORE}.graph.request:ShapesRequest", "inferred shapes", here=True,
+            result=f"{_CORE}.graph.result:ShapesResult"),
         Job("graph.tensor_stats", f"{_CORE}.graph.jobs:tensor_stats_job",
-            f"{_CORE}.graph.request:TensorStatsRequest", "initializer statistics"),
+            f"{_CORE}.graph.request:TensorStatsRequest", "initializer statistics",
+            result=f"{_CORE}.graph.result:TensorStatsResult"),
         Job("support.collect", f"{_CORE}.support.collect:support_job",
             f"{_CORE}.support.request:CollectRequest", "op support registries"),
         Job("support.tensorrt_probe", f"{_CORE}.trt.probe:tensorrt_probe_job",

@@ -79,10 +79,10 @@ class ModelDocument(QObject):
         job.sig_finished.connect(lambda payload: self._on_summary(job, payload))
         job.sig_failed.connect(lambda failure: self._on_failed(job, failure))
 
-    def _on_summary(self, job: WorkerJob, payload: dict) -> None:
+    def _on_summary(self, job: WorkerJob, summary: ModelSummary) -> None:
         if job is not self.job:
             return
-        self.summary = ModelSummary.from_dict(payload)
+        self.summary = summary
         self.sig_opened.emit(self.summary)
         self._parse(self.summary.path)
 

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 
 from deploylens.core.graph.ir import KIND_NAMES, OP, GraphIR
+from deploylens.core.graph.result import InitializerStats
 from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.summary_text import shape_text
 
@@ -131,24 +132,15 @@ def group_sections(ir: GraphIR, group: int, anc: np.ndarray) -> list[Section]:
     return [general, top]
 
 
-def initializer_stats(array: np.ndarray) -> dict[str, float]:
+def initializer_stats(array: np.ndarray) -> InitializerStats:
     """min/max/mean/std in float64, NaN/Inf counted, for the properties panel."""
     values = np.asarray(array)
     if values.dtype.kind not in "biuf" or not values.size:
-        return {"elements": float(values.size)}
+        return InitializerStats(int(values.size))
     data = values.astype(np.float64, copy=False).ravel()
-    finite = np.isfinite(data)
-    good = data[finite]
-    stats = {
-        "elements": float(data.size),
-        "nan": float(np.isnan(data).sum()),
-        "inf": float(np.isinf(data).sum()),
-    }
+    good = data[np.isfinite(data)]
+    stats = InitializerStats(int(data.size), int(np.isnan(data).sum()), int(np.isinf(data).sum()))
     if good.size:
-        stats.update(
-            min=float(good.min()),
-            max=float(good.max()),
-            mean=float(good.mean()),
-            std=float(good.std()),
-        )
+        stats.min, stats.max = float(good.min()), float(good.max())
+        stats.mean, stats.std = float(good.mean()), float(good.std())
     return stats

@@ -12,27 +12,28 @@ from onnx import numpy_helper
 from deploylens.core.errors import UserError
 from deploylens.core.graph.details import initializer_stats
 from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
+from deploylens.core.graph.result import ShapesResult, TensorStatsResult
 from deploylens.core.model.loading import read_model
 from deploylens.core.model.summary import describe_type
 
 
-def shapes_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
     """Types and shapes of every tensor ONNX shape inference can work out."""
     model = read_model(ShapesRequest.from_params(params).path)
     ctx.progress(0.3, "inferring shapes")
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception as exc:  # models that confuse inference still open, without shapes
-        return {"shapes": {}, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        return ShapesResult(error=f"{type(exc).__name__}: {str(exc)[:300]}")
     graph = inferred.graph
-    shapes: dict[str, Any] = {}
+    found = ShapesResult()
     for value in (*graph.value_info, *graph.input, *graph.output):
         _, dtype, shape = describe_type(value.type)
-        shapes[value.name] = [dtype or "?", shape]
-    return {"shapes": shapes}
+        found.shapes[value.name] = (dtype or "?", shape)
+    return found
 
 
-def tensor_stats_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def tensor_stats_job(ctx: Any, params: dict[str, Any]) -> TensorStatsResult:
     """min/max/mean/std of named initializers, reading external data only for those."""
     request = TensorStatsRequest.from_params(params)
     path = Path(request.path)
@@ -42,12 +43,12 @@ def tensor_stats_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     missing = wanted - set(found)
     if missing:
         raise UserError(f"No initializer named {sorted(missing)[0]!r} in {path.name}.")
-    result: dict[str, Any] = {}
+    result = TensorStatsResult()
     for index, (name, tensor) in enumerate(sorted(found.items())):
         ctx.progress(index / max(len(found), 1), f"reading {name}")
         try:
             array = numpy_helper.to_array(tensor, base_dir=str(path.parent))
         except (OSError, ValueError) as exc:
             raise UserError(f"Cannot read the weights of {name!r}: {exc}.") from None
-        result[name] = initializer_stats(array)
+        result.stats[name] = initializer_stats(array)
     return result

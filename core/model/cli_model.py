@@ -26,13 +26,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         from deploylens.core.model.request import InspectRequest
 
         path = str(input_file(args.model, "ONNX model").resolve())
-        summary = ModelSummary.from_dict(InspectRequest(path, check=not args.no_check).run())
+        summary: ModelSummary = InspectRequest(path, check=not args.no_check).run()
     else:  # here: no worker needed, weights stay on disk
         summary = inspect_model(args.model, check=not args.no_check)
     print(json.dumps(summary.to_dict(), indent=2) if args.json else summary_text(summary))
     for problem in summary.problems:
         print(f"deploylens: error: {args.model.name}: {problem}", file=sys.stderr)
-    return 1 if summary.problems else 0
+    exit_code: int = summary.verdict().exit_code  # 1 when the file has problems
+    return exit_code
 
 
 COMMANDS = (

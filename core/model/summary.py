@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from deploylens.core.model.external_data import (
 )
 from deploylens.core.model.isolated import Crashed, run_isolated
 from deploylens.core.model.loading import read_model
+from deploylens.core.results import Result, Verdict
 
 SUMMARY_SCHEMA = 1
 _GRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -51,7 +52,9 @@ class FunctionSpec:
 
 
 @dataclass
-class ModelSummary:
+class ModelSummary(Result):
+    """The ``model.inspect`` job's typed result (and ``deploylens inspect``'s, read here)."""
+
     path: str
     file_bytes: int
     graph_name: str
@@ -78,18 +81,11 @@ class ModelSummary:
     problems: list[str] = field(default_factory=list)
     schema: int = SUMMARY_SCHEMA
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelSummary:
-        values = dict(data)
-        values["inputs"] = [ValueSpec(**v) for v in data["inputs"]]
-        values["outputs"] = [ValueSpec(**v) for v in data["outputs"]]
-        values["op_counts"] = [OpCount(**v) for v in data["op_counts"]]
-        values["external_data"] = [ExternalDataFile(**v) for v in data["external_data"]]
-        values["functions"] = [FunctionSpec(**v) for v in data["functions"]]
-        return cls(**values)
+    def verdict(self) -> Verdict:
+        """A file with problems (unreadable external data, an invalid graph) fails."""
+        if self.problems:
+            return Verdict(self.problems[0], "fail", 1)
+        return Verdict("readable", "pass", 0)
 
 
 def describe_type(

@@ -41,6 +41,7 @@ from deploylens.core.graph.overlay import (
     overlay_from_mapping,
 )
 from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
+from deploylens.core.graph.result import ShapesResult, TensorStatsResult
 from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphScene
 from deploylens.core.graph.search import search
 from deploylens.core.model.loading import read_model
@@ -214,8 +215,8 @@ class GraphPanel(QWidget):
         self.pages.setCurrentWidget(self.empty)
         self.sig_failed.emit(message)
 
-    def _on_shapes(self, model: GraphScene, payload: dict[str, Any]) -> None:
-        for name, (dtype, shape) in payload.get("shapes", {}).items():
+    def _on_shapes(self, model: GraphScene, found: ShapesResult) -> None:
+        for name, (dtype, shape) in found.shapes.items():
             model.ir.value_types.setdefault(name, (dtype, shape))
         self.canvas.update()
 
@@ -526,7 +527,7 @@ class GraphPanel(QWidget):
         job.sig_failed.connect(lambda failure: self._stats_failed(failure))
 
     def _stats_failed(self, failure: JobFailure) -> None:
-        self.properties.show_stats({})
+        self.properties.show_stats(TensorStatsResult())
         self.sig_message.emit(f"Statistics failed: {failure.message}")
 
     def _choose_export(self, kind: str) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 
 from deploylens.core.graph.details import Section, group_sections, node_sections
 from deploylens.core.graph.ir import GraphIR
+from deploylens.core.graph.result import TensorStatsResult
 from deploylens.core.graph.scene import GraphScene
 from deploylens.gui.common.columns import fit_columns
 
@@ -69,17 +70,12 @@ class PropertiesView(QWidget):
         self.stats_button.setText("Computing statistics in the worker …")
         self.sig_stats_requested.emit(list(self.initializers))
 
-    def show_stats(self, stats: dict[str, dict[str, float]]) -> None:
+    def show_stats(self, found: TensorStatsResult) -> None:
         self.stats_button.setText("Compute initializer statistics")
-        for name, values in stats.items():
+        for name, stats in found.stats.items():
             row = self._rows.get(name)
-            if row is None:
-                continue
-            text = ", ".join(
-                f"{k} {v:.4g}" for k, v in values.items() if k in ("min", "max", "mean", "std")
-            )
-            bad = int(values.get("nan", 0) + values.get("inf", 0))
-            row.setText(2, text + (f", {bad} NaN/Inf" if bad else ""))
+            if row is not None:
+                row.setText(2, stats.text())
         self._fit_columns()
 
     def _fit_columns(self) -> None:

@@ -350,6 +350,7 @@ def test_each_model_owns_its_state_and_the_forms_keep_the_users_choices(
     """Opening another model carried over the search text, the depth spinner, the surgery's
     chosen nodes and diff and the sensitivity results, while forms the user had set reset to
     defaults. Now what named the last model goes and the user's choices stay."""
+    from deploylens.core.surgery.result import GraphDiff
     from deploylens.core.trt.settings import BuildSettings
 
     window = make_window()
@@ -361,7 +362,7 @@ def test_each_model_owns_its_state_and_the_forms_keep_the_users_choices(
     graph.depth_box.setValue(3)
     assert graph.results.count() > 0
     surgery.set_chosen(["/stem/stem.0/Conv"])
-    surgery._show_diff({"added": ["/stem/stem.0/Conv_fused"], "changed": [], "removed": []})
+    surgery._show_diff(GraphDiff(added=["/stem/stem.0/Conv_fused"], removed=[], changed=[]))
     window.validate_panel.atol.setText("0.003")
     window.validate_panel.torch_spec.setText("torchvision:resnet18")
     window.build_panel.form.set_settings(

@@ -42,9 +42,9 @@ def test_a_remote_job_sends_its_model_while_the_window_lives_and_answers_locally
     job.sig_progress.connect(lambda fraction, text: seen.append((fraction, text)))
     with qtbot.waitSignal(job.sig_finished, timeout=TIMEOUT) as done:
         pass
-    summary = done.args[0]
-    assert summary["path"] == str(model)  # the host's path rewritten to ours
-    assert summary["external_data"] and summary["op_counts"][0]["op_type"] == "MatMul"
+    summary = done.args[0]  # the typed ModelSummary, read back strictly
+    assert summary.path == str(model)  # the host's path rewritten to ours
+    assert summary.external_data and summary.op_counts[0].op_type == "MatMul"
     sending = [f for f, text in seen if text.startswith("sending big.onnx") and f is not None]
     assert sending and 0 < sending[0] < 1  # the send's progress reached the window as it went
     hello = job.session.hello
@@ -123,5 +123,5 @@ def test_a_connection_dropped_while_sending_is_tried_once_more_from_the_gui(
     with qtbot.waitSignal(job.sig_finished, timeout=TIMEOUT) as done:
         pass
     assert dropped and job.retried and any("Trying once more" in text for text in logs)
-    assert done.args[0]["path"] == str(model)
+    assert done.args[0].path == str(model)
     manager.shutdown()
