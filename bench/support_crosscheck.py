@@ -110,7 +110,7 @@ def main() -> int:
     from deploylens.core.jobs import run_job
     from deploylens.core.support.matrix import SupportMatrix
 
-    matrix = SupportMatrix.load(run_job("support.collect")["path"])
+    matrix = SupportMatrix.load(run_job("support.collect").path)
     result = crosscheck(matrix, args.limit)
     print(
         f"ORT CPU prediction vs reality on {result['models']} backend node tests: "

@@ -45,11 +45,11 @@ def main() -> int:
     from deploylens.core.support.matrix import SupportMatrix
 
     def build(refresh: bool) -> SupportMatrix:
-        return SupportMatrix.load(run_job("support.collect", {"refresh": refresh})["path"])
+        return SupportMatrix.load(run_job("support.collect", {"refresh": refresh}).path)
 
     cold, _ = timed(lambda: build(True), repeats)
     warm, matrix = timed(lambda: build(False), repeats)
-    cache = Path(run_job("support.collect")["path"]).stat().st_size
+    cache = Path(run_job("support.collect").path).stat().st_size
     cache_dir = Path(tempfile.gettempdir()) / "deploylens-bench"
     cache_dir.mkdir(exist_ok=True)
     model_path = generate_models.transformer_like(cache_dir / "tl_10000.onnx", 10_000)

@@ -150,7 +150,7 @@ def documented(data: dict[str, Any]) -> dict[str, Any]:
     from deploylens.core.support.matrix import YES, SupportMatrix
     from deploylens.core.support.probes import Cell, _elem_type
 
-    matrix = SupportMatrix.load(run_job("support.collect")["path"])
+    matrix = SupportMatrix.load(run_job("support.collect").path)
     classes: collections.Counter[str] = collections.Counter()
     examples: dict[str, str] = {}
     same = 0

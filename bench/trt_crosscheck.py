@@ -79,7 +79,7 @@ def crosscheck(limit: int | None = None) -> dict[str, Any]:
     from deploylens.core.support.matrix import SupportMatrix
     from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
 
-    matrix = SupportMatrix.load(run_job("support.collect")["path"])
+    matrix = SupportMatrix.load(run_job("support.collect").path)
     target = parse_target(TABLE)
     models = sorted((ARTIFACTS / "onnx-pip-1.21.0-backend-test-data" / "node").glob("*/model.onnx"))
     models = models[:limit]

@@ -93,7 +93,7 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
     markdown = ["# DeployLens demo report", ""]
     with Worker(python) as worker:
         hello = worker.run("env.probe", {})  # with ONNX Runtime's providers
-        matrix = SupportMatrix.load(worker.run_request(CollectRequest())["path"])
+        matrix = SupportMatrix.load(worker.run_request(CollectRequest()).path)
         targets = [parse_target(t) for t in DEMO_TARGETS]
         report["environment"] = hello
         markdown += ["## Worker environment", "", *environment_lines(hello), ""]

@@ -10,6 +10,7 @@ from typing import Any
 from deploylens.core.command import Command, add_json
 from deploylens.core.errors import UserError
 from deploylens.core.support.request import SampleAtenRequest, TensorRTProbeRequest
+from deploylens.core.support.result import ParserProbe
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +78,7 @@ def cmd_support(args: argparse.Namespace) -> int:
         output["aten"] = report = queries.aten_report(matrix, args.aten)
         texts.append(queries.aten_text(report))
     if args.sample:
-        ops = SampleAtenRequest(args.sample).run(args.python)["ops"]
+        ops = SampleAtenRequest(args.sample).run(args.python).ops
         rows = {op: {"calls": n, **queries.aten_report(matrix, op)} for op, n in ops.items()}
         output["sample"] = {"name": args.sample, "ops": rows}
         texts.append(f"{args.sample}: torch.export dry run")
@@ -93,10 +94,12 @@ def cmd_support(args: argparse.Namespace) -> int:
             if target not in wanted:
                 continue
             wanted = [t for t in wanted if t != target]
-            live = TensorRTProbeRequest(str(args.model.resolve()), module).run(args.python)
-            output[key] = live
-            texts.append(live_text(target, live))
-            status = max(status, 0 if live["supported"] else 1)
+            live: ParserProbe = TensorRTProbeRequest(str(args.model.resolve()), module).run(
+                args.python
+            )
+            output[key] = live.to_dict()
+            texts.append(live.summary(target))
+            status = max(status, live.verdict().exit_code)
         for target, level in MEASURED_LEVELS.items():
             if target not in wanted:
                 continue
@@ -158,21 +161,6 @@ def default_targets(python: str | None) -> list[str]:
     here = python is None and not REMOTE["host"]
     live = here and importlib.util.find_spec("tensorrt_rtx") is not None
     return ["ort-cpu", "trt-rtx" if live else "trt-10.1"]
-
-
-def live_text(target: str, live: dict[str, Any]) -> str:
-    """The live parser's verdict: OK, or each finding with the fix."""
-    head = (
-        f"{target} ({live.get('product', 'TensorRT')} {live['version']}, its ONNX parser): "
-        f"{'OK' if live['supported'] else 'BLOCKED'}"
-    )
-    lines = [head]
-    for finding in live.get("findings", []):
-        where = finding["node_name"] or "model"
-        lines.append(f"  ✗ {where} ({finding['op']}) [{finding['code']}]: {finding['message']}")
-        if finding.get("fix"):
-            lines.append(f"      fix: {finding['fix']}")
-    return "\n".join(lines)
 
 
 COMMANDS = (

@@ -12,6 +12,7 @@ from typing import Any
 import platformdirs
 
 from deploylens.core.files import atomic_write_text
+from deploylens.core.support.result import RegistryCache
 
 SUPPORT_SCHEMA = 3  # bump when the collected data changes shape
 
@@ -71,7 +72,7 @@ def collect(progress: Any = None) -> dict[str, Any]:
     }
 
 
-def support_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def support_job(ctx: Any, params: dict[str, Any]) -> RegistryCache:
     """Return the cache file of this interpreter's registries, building it when missing."""
     from deploylens.core.support.request import CollectRequest
 
@@ -85,4 +86,4 @@ def support_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     if request.copy_to:  # a remote worker: the file that is fetched back
         atomic_write_text(Path(request.copy_to), path.read_text())
         path = Path(request.copy_to)
-    return {"path": str(path), "cached": cached}
+    return RegistryCache(str(path), cached)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from deploylens.core.settings import AppSettings
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.request import CollectRequest
+from deploylens.core.support.result import RegistryCache
 
 
 def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatrix:
@@ -17,8 +18,8 @@ def load_matrix(python: str | None = None, refresh: bool = False) -> SupportMatr
 
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in REMOTE["host"])
         copy_to = str(cache_dir() / "remote" / safe / "support.json")
-    answer = CollectRequest(refresh, copy_to).run(python)
-    return with_plugins(SupportMatrix.load(answer["path"]))
+    answer: RegistryCache = CollectRequest(refresh, copy_to).run(python)
+    return with_plugins(SupportMatrix.load(answer.path))
 
 
 def with_plugins(matrix: SupportMatrix) -> SupportMatrix:

@@ -25,6 +25,7 @@ from typing import Any
 
 from deploylens.core.files import atomic_write_text
 from deploylens.core.support.collect import _version, cache_dir
+from deploylens.core.support.result import MeasuredCache
 
 MEASURED_SCHEMA = 5  # bump when a cell's meaning changes
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
@@ -125,9 +126,9 @@ def load_measured(
     return data
 
 
-def measured_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """``{"path", "cached"}``: the full measurement's cache file, else the quick one's; with
-    ``only_cached`` and neither there, ``path`` is empty. Measuring runs the probes in a worker
+def measured_job(ctx: Any, params: dict[str, Any]) -> MeasuredCache:
+    """The full measurement's cache file, else the quick one's; with ``only_cached`` and
+    neither there, its ``path`` is empty. Measuring runs the probes in a worker
     of this worker's own (a crash there is isolated as in the CLI; cancelling this job ends
     it, a worker ending with its parent)."""
     from deploylens.core.support.request import MeasuredRequest
@@ -136,11 +137,11 @@ def measured_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     if not request.refresh:
         for quick in (False, True) if not request.quick else (True,):
             if cache_path(quick).exists():
-                return {"path": str(cache_path(quick)), "cached": True}
+                return MeasuredCache(str(cache_path(quick)), True)
     if request.only_cached:
-        return {"path": "", "cached": False}
+        return MeasuredCache("", False)
     load_measured(request.quick, request.refresh, progress=ctx.progress)
-    return {"path": str(cache_path(request.quick)), "cached": False}
+    return MeasuredCache(str(cache_path(request.quick)), False)
 
 
 def state_counts(data: dict[str, Any], lib: str) -> Counter[str]:

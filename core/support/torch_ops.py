@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from deploylens.core.errors import UserError
+from deploylens.core.support.result import SampleAtenOps
 from deploylens.core.support.torch_exporters import base_name
 
 
@@ -30,7 +31,7 @@ def aten_ops_of(module: Any, example_inputs: tuple[Any, ...]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def sample_aten_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def sample_aten_job(ctx: Any, params: dict[str, Any]) -> SampleAtenOps:
     from deploylens.core.pytorch.source import samples_module
     from deploylens.core.support.request import SampleAtenRequest
 
@@ -41,4 +42,4 @@ def sample_aten_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     ctx.progress(0.2, "building the module (imports torch)")
     module, inputs = models.build(name)
     ctx.progress(0.5, "torch.export dry run")
-    return {"sample": name, "ops": aten_ops_of(module, inputs)}
+    return SampleAtenOps(name, aten_ops_of(module, inputs))

@@ -88,7 +88,6 @@ def run_surgery(request: Any, progress: Any = None) -> SurgeryResult:
 
 def parser_verdict(path: str) -> ParserCheck:
     """TensorRT-RTX's (else classic TensorRT's) parser on the edited model; absent is said."""
-    from deploylens.core.trt.findings import ParserFinding
     from deploylens.core.trt.probe import probe_model
     from deploylens.core.trt.tensorrt_adapter import CLASSIC, RTX_MODULE
 
@@ -97,8 +96,7 @@ def parser_verdict(path: str) -> ParserCheck:
             verdict = probe_model(path, module=module)
         except UserError:
             continue  # this TensorRT is not installed
-        findings = [ParserFinding(**finding) for finding in verdict["findings"]]
-        return ParserCheck(module, not findings, findings)
+        return ParserCheck(module, not verdict.findings, verdict.findings)
     return ParserCheck(None, None, reason="no TensorRT or TensorRT-RTX installed")
 
 

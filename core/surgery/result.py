@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deploylens.core.results import Result, Verdict
-from deploylens.core.trt.findings import ParserFinding
+from deploylens.core.support.result import ParserFinding
 
 
 @dataclass

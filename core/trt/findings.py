@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.plugin_api import OpPlugin
+from deploylens.core.support.result import ParserFinding
 
 # onnx-tensorrt's two spellings (10.x/RTX importers), e.g.
 # "… using pluginName: customOp2, pluginVersion: 1, pluginNamespace: custom_domain"
@@ -24,28 +23,6 @@ _SEARCHES = tuple(
         ("Searching for plugin", "plugin_version", "plugin_namespace"),
     )
 )
-
-
-@dataclass
-class ParserFinding:
-    node_name: str
-    op: str
-    code: str  # the parser's ErrorCode name: UNSUPPORTED_NODE, INVALID_NODE …
-    message: str
-    plugin_searched: list[dict[str, str]] = field(default_factory=list)  # name/version/namespace
-    fix: str = ""
-    node: int = -1  # the node's index in the graph; -1 for a model-level error
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def plugin_not_found(self) -> bool:
-        return "plugin not found" in self.message.lower()
-
-    def __str__(self) -> str:
-        where = f"{self.node_name} ({self.op})" if self.node_name else self.op or "model"
-        return f"{where}: {self.message} [{self.code}]" + (f" — {self.fix}" if self.fix else "")
 
 
 class ParseRejected(UserError):

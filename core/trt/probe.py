@@ -6,23 +6,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from deploylens.core.support.result import OperatorImporters, ParserProbe
 from deploylens.core.trt.tensorrt_adapter import CLASSIC, TensorRTAdapter, load_tensorrt
 
 
-def probe_model(path: str, trt: Any = None, module: str = CLASSIC) -> dict[str, Any]:
+def probe_model(path: str, trt: Any = None, module: str = CLASSIC) -> ParserProbe:
     """The installed parser's verdict on the model at ``path``: blocked nodes with findings (and
     the fix for each), plus the parser's partition where the release reports one."""
+    from deploylens.core import typed
     from deploylens.core.plugin_api import load_plugins
-    from deploylens.core.trt.findings import ParserFinding, explain
+    from deploylens.core.trt.findings import explained
 
-    result = TensorRTAdapter(trt if trt is not None else load_tensorrt(module)).probe(path)
-    plugins = load_plugins()[0]
-    for finding in result["findings"]:
-        finding["fix"] = explain(ParserFinding(**finding), plugins)
-    return result
+    answer = TensorRTAdapter(trt if trt is not None else load_tensorrt(module)).probe(path)
+    probe = typed.from_dict(ParserProbe, answer, "the parser's answer")
+    explained(probe.findings, load_plugins()[0])
+    return probe
 
 
-def tensorrt_probe_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def tensorrt_probe_job(ctx: Any, params: dict[str, Any]) -> ParserProbe:
     from deploylens.core.model.loading import read_model
     from deploylens.core.support.request import TensorRTProbeRequest
 
@@ -32,8 +33,8 @@ def tensorrt_probe_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     return probe_model(request.path, module=request.module)
 
 
-def tensorrt_ops_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """``{product, version, ops: {op: has an importer}}`` over every default-domain ONNX op."""
+def tensorrt_ops_job(ctx: Any, params: dict[str, Any]) -> OperatorImporters:
+    """Whether the parser has an importer, for every default-domain ONNX op."""
     import onnx
 
     from deploylens.core.support.request import TensorRTOpsRequest
@@ -42,4 +43,4 @@ def tensorrt_ops_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     ctx.progress(0.2, f"importing {request.module}")
     adapter = TensorRTAdapter(load_tensorrt(request.module))
     ops = sorted({s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""})
-    return {"product": adapter.product, "version": adapter.version, "ops": adapter.operators(ops)}
+    return OperatorImporters(adapter.product, adapter.version, adapter.operators(ops))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from deploylens.core.results import Result, Verdict
-from deploylens.core.trt.findings import ParserFinding
+from deploylens.core.support.result import ParserFinding
 
 
 @dataclass

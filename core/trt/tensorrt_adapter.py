@@ -17,13 +17,14 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
-from deploylens.core.trt.findings import ParseRejected, ParserFinding, plugin_searches
+from deploylens.core.support.result import ParserFinding
+from deploylens.core.trt.findings import ParseRejected, plugin_searches
 from deploylens.core.trt.flags import RTX, family
 from deploylens.core.trt.loading import CLASSIC, PIP, RTX_MODULE, load_tensorrt, module_for
 from deploylens.core.trt.settings import (
@@ -369,7 +370,7 @@ class TensorRTAdapter:
             "version": self.version,
             "product": self.product,
             "supported": supported,
-            "findings": [finding.to_dict() for finding in findings],
+            "findings": [asdict(finding) for finding in findings],
             "unsupported_nodes": [name(i) for i in blocked],
             "api": "parse_from_file",
         }

@@ -40,6 +40,7 @@ from deploylens.core.support.request import (
     TensorRTOpsRequest,
     TensorRTProbeRequest,
 )
+from deploylens.core.support.result import MeasuredCache, OperatorImporters, RegistryCache
 from deploylens.core.support.tensorrt_table import table_versions
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
@@ -74,7 +75,7 @@ class OpSupportPanel(QWidget):
         self.reports: list[TargetReport] = []
         self.tasks: list[BackgroundTask] = []
         self._requested = False
-        self.live: dict[str, Any] | None = None  # TensorRT-RTX's importers, once asked
+        self.live: OperatorImporters | None = None  # TensorRT-RTX's importers, once asked
         self.live_note = "TensorRT-RTX (live): asking the worker …"
         self.status = QLabel("The support registries load when this panel is first shown.")
         self.status.setWordWrap(True)
@@ -170,8 +171,8 @@ class OpSupportPanel(QWidget):
     def _on_failed(self, failure: JobFailure) -> None:
         self.status.setText(f"The registries could not be collected: {failure.message}")
 
-    def _on_collected(self, answer: dict[str, Any]) -> None:
-        task = BackgroundTask(lambda: with_plugins(SupportMatrix.load(answer["path"])), self)
+    def _on_collected(self, answer: RegistryCache) -> None:
+        task = BackgroundTask(lambda: with_plugins(SupportMatrix.load(answer.path)), self)
         task.sig_done.connect(self._on_matrix)
         task.sig_failed.connect(lambda exc, tb: self.status.setText(f"Unreadable cache: {exc}"))
         self.tasks.append(task)
@@ -233,15 +234,15 @@ class OpSupportPanel(QWidget):
         job.sig_finished.connect(self._on_measured)
         job.sig_failed.connect(self._on_measure_failed)
 
-    def _on_measured(self, answer: dict[str, Any]) -> None:
+    def _on_measured(self, answer: MeasuredCache) -> None:
         self.measure_button.setEnabled(True)
-        if not answer["path"]:
+        if not answer.path:
             self.measured_note = (
                 "measured matrix: not measured on this machine yet (Measure support here …)"
             )
             self._show_status()
             return
-        path = answer["path"]
+        path = answer.path
         task = BackgroundTask(lambda: json.loads(Path(path).read_text()), self)
         task.sig_done.connect(self.set_measured)
         task.sig_failed.connect(lambda exc, tb: self._on_measure_failed(exc))
@@ -286,17 +287,17 @@ class OpSupportPanel(QWidget):
             f"{trt or 'not installed'}; {self.live_note} {self.measured_note}"
         )
 
-    def _on_live_ops(self, answer: dict[str, Any]) -> None:
+    def _on_live_ops(self, answer: OperatorImporters) -> None:
         """The installed TensorRT-RTX answers: a live column, and its parser becomes the
         TensorRT target for the open model (a real parse beats the bundled table)."""
         self.live = answer
-        release = ".".join(answer["version"].split(".")[:2])
+        release = ".".join(answer.version.split(".")[:2])
         self.live_note = (
-            f"{answer['product']} {answer['version']} (live): "
-            f"{sum(answer['ops'].values())} of {len(answer['ops'])} ONNX ops have an importer."
+            f"{answer.product} {answer.version} (live): "
+            f"{sum(answer.ops.values())} of {len(answer.ops)} ONNX ops have an importer."
         )
         if self.table_model is not None:
-            self.table_model.set_live(f"RTX {release} live", answer["ops"])
+            self.table_model.set_live(f"RTX {release} live", answer.ops)
             set_widths(self.table, {self.table_model.live_column: 72})
         self.target.blockSignals(True)
         self.target.insertItem(0, LIVE_TARGET)

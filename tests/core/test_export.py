@@ -29,7 +29,7 @@ def worker():
 
 @pytest.fixture(scope="module")
 def matrix() -> SupportMatrix:
-    return SupportMatrix.load(run_job("support.collect")["path"])
+    return SupportMatrix.load(run_job("support.collect").path)
 
 
 def export(worker: Worker, tmp_path: Path, spec: str, **settings: Any) -> ExportResult:

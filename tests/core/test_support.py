@@ -24,8 +24,8 @@ from tests.conftest import REPO
 def matrix() -> SupportMatrix:
     first = run_job("support.collect", {"refresh": True})
     again = run_job("support.collect")
-    assert (first["cached"], again["cached"]) == (False, True)
-    return SupportMatrix.load(again["path"])
+    assert (first.cached, again.cached) == (False, True)
+    return SupportMatrix.load(again.path)
 
 
 def _history(matrix: SupportMatrix, op: str) -> OpHistory:
@@ -183,10 +183,10 @@ def test_ort_cpu_prediction_agrees_with_reality(
 
 
 def test_pytorch_samples_dry_run(matrix: SupportMatrix) -> None:
-    asinh = run_job("support.sample_aten", {"sample": "asinh"})["ops"]
+    asinh = run_job("support.sample_aten", {"sample": "asinh"}).ops
     assert asinh["aten::asinh"] == 1
     assert matrix.torchscript_opsets("aten::asinh") == []
-    deform = run_job("support.sample_aten", {"sample": "deform_conv"})["ops"]
+    deform = run_job("support.sample_aten", {"sample": "deform_conv"}).ops
     assert "torchvision::deform_conv2d" in deform
     assert matrix.torchscript_opsets("torchvision::deform_conv2d") == []  # "unrecognized namespace"
     assert matrix.dynamo_overloads("torchvision::deform_conv2d")

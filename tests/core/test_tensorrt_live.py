@@ -27,27 +27,27 @@ def test_the_blocked_node_is_the_one_the_parser_names(
     trt = request.getfixturevalue("rtx") if release == "real-rtx" else make_fake_tensorrt(release)
     onnx.save(custom_op_between_relus(), tmp_path / "m.onnx")
     result = probe_model(str(tmp_path / "m.onnx"), trt)
-    assert result["supported"] is False
-    assert result["unsupported_nodes"] == ["f1"]  # not its neighbours r1 and r2
-    assert result["partitions"] == [["r1"], ["r2"]]
-    (finding,) = result["findings"]
-    assert (finding["node_name"], finding["op"], finding["code"]) == ("f1", "Fancy", "INVALID_NODE")
-    assert finding["plugin_searched"][-1] == {"name": "Fancy", "version": "1", "namespace": "my"}
-    assert "namespace 'my'" in finding["fix"] and "no DeployLens plugin" in finding["fix"]
+    assert result.supported is False
+    assert result.unsupported_nodes == ["f1"]  # not its neighbours r1 and r2
+    assert result.partitions == [["r1"], ["r2"]]
+    (finding,) = result.findings
+    assert (finding.node_name, finding.op, finding.code) == ("f1", "Fancy", "INVALID_NODE")
+    assert finding.plugin_searched[-1] == {"name": "Fancy", "version": "1", "namespace": "my"}
+    assert "namespace 'my'" in finding.fix and "no DeployLens plugin" in finding.fix
 
 
 def test_tensorrt_8_partitions_with_supports_model_and_explicit_batch(samples: Path) -> None:
     trt = make_fake_tensorrt("8.6.1")
     result = probe_model(str(samples / "small_cnn.dynamo.onnx"), trt)
-    assert result["api"] == "parse_from_file + supports_model" and result["supported"] is True
+    assert result.api == "parse_from_file + supports_model" and result.supported is True
     assert ("Builder.create_network", 1) in trt.calls
 
 
 def test_tensorrt_11_lists_ops_without_an_importer(samples: Path) -> None:
     trt = make_fake_tensorrt("11.4.0")
     result = probe_model(str(samples / "asinh.dynamo.onnx"), trt)
-    assert result["api"] == "parse_from_file + supports_operator"
-    assert result["ops_without_importer"] == ["Asinh"]
+    assert result.api == "parse_from_file + supports_operator"
+    assert result.ops_without_importer == ["Asinh"]
     assert sorted(a for c, a in trt.calls if c == "OnnxParser.supports_operator") == [
         "Asinh",
         "Mul",

@@ -180,16 +180,16 @@ def test_plugin_nodes_name_the_library_and_the_reference(
     from deploylens.core.trt.probe import probe_model
 
     custom_op2 = probe_model(str(samples / "custom_fn_symbolic.torchscript.onnx"), rtx)
-    (finding,) = custom_op2["findings"]
-    assert (finding["node_name"], finding["op"]) == ("/customOp2", "customOp2")
-    assert finding["plugin_searched"][-1]["namespace"] == "custom_domain"
-    assert "'customOp2' has an ONNX Runtime reference" in finding["fix"]
-    assert "names no TensorRT plugin library" in finding["fix"]
+    (finding,) = custom_op2.findings
+    assert (finding.node_name, finding.op) == ("/customOp2", "customOp2")
+    assert finding.plugin_searched[-1]["namespace"] == "custom_domain"
+    assert "'customOp2' has an ONNX Runtime reference" in finding.fix
+    assert "names no TensorRT plugin library" in finding.fix
 
     deform = probe_model(str(samples / "deform_conv.dynamo19.onnx"), rtx)
-    (finding,) = deform["findings"]
-    assert (finding["op"], finding["code"]) == ("DeformConv", "UNSUPPORTED_NODE")
-    assert "registered as DeformConv version 1" in finding["fix"]
+    (finding,) = deform.findings
+    assert (finding.op, finding.code) == ("DeformConv", "UNSUPPORTED_NODE")
+    assert "registered as DeformConv version 1" in finding.fix
 
     model = tmp_path / "deform_plugin.onnx"
     export = cli("export", "sample:deform_conv", "--exporter", "torchscript", "--plugin",
@@ -197,10 +197,9 @@ def test_plugin_nodes_name_the_library_and_the_reference(
     assert export.returncode == 0, export.stderr[-1500:]
     report = build_json(model, tmp_path / "d.engine", "--target-cc", "sm89")
     assert not report["built"]
-    (finding,) = report["findings"]
-    assert (
-        finding["op"] == "deform_conv2d" and finding["plugin_searched"][-1]["namespace"] == "custom"
-    )
+    (finding,) = report["findings"]  # the CLI's JSON
+    assert finding["op"] == "deform_conv2d"
+    assert finding["plugin_searched"][-1]["namespace"] == "custom"
     assert "load libdeform_conv2d.so" in finding["fix"]
     assert "ONNX Runtime reference implementation" in finding["fix"]
     assert "registers 'DeformConv2d', not 'deform_conv2d'" in finding["fix"]

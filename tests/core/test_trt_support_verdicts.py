@@ -21,7 +21,7 @@ from deploylens.core.support.matrix import SupportMatrix
 
 @pytest.fixture(scope="module")
 def matrix() -> SupportMatrix:
-    return SupportMatrix.load(run_job("support.collect")["path"])
+    return SupportMatrix.load(run_job("support.collect").path)
 
 
 def _model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto:
