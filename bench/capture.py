@@ -54,7 +54,7 @@ def main() -> int:
         rows.append(
             {
                 "mode": mode,
-                **summary,
+                **summary.to_dict(),
                 "events": stats["events"],
                 "hidden_percent": ovl["hidden_percent"],
                 "concurrency": {k: v / total for k, v in ovl["concurrency_ns"].items()},

@@ -194,9 +194,9 @@ class CudaDevice(Device):
         copies, kernels = trace_intervals(trace)
         return {
             "reported": {
-                "latency_ms": result.get("latency_ms_median"),
-                "throughput_per_s": result.get("throughput_per_s"),
-                "flags": result.get("flags"),
+                "latency_ms": result.latency_ms_median,
+                "throughput_per_s": result.throughput_per_s,
+                "flags": result.flags,
             },
             "hidden_share": hidden_share(copies, kernels),
             "span_throughput_per_s": span_throughput(copies, case.batch, ITERATIONS),
@@ -390,7 +390,8 @@ def run(
 
         for name in LABS:
             result = run_lab(name, str(out / f"lab-{name}.json"), synthetic=fake)
-            report.lab[name] = {k: result[k] for k in ("pattern", "synthetic", "device")}
+            report.lab[name] = {"pattern": result.pattern, "synthetic": result.synthetic,
+                                "device": result.device}  # fmt: skip
 
     def tests() -> None:
         if fake:

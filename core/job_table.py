@@ -79,12 +79,13 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.surgery.cli_surgery", result=f"{_CORE}.surgery.result:SurgeryResult"),
         Job("trace.profile", f"{_CORE}.trace.job:profile_job",
             f"{_CORE}.trace.request:ProfileRequest", "profile", "profile",
-            f"{_CORE}.trace.cli_trace"),
+            f"{_CORE}.trace.cli_trace", result=f"{_CORE}.trace.result:ProfileResult"),
         Job("trace.sweep", f"{_CORE}.trace.job:sweep_job",
-            f"{_CORE}.trace.request:SweepRequest", "sweep", "sweep", f"{_CORE}.trace.cli_trace"),
+            f"{_CORE}.trace.request:SweepRequest", "sweep", "sweep", f"{_CORE}.trace.cli_trace",
+            result=f"{_CORE}.trace.result:SweepResult"),
         Job("trace.lab", f"{_CORE}.trace.job:lab_job",
             f"{_CORE}.trace.request:LabRequest", "lab scenario", "lab",
-            f"{_CORE}.trace.cli_trace"),
+            f"{_CORE}.trace.cli_trace", result=f"{_CORE}.trace.result:LabResult"),
         # the worker's own: the interpreter probe (Preferences, deploylens env) and self-tests
         Job("env.probe", f"{_CORE}.worker.selftest:probe_job", title="environment"),
         *(

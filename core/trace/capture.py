@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from deploylens.core.trace.capture_sidecar import write_sidecar
+from deploylens.core.trace.result import ProfileResult
 
 
 @dataclass
@@ -92,7 +93,7 @@ def sanity(
 
 def capture_ort(
     model: str, out: str, settings: CaptureSettings | None = None, threads: int = 0
-) -> dict[str, Any]:
+) -> ProfileResult:
     import onnxruntime as ort
 
     from deploylens.core.data.feeds import make_feeds
@@ -175,36 +176,42 @@ def _summary(
     notes: list[str] | None = None,
     wall_s: float | None = None,
     baseline: list[list[float]] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
+    device: str = "",
+    gpu_span_ms: float | None = None,
+    tensorrt: str = "",
+) -> ProfileResult:
     """Headline figures from the unprofiled passes (the last one), the profiled run apart."""
     times = passes[-1]
     plain_s = wall_s if wall_s is not None else sum(times)
     checked = sanity(passes, profiled, baseline)
     median_s = statistics.median(times)
-    return {
-        "backend": backend,
-        "mode": settings.mode,
-        "batch": settings.batch,
-        "streams": settings.streams,
-        "iterations": settings.iterations,
-        "latency_ms_median": 1e3 * median_s,
-        "latency_ms_p90": 1e3 * sorted(times)[int(0.9 * (len(times) - 1))],
+    return ProfileResult(
+        backend=backend,
+        mode=settings.mode,
+        batch=settings.batch,
+        streams=settings.streams,
+        iterations=settings.iterations,
+        latency_ms_median=1e3 * median_s,
+        latency_ms_p90=1e3 * sorted(times)[int(0.9 * (len(times) - 1))],
         # one batch after another: what the median latency gives (a GPU pipeline's own clock
         # replaces it where batches overlap)
-        "throughput_per_s": settings.batch / median_s if median_s else 0.0,
-        "plain_wall_s": plain_s,
-        "profiled_wall_s": sum(profiled),
-        "trace": out,
-        "notes": notes or [],
-        **checked,
-        **extra,
-    }
+        throughput_per_s=settings.batch / median_s if median_s else 0.0,
+        plain_wall_s=plain_s,
+        profiled_wall_s=sum(profiled),
+        trace=out,
+        notes=notes or [],
+        profiler_overhead=checked["profiler_overhead"],
+        flags=checked["flags"],
+        pass_medians_ms=checked["pass_medians_ms"],
+        device=device,
+        gpu_span_ms=gpu_span_ms,
+        tensorrt=tensorrt,
+    )
 
 
 def capture_torch(
     module: Any, example: Any, out: str, settings: CaptureSettings, device: str = "cpu"
-) -> dict[str, Any]:
+) -> ProfileResult:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -259,7 +266,7 @@ def batch_of(example: Any, batch: int) -> Any:
 
 def capture_torch_cuda(
     module: Any, example: Any, out: str, settings: CaptureSettings, device: str
-) -> dict[str, Any]:
+) -> ProfileResult:
     """The GPU loop of ``pipeline`` in ``settings.mode``: headline from two unprofiled passes
     timed by CUDA events around whole batches, then one profiled pass with NVTX and profiler
     ranges per stage (Kineto records kernels and copies on every stream)."""
@@ -315,7 +322,7 @@ def capture_torch_cuda(
         gpu_span_ms=span_ms,
     )
     # throughput from the device's own clock: first H2D start to last D2H end
-    result["throughput_per_s"] = settings.batch * settings.iterations / (span_ms / 1e3)
+    result.throughput_per_s = settings.batch * settings.iterations / (span_ms / 1e3)
     return result
 
 
@@ -337,7 +344,7 @@ def capture_trt(
     shapes: dict[str, tuple[int, ...]] | None = None,
     trt: Any = None,
     device: Any = None,
-) -> dict[str, Any]:
+) -> ProfileResult:
     """Run a TensorRT engine with an ``IProfiler`` (through the one adapter) and write the
     per-layer times as a trace: one lane, each run's layers end to end. IProfiler reports
     durations, not timestamps, so the layout is marked synthetic; its wall time includes the
@@ -408,6 +415,6 @@ def capture_trt(
         ],
         tensorrt=adapter.version,
     )
-    result["profiler_overhead"] = None  # no unprofiled run to compare with: not a figure
-    result["profiled_wall_s"] = profiled_s
+    result.profiler_overhead = None  # no unprofiled run to compare with: not a figure
+    result.profiled_wall_s = profiled_s
     return result

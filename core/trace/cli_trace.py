@@ -7,12 +7,12 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from deploylens.core.command import Command, add_json, add_python
 from deploylens.core.trace.export import write_chrome, write_csv
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.request import LabRequest, ProfileRequest, SweepRequest
+from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 from deploylens.core.trace.stats import trace_stats
 
 
@@ -115,89 +115,23 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """The capture runs in the worker (it runs the model); the trace's statistics follow."""
-    result = ProfileRequest.from_args(args).prepared().run(args.python)
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    print(profile_text(result))
+    result: ProfileResult = ProfileRequest.from_args(args).prepared().run(args.python)
+    print(result.to_json() if args.json else result.summary())
     return 0
 
 
-def profile_text(result: dict[str, Any]) -> str:
-    """The headline (unprofiled passes), the overhead only where it is a figure, every flag."""
-    overhead = result.get("profiler_overhead")
-    on_gpu = result["backend"] in ("torch-cuda", "tensorrt")
-    streams = f", {result.get('streams', 1)} stream(s)" if on_gpu else ""  # the CPU has none
-    lines = [
-        f"{result['backend']} {result.get('mode', 'serial')}, batch {result.get('batch', 1)}"
-        f"{streams}: median latency {result['latency_ms_median']:.3f} ms, "
-        f"{result['throughput_per_s']:.1f} samples/s without the profiler"
-        + (" (batch / median latency)" if not on_gpu else "")
-        + (f"; profiler overhead {overhead:.2f}× per iteration" if overhead else "")
-    ]
-    lines += [f"  note: {note}" for note in result.get("notes", [])]
-    lines += [f"  flag: {flag}" for flag in result.get("flags", [])]
-    lines.append(f"trace: {result['trace']}")
-    return "\n".join(lines)
-
-
-def sweep_verdict(result: dict[str, Any]) -> tuple[int, str]:
-    """(exit status, sentence), for the CLI and the Sweep tab: a sweep that measured nothing,
-    or in which a point failed, is not a success."""
-    if result["failed"]:
-        return 1, f"{result['failed']} point(s) failed; the others stand."
-    if not result["ran"]:
-        return 1, (
-            f"no point ran ({result['skipped']} skipped, each with its reason): nothing was "
-            "measured"
-        )
-    return 0, f"{result['ran']} point(s) measured, {result['skipped']} skipped."
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
-    result = SweepRequest.from_args(args).prepared().run(args.python)
-    status, sentence = sweep_verdict(result)
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return status
-    print(
-        f"{'mode':10s} {'streams':>7s} {'batch':>6s} {'median ms':>10s} {'samples/s':>11s}  pattern"
-    )
-    for point in result["points"]:
-        if point["status"] == "ok":
-            print(
-                f"{point['mode']:10s} {point['streams']:>7d} {point['batch']:>6d} "
-                f"{point['latency_ms_median']:>10.3f} {point['throughput_per_s']:>11.1f}  "
-                f"{point['pattern'] or '-'}"
-            )
-        else:
-            print(
-                f"{point['mode']:10s} {point['streams']:>7d} {point['batch']:>6d}  "
-                f"{point['status']}: {point['reason']}"
-            )
-    print(
-        f"{result['ran']} ran, {result['skipped']} skipped, {result['failed']} failed; "
-        f"{result['outputs']['csv']}, {result['outputs']['png']}"
-    )
-    if status:
-        print(f"deploylens: {sentence}", file=sys.stderr)
-    return status
+    result: SweepResult = SweepRequest.from_args(args).prepared().run(args.python)
+    verdict = result.verdict()  # a sweep that measured nothing, or lost a point, fails
+    print(result.to_json() if args.json else result.summary())
+    if verdict.failed and not args.json:
+        print(f"deploylens: {verdict.word}", file=sys.stderr)
+    return verdict.exit_code
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    result = LabRequest.from_args(args).prepared().run(args.python)
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    made = (
-        "a SYNTHETIC trace (made up, not measured: no CUDA device here)"
-        if result["synthetic"]
-        else f"measured on {result['device']}"
-    )
-    print(f"lab {result['lab']}: {made} → {result['trace']}")
-    print(f"diagnosis: {result['pattern'] or 'no pattern'}")
-    for finding in result["findings"]:
-        print(f"  {finding['claim']} {finding['advice']}".rstrip())
+    result: LabResult = LabRequest.from_args(args).prepared().run(args.python)
+    print(result.to_json() if args.json else result.summary())
     return 0
 
 

@@ -10,9 +10,10 @@ from typing import Any
 
 from deploylens.core.trace.profiling import profile
 from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 
 
-def profile_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def profile_job(ctx: Any, params: dict[str, Any]) -> ProfileResult:
     request = ProfileRequest.from_params(params)
     ctx.progress(0.05, f"profiling {request.model} with {request.backend}")
     result = profile(request)
@@ -20,7 +21,7 @@ def profile_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def sweep_job(ctx: Any, params: dict[str, Any]) -> SweepResult:
     """Every point of the sweep, in this worker one after another or as Ray tasks (embedded
     or on a cluster); each finished point goes to the app at once (progress ``data``), skipped
     and failed points are kept with reasons. ``auto`` takes Ray only where it pays: a cluster
@@ -126,19 +127,19 @@ def sweep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         where += f", Ray: {cluster.nodes} node{'s' if cluster.nodes != 1 else ''}"
     outputs = write_outputs(folder, rows, f"{request.model} ({request.backend}{where})")
     ctx.progress(1.0, "sweep written")
-    return {
-        "points": [asdict(row) for row in rows],
-        "outputs": outputs,
-        "ran": sum(row.status == "ok" for row in rows),
-        "skipped": sum(row.status == "skipped" for row in rows),
-        "failed": sum(row.status == "failed" for row in rows),
-        "retried": sum(row.attempts > 1 for row in rows),
-        "on_cpu": on_cpu,
-        "executor": executor,
-        "executor_reason": reason,
-        "ray_unavailable": fell_back,
-        "cluster": asdict(cluster) if cluster is not None else None,
-    }
+    return SweepResult(
+        points=rows,
+        outputs=outputs,
+        ran=sum(row.status == "ok" for row in rows),
+        skipped=sum(row.status == "skipped" for row in rows),
+        failed=sum(row.status == "failed" for row in rows),
+        retried=sum(row.attempts > 1 for row in rows),
+        on_cpu=on_cpu,
+        executor=executor,
+        executor_reason=reason,
+        ray_unavailable=fell_back,
+        cluster=cluster,
+    )
 
 
 def _auto_for_gpus() -> tuple[str, str]:
@@ -255,7 +256,7 @@ def _runs_on_cpu(request: Any) -> bool:
     return not torch.cuda.is_available()
 
 
-def lab_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def lab_job(ctx: Any, params: dict[str, Any]) -> LabResult:
     from deploylens.core.trace.lab import run_lab
     from deploylens.core.trace.request import LabRequest
 

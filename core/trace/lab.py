@@ -16,6 +16,7 @@ from typing import Any
 
 from deploylens.core.trace.capture_sidecar import write_sidecar
 from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
+from deploylens.core.trace.result import LabResult
 
 SCENARIOS = {
     "h2d-bound": "a 64 MB input copied to the GPU for one reduction kernel per batch",
@@ -131,10 +132,10 @@ _PROGRAMS: dict[str, Callable[[Any], Callable[[], None]]] = {
 }
 
 
-def run_lab(name: str, out: str, synthetic: bool = False) -> dict[str, Any]:
+def run_lab(name: str, out: str, synthetic: bool = False) -> LabResult:
     """Write the scenario's trace (real on a GPU, else synthetic) and its diagnosis."""
     from deploylens.core.errors import UserError
-    from deploylens.core.trace.diagnosis import diagnosis
+    from deploylens.core.trace.diagnosis import Finding, diagnosis
     from deploylens.core.trace.export import write_chrome
     from deploylens.core.trace.load import load_trace
 
@@ -167,12 +168,6 @@ def run_lab(name: str, out: str, synthetic: bool = False) -> dict[str, Any]:
         device = torch.cuda.get_device_name()
     write_sidecar(out, {"backend": "lab", "lab": name, "device": device, "mode": "serial",
                         "streams": 1, "iterations": ITERATIONS})  # fmt: skip
-    result = diagnosis(load_trace(out))
-    return {
-        "lab": name,
-        "trace": out,
-        "synthetic": synthetic,
-        "device": device,
-        "pattern": result["pattern"],
-        "findings": result["findings"],
-    }
+    found = diagnosis(load_trace(out))
+    return LabResult(name, out, synthetic, device, found["pattern"],
+                     [Finding(**finding) for finding in found["findings"]])  # fmt: skip

@@ -5,14 +5,14 @@ which the sweep imported while the job imported the sweep)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import input_file
 from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.result import ProfileResult
 
 
-def profile(request: ProfileRequest, threads: int = 0) -> dict[str, Any]:
+def profile(request: ProfileRequest, threads: int = 0) -> ProfileResult:
     request.check()
     backend, model, out = request.backend, request.model, request.out
     settings = request.capture()

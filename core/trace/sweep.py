@@ -6,7 +6,7 @@ reported and the others go on."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,29 +14,10 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text, csv_text, save_png, write_json
 from deploylens.core.trace.pipeline import Mode
 from deploylens.core.trace.request import ProfileRequest
+from deploylens.core.trace.result import SweepOutputs, SweepPoint
 
 COLUMNS = ("mode", "streams", "batch", "status", "latency_ms_median", "throughput_per_s",
            "pattern", "trace", "reason", "attempts", "node")  # fmt: skip
-
-
-@dataclass
-class SweepPoint:
-    mode: Mode
-    streams: int
-    batch: int
-    status: str = "pending"  # ok | skipped | failed
-    latency_ms_median: float | None = None
-    throughput_per_s: float | None = None
-    pattern: str | None = None
-    trace: str = ""
-    reason: str = ""
-    flags: list[str] = field(default_factory=list)
-    attempts: int = 1  # 2: its first try failed (on Ray) and it ran again
-    node: str = ""  # the Ray node that ran it ("" in the worker)
-
-    @property
-    def label(self) -> str:
-        return f"b{self.batch} s{self.streams} {self.mode}"
 
 
 def points(base: ProfileRequest, batches: list[int], streams: list[int], modes: list[Mode],
@@ -72,9 +53,9 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path, threads: in
         point.status, point.reason = "failed", f"{type(exc).__name__}: {exc}"
         return
     point.status = "ok"
-    point.latency_ms_median = result["latency_ms_median"]
-    point.throughput_per_s = result["throughput_per_s"]
-    point.flags = list(result.get("flags") or []) + list(result.get("notes") or [])
+    point.latency_ms_median = result.latency_ms_median
+    point.throughput_per_s = result.throughput_per_s
+    point.flags = [*result.flags, *result.notes]
     point.trace = str(trace)
     try:
         point.pattern = diagnosis(load_trace(trace))["pattern"]
@@ -107,7 +88,7 @@ def point_on_node(base: dict[str, Any], point: dict[str, Any], model: Any, threa
     return {"point": asdict(row), "files": files}
 
 
-def write_outputs(folder: Path, rows: list[SweepPoint], title: str) -> dict[str, str]:
+def write_outputs(folder: Path, rows: list[SweepPoint], title: str) -> SweepOutputs:
     """sweep.json, sweep.csv and sweep.png (throughput vs latency) in ``folder``."""
     from dataclasses import asdict
 
@@ -116,7 +97,7 @@ def write_outputs(folder: Path, rows: list[SweepPoint], title: str) -> dict[str,
     atomic_write_text(folder / "sweep.csv", csv_text(COLUMNS, data))
     plot = folder / "sweep.png"
     plot_png(rows, plot, title)
-    return {"json": str(folder / "sweep.json"), "csv": str(folder / "sweep.csv"), "png": str(plot)}
+    return SweepOutputs(str(folder / "sweep.json"), str(folder / "sweep.csv"), str(plot))
 
 
 def plot_png(rows: list[SweepPoint], path: Path, title: str) -> None:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from deploylens.core import typed
 from deploylens.core.errors import UserError
 from deploylens.core.trace.pipeline import MODES, Mode
 from deploylens.core.trace.request import (
@@ -34,6 +35,7 @@ from deploylens.core.trace.request import (
     _int_list,
     _mode_list,
 )
+from deploylens.core.trace.result import SweepPoint, SweepResult
 from deploylens.gui.common.choices import word
 
 MODE_COLOURS = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728",
@@ -147,7 +149,7 @@ class SweepView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.points: list[dict[str, Any]] = []
+        self.points: list[SweepPoint] = []
         self.table = QTableWidget(0, 7)
         self.table.setHorizontalHeaderLabels(
             ["mode", "streams", "batch", "median ms", "samples/s", "pattern", "status / reason"]
@@ -173,40 +175,43 @@ class SweepView(QWidget):
         self.table.setRowCount(0)
         self.scatter.setData([])
 
-    def add_point(self, point: dict[str, Any]) -> None:
+    def add_point(self, point: SweepPoint) -> None:
         """One finished point, as the worker (or Ray) hands it over; the final result
         replaces the whole table in its order."""
         self.points.append(point)
         self._fill()
 
-    def show_result(self, result: dict[str, Any]) -> None:
-        self.points = result["points"]
+    def add_data(self, data: Any) -> None:
+        """A progress message's ``data``: a finished point, read as strictly as the result."""
+        try:
+            self.add_point(typed.from_dict(SweepPoint, data.get("point"), "a sweep point"))
+        except (UserError, AttributeError):
+            pass  # an early piece that does not fit is left out: the result carries every point
+
+    def show_result(self, result: SweepResult) -> None:
+        self.points = list(result.points)
         self._fill()
 
     def _fill(self) -> None:
         self.table.setRowCount(len(self.points))
         spots = []
         for row, point in enumerate(self.points):
-            ok = point["status"] == "ok"
-            status = "ok" if ok else f"{point['status']}: {point['reason']}"
-            if ok and point.get("attempts", 1) > 1:
-                status = f"ok after {point['attempts']} tries: {point['reason']}"
+            ok = point.status == "ok"
+            status = "ok" if ok else f"{point.status}: {point.reason}"
+            if ok and point.attempts > 1:
+                status = f"ok after {point.attempts} tries: {point.reason}"
             cells = [
-                point["mode"], str(point["streams"]), str(point["batch"]),
-                f"{point['latency_ms_median']:.3f}" if ok else "",
-                f"{point['throughput_per_s']:.1f}" if ok else "",
-                point["pattern"] or "", status,
+                point.mode, str(point.streams), str(point.batch),
+                f"{point.latency_ms_median or 0.0:.3f}" if ok else "",
+                f"{point.throughput_per_s or 0.0:.1f}" if ok else "",
+                point.pattern or "", status,
             ]  # fmt: skip
             for column, text in enumerate(cells):
                 self.table.setItem(row, column, QTableWidgetItem(text))
             if ok:
-                spots.append(
-                    {
-                        "pos": (point["throughput_per_s"], point["latency_ms_median"]),
-                        "brush": pg.mkBrush(MODE_COLOURS.get(point["mode"], "#444")),
-                        "data": row,
-                    }
-                )
+                position = (point.throughput_per_s or 0.0, point.latency_ms_median or 0.0)
+                brush = pg.mkBrush(MODE_COLOURS.get(point.mode, "#444"))
+                spots.append({"pos": position, "brush": brush, "data": row})
         self.scatter.setData(spots)
         self.table.resizeColumnsToContents()
 
@@ -216,8 +221,8 @@ class SweepView(QWidget):
 
     def _open(self, row: int) -> None:
         point = self.points[row] if 0 <= row < len(self.points) else None
-        if point and point.get("trace"):
-            self.sig_open_trace.emit(point["trace"])
+        if point is not None and point.trace:
+            self.sig_open_trace.emit(point.trace)
 
 
 def check_request(dialog: CaptureDialog, out: str) -> tuple[Any, str]:

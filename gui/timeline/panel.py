@@ -41,6 +41,7 @@ from deploylens.core.trace.index import TimelineIndex, gpu_window
 from deploylens.core.trace.links import event_nodes, events_of_node
 from deploylens.core.trace.model import KIND, KINDS, Trace, member
 from deploylens.core.trace.request import LabRequest
+from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
@@ -352,7 +353,7 @@ class TimelinePanel(QWidget):
         if dialog.form.sweep:  # points show up as they finish, in whatever order
             self.sweep_view.start()
             self.tabs.setCurrentWidget(self.sweep_view)
-            job.sig_data.connect(lambda data: self.sweep_view.add_point(data["point"]))
+            job.sig_data.connect(self.sweep_view.add_data)
 
     def sweep(self, accept: bool = True) -> CaptureDialog | None:
         if self.jobs is None:
@@ -374,39 +375,28 @@ class TimelinePanel(QWidget):
         job.sig_finished.connect(self._lab_done)
         job.sig_failed.connect(self._capture_failed)
 
-    def _lab_done(self, result: dict[str, Any]) -> None:
-        made = (
-            "SYNTHETIC trace (no CUDA device here: made up, not measured)"
-            if result["synthetic"]
-            else f"measured on {result['device']}"
-        )
-        self.sig_message.emit(f"Lab {result['lab']}: {made}; diagnosis: {result['pattern']}")
-        self.load(result["trace"])
+    def _lab_done(self, result: LabResult) -> None:
+        made = result.made()
+        self.sig_message.emit(f"Lab {result.lab}: {made}; diagnosis: {result.pattern}")
+        self.load(result.trace)
 
-    def _captured(self, result: dict[str, Any]) -> None:
+    def _captured(self, result: ProfileResult) -> None:
         self._idle()
-        overhead = result.get("profiler_overhead")
-        text = (
-            f"Profiled: median {result['latency_ms_median']:.3f} ms, "
-            f"{result['throughput_per_s']:.1f} samples/s without the profiler"
-            + (f", profiler overhead {overhead:.2f}×" if overhead else "")
+        extra = [*result.notes, *result.flags]
+        self.sig_message.emit(
+            f"Profiled: {result.headline()}" + ("; " + "; ".join(extra) if extra else "")
         )
-        extra = [*result.get("notes", []), *result.get("flags", [])]
-        self.sig_message.emit(text + ("; " + "; ".join(extra) if extra else ""))
-        self.load(result["trace"])
+        self.load(result.trace)
 
-    def _swept(self, result: dict[str, Any]) -> None:
+    def _swept(self, result: SweepResult) -> None:
         self._idle()
         self.sweep_view.show_result(result)
         self.tabs.setCurrentWidget(self.sweep_view)
-        cluster = result.get("cluster")
-        where = f" on Ray ({cluster['nodes']} node(s), {cluster['cpus']:g} CPUs, " \
-            f"{cluster['gpus']:g} GPUs)" if cluster else " in the worker"  # fmt: skip
-        retried = f", {result['retried']} retried" if result.get("retried") else ""
+        retried = f", {result.retried} retried" if result.retried else ""
         self.status.setText(
-            f"Sweep{where}: {result['ran']} points ran, {result['skipped']} skipped, "
-            f"{result['failed']} failed{retried} — double-click a row or click a point to open "
-            f"its trace ({result['outputs']['csv']})"
+            f"Sweep{result.where()}: {result.ran} points ran, {result.skipped} skipped, "
+            f"{result.failed} failed{retried} — double-click a row or click a point to open "
+            f"its trace ({result.outputs.csv})"
         )
 
     def _idle(self) -> None:

@@ -71,7 +71,7 @@ def test_cuda_graph_at_batch_1_is_twice_eager_throughput(tmp_path: Path) -> None
                       CaptureSettings(iterations=64, mode=mode), device="cuda")
         for mode in ("serial", "cudagraph")
     )  # fmt: skip
-    assert graph["throughput_per_s"] >= 2 * eager["throughput_per_s"], (eager, graph)
+    assert graph.throughput_per_s >= 2 * eager.throughput_per_s, (eager, graph)
 
 
 @pytest.mark.gpu
@@ -80,4 +80,4 @@ def test_each_lab_scenario_is_diagnosed_on_the_gpu(name: str, tmp_path: Path) ->
     from deploylens.core.trace.lab import run_lab
 
     result = run_lab(name, str(tmp_path / f"{name}.json"))
-    assert not result["synthetic"] and result["pattern"] == name, result["findings"]
+    assert not result.synthetic and result.pattern == name, result.findings

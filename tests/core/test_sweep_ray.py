@@ -209,7 +209,8 @@ def test_a_point_run_on_another_machine_sends_back_every_file_it_made(tmp_path: 
     from dataclasses import asdict
 
     from deploylens.core.trace.request import ProfileRequest
-    from deploylens.core.trace.sweep import SweepPoint, point_on_node
+    from deploylens.core.trace.result import SweepPoint
+    from deploylens.core.trace.sweep import point_on_node
 
     model = dynamic_mlp(tmp_path)
     base = ProfileRequest(str(model), "", backend="ort", warmup=1, iterations=2).to_params()

@@ -292,7 +292,7 @@ def test_tensorrt_capture_writes_layer_times_as_a_trace(tmp_path: Path) -> None:
         str(tmp_path / "m.engine"), str(tmp_path / "t.json"), iterations=3,
         shapes={"image": (1, 3, 8, 8)}, trt=trt, device=RecordingDevice(),
     )  # fmt: skip
-    assert result["backend"] == "tensorrt" and result["latency_ms_median"] == pytest.approx(0.03)
+    assert result.backend == "tensorrt" and result.latency_ms_median == pytest.approx(0.03)
     trace = load_trace(tmp_path / "t.json")
     assert len(trace) == 6  # 2 layers × 3 runs
     latency = node_latency(trace)

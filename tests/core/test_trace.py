@@ -219,10 +219,10 @@ def test_real_onnxruntime_capture_and_cli(
     out = tmp_path / "ort.json"
     settings = CaptureSettings(iterations=5)
     summary = capture_ort(str(samples / "small_cnn.dynamo.onnx"), str(out), settings)
-    assert summary["latency_ms_median"] > 0
+    assert summary.latency_ms_median > 0
     # an overhead is a figure ≥ 1×, or it is withheld with a flag saying why
-    assert summary["profiler_overhead"] is None or summary["profiler_overhead"] >= 1.0
-    assert (summary["profiler_overhead"] is None) == bool(summary["flags"])
+    assert summary.profiler_overhead is None or summary.profiler_overhead >= 1.0
+    assert (summary.profiler_overhead is None) == bool(summary.flags)
     trace = load_trace(out)
     assert trace.meta["format"] == "onnxruntime"
     ops = {trace.names[i] for i in trace.detail[trace.kind == KIND["ort_node"]]}
@@ -238,6 +238,6 @@ def test_real_torch_cpu_capture(tmp_path: Path) -> None:
         module, torch.rand(2, 3, 16, 16), str(tmp_path / "t.json"),
         CaptureSettings(iterations=3, batch=2),
     )  # fmt: skip
-    trace = load_trace(summary["trace"])
+    trace = load_trace(summary.trace)
     ops = {trace.names[i] for i in trace.name[trace.kind == KIND["cpu_op"]]}
     assert "aten::conv2d" in ops and (trace.kind == KIND["nvtx"]).sum() == 3  # record_function
