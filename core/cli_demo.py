@@ -4,7 +4,6 @@ worker interpreter has (kept light: the demo's imports wait until it runs)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -37,35 +36,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    from deploylens.core.demo import environment_lines
+    from deploylens.core.environment import Environment
     from deploylens.core.jobs import Worker
+    from deploylens.core.results import typed_result
     from deploylens.core.settings import AppSettings
 
     python = args.python or AppSettings.load().worker_python or None
     worker = Worker(python)
     try:
         worker.start()
-        hello = worker.run("env.probe", {})  # the handshake leaves ORT's providers out
+        found: Environment = typed_result("env.probe", worker.run("env.probe", {}))
     finally:
         worker.close()
-    print(json.dumps(hello, indent=2) if args.json else "\n".join(environment_lines(hello)))
-    if not args.json:
-        from deploylens.core.worker.probe import pip_install_line
-
-        missing = [
-            (name, info)
-            for name, info in hello["packages"].items()
-            if name not in ("cuda_driver", "deploylens") and not info.get("version")
-        ]
-        if hello["packages"].get("deploylens", {}).get("frozen") and missing:
-            print(f"  not in the bundle: {', '.join(name for name, _ in missing)}")
-            print(f"  {pip_install_line(missing[0][0], hello['python']['executable'])}")
-            missing = []
-        for name, info in missing:
-            print(
-                f"  missing {name} ({info['purpose']}): "
-                f"{pip_install_line(name, hello['python']['executable'])}"
-            )
+    print(found.to_json() if args.json else "\n".join(found.lines()))
+    if args.json:
+        return 0
+    missing = found.missing()
+    if found.deploylens.frozen and missing:
+        print(f"  not in the bundle: {', '.join(missing)}")
+        print(f"  {found.install_line(missing[0])}")
+        missing = []
+    for name in missing:
+        print(f"  missing {name} ({found.packages[name].purpose}): {found.install_line(name)}")
     return 0
 
 

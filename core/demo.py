@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.environment import Environment
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text, write_json
 from deploylens.core.frontends import load_frontend
@@ -19,6 +20,7 @@ from deploylens.core.model.loading import read_model
 from deploylens.core.model.request import InspectRequest
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.model.summary_text import summary_text
+from deploylens.core.results import typed_result
 from deploylens.core.samples import bundled_models, samples_dir
 from deploylens.core.support.analysis import analyze, parse_target, report_dict
 from deploylens.core.support.matrix import SupportMatrix
@@ -28,28 +30,6 @@ from deploylens.core.worker.client import JobFailure
 
 SCREENSHOT_MODEL = "small_cnn.dynamo.onnx"
 DEMO_TARGETS = ("ort-cpu", "trt-8.6", "trt-10.1")
-
-
-def environment_lines(hello: dict[str, Any]) -> list[str]:
-    python = hello["python"]
-    where = f" on {python['host']}" if python.get("host") else ""
-    lines = [f"- Python {python['version']} ({python['executable']}){where}"]
-    for name, info in hello["packages"].items():
-        if name == "deploylens":
-            kind = "packaged bundle" if info.get("frozen") else "Python package"
-            lines.append(f"- DeployLens {info.get('version')} ({kind})")
-            continue
-        if name == "cuda_driver":
-            lines.append(
-                f"- CUDA driver: {info.get('driver_version')} {info.get('devices')}"
-                if info.get("available")
-                else f"- CUDA driver: none ({info.get('reason')})"
-            )
-            continue
-        version = info.get("version") or "not installed"
-        extra = f" — providers {', '.join(info['providers'])}" if info.get("providers") else ""
-        lines.append(f"- {name}: {version}{extra}")
-    return lines
 
 
 def _export_story(
@@ -92,11 +72,12 @@ def run_demo(out_dir: Path, python: str | None = None, screenshot: bool = True) 
     report: dict[str, Any] = {"models": [], "screenshot": None}
     markdown = ["# DeployLens demo report", ""]
     with Worker(python) as worker:
-        hello = worker.run("env.probe", {})  # with ONNX Runtime's providers
+        # with ONNX Runtime's providers (the handshake leaves them out)
+        found: Environment = typed_result("env.probe", worker.run("env.probe", {}))
         matrix = SupportMatrix.load(worker.run_request(CollectRequest()).path)
         targets = [parse_target(t) for t in DEMO_TARGETS]
-        report["environment"] = hello
-        markdown += ["## Worker environment", "", *environment_lines(hello), ""]
+        report["environment"] = found.to_dict()
+        markdown += ["## Worker environment", "", *found.lines(), ""]
         markdown += ["## Bundled samples (`deploylens inspect`, `graph --stats`, `support`)", ""]
         for model in bundled_models():
             entry: dict[str, Any] = {"file": model.name}

@@ -87,7 +87,8 @@ JOBS: dict[str, Job] = {
             f"{_CORE}.trace.request:LabRequest", "lab scenario", "lab",
             f"{_CORE}.trace.cli_trace", result=f"{_CORE}.trace.result:LabResult"),
         # the worker's own: the interpreter probe (Preferences, deploylens env) and self-tests
-        Job("env.probe", f"{_CORE}.worker.selftest:probe_job", title="environment"),
+        Job("env.probe", f"{_CORE}.worker.selftest:probe_job", title="environment",
+            result=f"{_CORE}.environment:Environment"),
         *(
             Job(f"selftest.{name}", f"{_CORE}.worker.selftest:{name}_job")
             for name in ("echo", "progress", "noisy", "segfault", "import", "user_error", "bug",

@@ -147,3 +147,12 @@ def probe_packages(deep: bool = True) -> dict[str, Any]:
     packages["cuda_driver"] = cuda_driver()
     packages["deploylens"] = deploylens_info()
     return packages
+
+
+def environment_report(deep: bool = True) -> dict[str, Any]:
+    """The interpreter, its packages, the CUDA driver and this DeployLens, each under its own
+    key (``core.environment.Environment``; the handshake keeps the last two among the
+    packages)."""
+    packages = probe_packages(deep)
+    cuda, ours = packages.pop("cuda_driver"), packages.pop("deploylens")
+    return {"python": python_info(), "packages": packages, "cuda_driver": cuda, "deploylens": ours}

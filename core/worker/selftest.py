@@ -10,12 +10,13 @@ import time
 from typing import Any
 
 from deploylens.core.errors import UserError
-from deploylens.core.worker.probe import probe_packages, python_info
+from deploylens.core.worker.probe import environment_report
 
 
 def probe_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-    """Deep probe: what the handshake says, plus torch's own view of CUDA when torch is there."""
-    report: dict[str, Any] = {"python": python_info(), "packages": probe_packages()}
+    """Deep probe: what the handshake says, plus torch's own view of CUDA when torch is there
+    (the app reads it as ``core.environment.Environment``)."""
+    report = environment_report()
     if params.get("torch") and report["packages"]["torch"]["version"]:
         ctx.progress(0.5, "importing torch")
         try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from importlib.metadata import version as dist_version
-from typing import Any
 
 from PySide6 import __version__ as pyside_version
 from PySide6.QtCore import qVersion
@@ -11,6 +10,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from deploylens.core import __version__
+from deploylens.core.environment import Environment
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.dialogs.environment_table import EnvironmentTable
 from deploylens.gui.job_manager import JobManager
@@ -56,10 +56,10 @@ class EnvironmentDialog(QDialog):
         self.job.sig_finished.connect(self._on_report)
         self.job.sig_failed.connect(self._on_failed)
 
-    def _on_report(self, report: dict[str, Any]) -> None:
-        python = report["python"]
-        where = f" on {self.host} (machine {python.get('host', '?')})" if self.host else ""
-        self.status.setText(f"Interpreter: {python['executable']}{where}")
+    def _on_report(self, report: Environment) -> None:
+        python = report.python
+        where = f" on {self.host} (machine {python.host or '?'})" if self.host else ""
+        self.status.setText(f"Interpreter: {python.executable}{where}")
         self.worker_table.show_report(report)
 
     def _on_failed(self, failure: JobFailure) -> None:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from deploylens.core.environment import Environment
 from deploylens.core.settings import AppSettings
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.dialogs.environment_table import EnvironmentTable
@@ -106,10 +107,10 @@ class PreferencesDialog(QDialog):
         self.job.sig_finished.connect(self._on_report)
         self.job.sig_failed.connect(self._on_failed)
 
-    def _on_report(self, report: dict[str, Any]) -> None:
-        python = report["python"]
-        where = f" on {python['host']}" if self.host_edit.text().strip() else ""
-        self.status.setText(f"OK: Python {python['version']} at {python['executable']}{where}")
+    def _on_report(self, report: Environment) -> None:
+        python = report.python
+        where = f" on {python.host}" if self.host_edit.text().strip() else ""
+        self.status.setText(f"OK: Python {python.version} at {python.executable}{where}")
         self.table.show_report(report)
 
     def _on_failed(self, failure: JobFailure) -> None:

@@ -41,6 +41,21 @@ def test_every_declared_result_is_a_result_dataclass_of_its_job() -> None:
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
 
+# The jobs whose answer stays a plain dict, each for a reason: the worker's self-tests (they
+# echo what they were sent), and the measured matrix's probe run, whose answer is the body of a
+# cache file that only core/support/measure.py reads and merges
+UNTYPED = {"support.measure"}
+
+
+def test_every_job_the_app_reads_answers_a_typed_result() -> None:
+    """A job added without a result class would bring string-key reads back to the CLI and
+    the panels: this says which one."""
+    untyped = {
+        name for name, job in JOBS.items() if not job.result and not name.startswith("selftest.")
+    }
+    assert untyped == UNTYPED
+
+
 @pytest.fixture(scope="module")
 def validation() -> dict:
     """A real validate.outputs answer, layer-wise (NaN jumps included), as the wire carries it."""
