@@ -41,6 +41,9 @@ class Request:
     # whether the job reads a model's weights (its external data): then the model-folder guard
     # stands in front of it; a job that only reports on the file (inspect) says what is wrong
     READS_WEIGHTS: ClassVar[bool] = True
+    # fields a project file does not keep: the model (the project's own) and what is filled
+    # at submission (plugin entry points of this machine)
+    PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A request's job and command are its row of the job table (declared once)."""
@@ -76,6 +79,28 @@ class Request:
         from deploylens.core.files import parse_toml
 
         return cls.from_params(parse_toml(text, f"the {cls.JOB} request", "TOML table"))
+
+    # -- a project's table -------------------------------------------------------------------
+    def project_table(self) -> dict[str, Any]:
+        """The request as a project keeps it (TOML-ready): its own fields, nothing else."""
+        params = self.to_params()
+        kept = {k: v for k, v in params.items() if k not in self.PROJECT_LEAVES_OUT}
+        table: dict[str, Any] = _tomlable(kept)
+        return table
+
+    @classmethod
+    def from_project(cls: type[R], table: Any, what: str, **given: Any) -> R:
+        """The request a project's table holds, read as strictly as the worker reads one (a
+        shared project's wrong type or unknown key is said, never coerced); ``given``: the
+        fields the project keeps elsewhere (its model)."""
+        from deploylens.core.errors import UserError
+
+        if not isinstance(table, dict):
+            raise UserError(f"The project's {what} settings are not a table.")
+        try:
+            return cls.from_params({**table, **given})
+        except UserError as exc:
+            raise UserError(f"The project's {what} settings: {exc.message}", exc.hint) from None
 
     # -- the command line ---------------------------------------------------------------------
     @classmethod

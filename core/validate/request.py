@@ -27,6 +27,7 @@ class ValidateRequest(Request):
     FILES: ClassVar[dict[str, str]] = {
         "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in"
     }  # fmt: skip
+    PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("path", "plugin_entries")
 
     path: str = ""  # the ONNX model
     torch: ModelSource | None = None  # the reference; None: ORT with optimizations off

@@ -75,6 +75,7 @@ class ValidatePanel(QWidget):
         self.jobs = jobs
         self.model_path: str = ""
         self.result: ValidationResult | None = None
+        self.ran: ValidateRequest | None = None  # what made the result: what a project keeps
         self.result_path: Path | None = None
         self.job: Any = None
         self.plot: Any = None
@@ -224,15 +225,36 @@ class ValidatePanel(QWidget):
         one, what named the last model (its PyTorch module, its inputs) goes and the user's
         choices (tolerances, statistic, seed, layer-wise, budget, preprocess) stay."""
         self.model_path = path
-        self.torch_spec.setText(str((table or {}).get("torch", "")))
-        self.inputs.setText(str((table or {}).get("inputs", "")))
-        self.result = None
+        self.torch_spec.setText("")
+        self.inputs.setText("")
+        self.result, self.ran = None, None
         self.banner.setText("No validation yet.")
         self.banner.setStyleSheet(IDLE_STYLE)
         if not table:
             return
-        self.preprocess.setText(str(table.get("preprocess", "")))
+        try:
+            if "request" in table:  # the request's own fields, read strictly
+                self.ran = ValidateRequest.from_project(table["request"], "validate", path=path)
+                self.set_request(self.ran)
+            else:
+                self._set_legacy(table)
+        except UserError as exc:
+            self.sig_message.emit(exc.message)
+            return
+        last = table.get("last_result")
+        if isinstance(last, str) and last and Path(last).is_file():
+            try:
+                self.show_result(load_result(last), Path(last))
+            except UserError as exc:
+                self.sig_message.emit(f"The last validation could not be re-opened: {exc.message}")
+
+    def _set_legacy(self, table: dict[str, Any]) -> None:
+        """A project saved before its [validate] table held the request: the form's texts
+        (they are parsed as typed ones when the validation runs)."""
         defaults = ValidateRequest()
+        self.torch_spec.setText(str(table.get("torch", "")))
+        self.inputs.setText(str(table.get("inputs", "")))
+        self.preprocess.setText(str(table.get("preprocess", "")))
         self.rtol.setText(str(table.get("rtol", repr(DEFAULT_RTOL))))
         self.atol.setText(str(table.get("atol", repr(DEFAULT_ATOL))))
         self.statistic.setCurrentText(str(table.get("statistic", defaults.tolerances.statistic)))
@@ -241,27 +263,13 @@ class ValidatePanel(QWidget):
         self.seed.setValue(int(table.get("seed", defaults.seed)))
         self.layerwise.setChecked(bool(table.get("layerwise", defaults.layerwise)))
         self.budget.setValue(float(table.get("budget_mb", defaults.budget_mb)))
-        last = table.get("last_result")
-        if last and Path(last).is_file():
-            try:
-                self.show_result(load_result(last), Path(last))
-            except UserError as exc:
-                self.sig_message.emit(f"The last validation could not be re-opened: {exc.message}")
 
     def project_table(self) -> dict[str, Any]:
-        table: dict[str, Any] = {
-            "torch": self.torch_spec.text().strip(),
-            "inputs": self.inputs.text().strip(),
-            "preprocess": self.preprocess.text().strip(),
-            "rtol": self.rtol.text().strip(),
-            "atol": self.atol.text().strip(),
-            "statistic": self.statistic.currentText(),
-            "rel_l2": self.rel_l2.text().strip(),
-            "quantile": self.quantile.value(),
-            "seed": self.seed.value(),
-            "layerwise": self.layerwise.isChecked(),
-            "budget_mb": self.budget.value(),
-        }
+        """The request that made the last result, through its own TOML, and where the result
+        was saved."""
+        table: dict[str, Any] = {}
+        if self.ran is not None:
+            table["request"] = self.ran.project_table()
         if self.result_path is not None:
             table["last_result"] = str(self.result_path)
         return table
@@ -331,7 +339,7 @@ class ValidatePanel(QWidget):
         self.run_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
         job = self.jobs.submit_request(request, f"Validate {Path(self.model_path).name}")
-        self.job = job
+        self.job, self.ran = job, request
         job.sig_progress.connect(self._on_progress)
         job.sig_finished.connect(self._on_finished)
         job.sig_failed.connect(self._on_failed)

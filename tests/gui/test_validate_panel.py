@@ -4,6 +4,7 @@ diverging node, the table selecting in the graph, the overlay, the project and t
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,12 @@ def test_broken_model_first_divergence_table_graph_and_project(
     second = make_window()
     wait_opened(qtbot, second, project)
     again = second.validate_panel
-    assert again.torch_spec.text() == "sample:small_cnn" and again.rtol.text() == "1e-4"
+    assert again.torch_spec.text() == "sample:small_cnn"
+    assert again.request().tolerances == panel.request().tolerances  # rtol/atol 1e-4 again
     assert again.result is not None and again.banner.text() == panel.banner.text()
+    # the project keeps the request's own fields, read back as strictly as the worker reads it
+    table = tomllib.loads(project.read_text())["validate"]
+    assert table["request"]["tolerances"]["rtol"] == {"": 1e-4} and "path" not in table["request"]
 
 
 def test_bad_settings_and_files_are_explained(
@@ -159,3 +164,34 @@ def test_outputs_that_pass_over_diverging_layers_are_not_a_green_pass(
     assert rows == sorted(rows)  # graph order, not output-first
     texts = [panel.proxy.data(panel.proxy.index(r, 8)) for r in range(panel.proxy.rowCount())]
     assert within_text(0.99996) in texts and np.all([t != "100.00%" for t in texts])
+
+
+def test_a_shared_projects_validate_settings_are_read_strictly(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    """A project file someone shared: a wrong type in its [validate] request is said (the
+    form keeps its defaults), never coerced into a setting; a project saved before the table
+    held the request still opens with its texts."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes((samples / "small_cnn.dynamo.onnx").read_bytes())
+    shared = tmp_path / "shared.deploylens.toml"
+    shared.write_text(
+        '[deploylens]\nschema = 1\n[model]\npath = "m.onnx"\n'
+        '[validate.request]\nseed = "7; import os"\nlayerwise = true\n'
+    )
+    window = make_window()
+    with qtbot.waitSignal(window.validate_panel.sig_message, timeout=JOB_TIMEOUT_MS) as said:
+        window.open_path(shared)
+    assert "validate settings" in said.args[0] and "seed must be an integer" in said.args[0]
+    panel = window.validate_panel
+    assert panel.seed.value() == 0 and not panel.layerwise.isChecked()
+    old = tmp_path / "old.deploylens.toml"
+    old.write_text(
+        '[deploylens]\nschema = 1\n[model]\npath = "m.onnx"\n'
+        '[validate]\ntorch = "sample:small_cnn"\nrtol = "1e-3"\nseed = 3\n'
+    )
+    second = make_window()
+    wait_opened(qtbot, second, old)
+    legacy = second.validate_panel
+    assert legacy.torch_spec.text() == "sample:small_cnn" and legacy.rtol.text() == "1e-3"
+    assert legacy.request().seed == 3
