@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from deploylens.core.files import output_path
+from deploylens.core.request_parts import Flag, Part
 from deploylens.core.requests import Request, flag
 
 Method = Literal["minmax", "entropy", "percentile"]
@@ -25,8 +26,53 @@ def default_output(model: str, method: str) -> str:
     return beside(model, f".{method}.qdq.onnx")
 
 
+@dataclass(kw_only=True)
+class CalibrationData(Part):
+    """How the calibration samples are read: calibrate's, sensitivity's and the study's."""
+
+    FLAGS: ClassVar[tuple[Flag, ...]] = (
+        Flag("preprocess", "for image folders, as for validate (e.g. imagenet)"),
+        Flag("batches", "at most this many batches", int),
+    )
+
+    preprocess: str = ""
+    batches: int | None = None  # default: every sample in the folder
+
+
+@dataclass(kw_only=True)
+class CalibrationMethod(Part):
+    """How the ranges are calibrated: calibrate's and sensitivity's (the study varies them)."""
+
+    FLAGS: ClassVar[tuple[Flag, ...]] = (
+        Flag("method", choices=METHODS),
+        Flag("percentile", "the percentile method's", float),
+        Flag("batch_size", "calibration batch (default: the model's fixed batch, else 1)", int),
+    )
+
+    method: Method = "entropy"
+    percentile: float = 99.99
+    batch_size: int | None = None  # default: the model's batch axis when fixed, else 1
+
+
+@dataclass(kw_only=True)
+class Evaluation(Part):
+    """The samples a sensitivity analysis and a study score every variant on."""
+
+    FLAGS: ClassVar[tuple[Flag, ...]] = (
+        Flag("evaluate", "evaluation samples", int),
+        Flag("eval_data", "held-out images/arrays (default: the calibration data)", path=True),
+        Flag("labels", ".npy of class indices (top1 = accuracy)", path=True),
+        Flag("threads", "ONNX Runtime threads (0: its default)", int),
+    )
+
+    evaluate: int = 64
+    eval_data: str = ""  # held-out data; default: the calibration data
+    labels: str = ""  # .npy of class indices for eval samples: top1 becomes accuracy
+    threads: int = 0
+
+
 @dataclass
-class CalibrateRequest(Request):
+class CalibrateRequest(Request, CalibrationData, CalibrationMethod):
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "data": "in",
@@ -38,11 +84,6 @@ class CalibrateRequest(Request):
     model: str
     data: str  # a folder of images or .npy/.npz arrays (or one .npz)
     output: str = ""  # the Q/DQ model; default: <model>.<method>.qdq.onnx
-    method: Method = "entropy"
-    percentile: float = 99.99
-    preprocess: str = ""
-    batch_size: int | None = None  # default: the model's batch axis when fixed, else 1
-    batches: int | None = None  # default: every sample in the folder
     per_channel: bool = True
     exclude: list[str] = field(default_factory=list)  # node names kept in float
     evaluate: int = DEFAULT_EVALUATE  # samples for the accuracy check (0: none)
@@ -56,11 +97,8 @@ class CalibrateRequest(Request):
         group = parser.add_argument_group("calibration")
         group.add_argument("model", type=Path)
         group.add_argument("--data", type=Path, required=True, help="images or .npy/.npz files")
-        group.add_argument("--method", default="entropy", choices=METHODS)
-        group.add_argument("--percentile", type=float, default=99.99)
-        group.add_argument("--preprocess", default="", help="as for validate (e.g. imagenet)")
-        group.add_argument("--batch-size", type=int)
-        group.add_argument("--batches", type=int, help="at most this many batches")
+        CalibrationMethod.add_part_arguments(group)
+        CalibrationData.add_part_arguments(group)
         group.add_argument(
             "--exclude", action="append", default=[], help="a node kept in float (repeatable)"
         )
@@ -94,11 +132,8 @@ class CalibrateRequest(Request):
             model=str(args.model),
             data=str(args.data),
             output=str(args.out) if args.out else "",
-            method=args.method,
-            percentile=args.percentile,
-            preprocess=args.preprocess,
-            batch_size=args.batch_size,
-            batches=args.batches,
+            **CalibrationMethod.part_values(args),
+            **CalibrationData.part_values(args),
             per_channel=not args.per_tensor,
             exclude=list(args.exclude),
             evaluate=args.evaluate,
@@ -110,11 +145,7 @@ class CalibrateRequest(Request):
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--data", self.data]
-        flag(args, "--method", self.method, "entropy")
-        flag(args, "--percentile", self.percentile, 99.99)
-        flag(args, "--preprocess", self.preprocess, "")
-        flag(args, "--batch-size", self.batch_size, None)
-        flag(args, "--batches", self.batches, None)
+        args += CalibrationMethod.part_args(self) + CalibrationData.part_args(self)
         for node in self.exclude:
             args += ["--exclude", node]
         if not self.per_channel:
@@ -151,7 +182,7 @@ Metric = Literal["relL2", "cosine", "top1"]
 
 
 @dataclass
-class SensitivityRequest(Request):
+class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation):
     """Per-layer precision sensitivity (``deploylens sensitivity``, the Sensitivity view)."""
 
     FILES: ClassVar[dict[str, str]] = {
@@ -166,18 +197,9 @@ class SensitivityRequest(Request):
     data: str  # calibration data: a folder of images or .npy/.npz arrays
     out: str = ""  # a folder for the plan and report; default: ./MODEL.sensitivity
     precision: Precision = "int8"
-    method: Method = "entropy"
-    percentile: float = 99.99
     metric: Metric = "relL2"
     budget: float | None = None  # relL2 ≤ it; cosine or top1 ≥ it (defaults per metric)
-    preprocess: str = ""
-    batch_size: int | None = None
-    batches: int | None = None
-    evaluate: int = 64  # evaluation samples
-    eval_data: str = ""  # held-out data; default: the calibration data
-    labels: str = ""  # .npy of class indices for eval samples: top1 becomes accuracy
     build: bool = False  # also build the plan with TensorRT-RTX ahead of time (where installed)
-    threads: int = 0
     reuse_prefix: bool = True  # run only what a variant changes (core/quantize/prefix.py)
 
     @classmethod
@@ -186,28 +208,20 @@ class SensitivityRequest(Request):
         group.add_argument("model", type=Path)
         group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
         group.add_argument("--precision", choices=("int8", "fp16"), default="int8")
-        group.add_argument("--method", choices=METHODS, default="entropy")
-        group.add_argument("--percentile", type=float, default=99.99)
+        CalibrationMethod.add_part_arguments(group)
         group.add_argument("--metric", choices=("relL2", "cosine", "top1"), default="relL2")
         group.add_argument(
             "--budget", type=float, help="relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)"
         )
-        group.add_argument("--preprocess", default="")
-        group.add_argument("--batch-size", type=int)
-        group.add_argument("--batches", type=int)
+        CalibrationData.add_part_arguments(group)
         evaluation = parser.add_argument_group("evaluation and outputs")
-        evaluation.add_argument("--evaluate", type=int, default=64, help="evaluation samples")
-        evaluation.add_argument("--eval-data", type=Path, help="held-out images/arrays")
-        evaluation.add_argument(
-            "--labels", type=Path, help=".npy of class indices (top1 = accuracy)"
-        )
+        Evaluation.add_part_arguments(evaluation)
         evaluation.add_argument(
             "--out", type=Path, help="folder for the plan (./MODEL.sensitivity)"
         )
         evaluation.add_argument(
             "--build", action="store_true", help="build the plan with TensorRT-RTX (no GPU needed)"
         )
-        evaluation.add_argument("--threads", type=int, default=0)
         evaluation.add_argument(
             "--whole-model",
             action="store_true",
@@ -219,31 +233,22 @@ class SensitivityRequest(Request):
     def from_args(cls, args: argparse.Namespace) -> SensitivityRequest:
         return cls(
             model=str(args.model), data=str(args.data), out=str(args.out) if args.out else "",
-            precision=args.precision, method=args.method, percentile=args.percentile,
-            metric=args.metric, budget=args.budget, preprocess=args.preprocess,
-            batch_size=args.batch_size, batches=args.batches, evaluate=args.evaluate,
-            eval_data=str(args.eval_data) if args.eval_data else "",
-            labels=str(args.labels) if args.labels else "", build=bool(args.build),
-            threads=args.threads, reuse_prefix=not args.whole_model,
+            precision=args.precision, metric=args.metric, budget=args.budget,
+            build=bool(args.build), reuse_prefix=not args.whole_model,
+            **CalibrationMethod.part_values(args), **CalibrationData.part_values(args),
+            **Evaluation.part_values(args),
         )  # fmt: skip
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--data", self.data]
         flag(args, "--precision", self.precision, "int8")
-        flag(args, "--method", self.method, "entropy")
-        flag(args, "--percentile", self.percentile, 99.99)
         flag(args, "--metric", self.metric, "relL2")
         flag(args, "--budget", self.budget, None)
-        flag(args, "--preprocess", self.preprocess, "")
-        flag(args, "--batch-size", self.batch_size, None)
-        flag(args, "--batches", self.batches, None)
-        flag(args, "--evaluate", self.evaluate, 64)
-        flag(args, "--eval-data", self.eval_data, "")
-        flag(args, "--labels", self.labels, "")
+        args += CalibrationMethod.part_args(self) + CalibrationData.part_args(self)
+        args += Evaluation.part_args(self)
         flag(args, "--out", self.out, "")
         if self.build:
             args.append("--build")
-        flag(args, "--threads", self.threads, 0)
         if not self.reuse_prefix:
             args.append("--whole-model")
         return args
@@ -268,7 +273,7 @@ class SensitivityRequest(Request):
 
 
 @dataclass
-class StudyRequest(Request):
+class StudyRequest(Request, CalibrationData, Evaluation):
     """Calibration study (``deploylens calibration-study``): the same data calibrated with every
     method and calibration batch size, one table of errors and the ranges that differ most."""
 
@@ -281,12 +286,6 @@ class StudyRequest(Request):
 
     model: str
     data: str
-    preprocess: str = ""
-    batches: int | None = None
-    evaluate: int = 64
-    eval_data: str = ""
-    labels: str = ""
-    threads: int = 0
     executor: Literal["auto", "worker", "ray"] = "auto"  # auto: Ray where installed
     ray_address: str = ""
 
@@ -301,41 +300,28 @@ class StudyRequest(Request):
         group.add_argument("--ray-address", default="", help="a running Ray cluster")
         group.add_argument("model", type=Path)
         group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
-        group.add_argument("--preprocess", default="")
-        group.add_argument("--batches", type=int)
-        group.add_argument("--evaluate", type=int, default=64)
-        group.add_argument("--eval-data", type=Path)
-        group.add_argument("--labels", type=Path, help=".npy of class indices (top1 = accuracy)")
-        group.add_argument("--threads", type=int, default=0)
+        CalibrationData.add_part_arguments(group)
+        Evaluation.add_part_arguments(group)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> StudyRequest:
         return cls(
-            model=str(args.model), data=str(args.data), preprocess=args.preprocess,
-            batches=args.batches, evaluate=args.evaluate,
-            eval_data=str(args.eval_data) if args.eval_data else "",
-            labels=str(args.labels) if args.labels else "", threads=args.threads,
-            executor=args.executor, ray_address=args.ray_address,
+            model=str(args.model), data=str(args.data), executor=args.executor,
+            ray_address=args.ray_address, **CalibrationData.part_values(args),
+            **Evaluation.part_values(args),
         )  # fmt: skip
 
     def cli_args(self) -> list[str]:
         args = [self.model, "--data", self.data]
-        flag(args, "--preprocess", self.preprocess, "")
-        flag(args, "--batches", self.batches, None)
-        flag(args, "--evaluate", self.evaluate, 64)
-        flag(args, "--eval-data", self.eval_data, "")
-        flag(args, "--labels", self.labels, "")
-        flag(args, "--threads", self.threads, 0)
+        args += CalibrationData.part_args(self) + Evaluation.part_args(self)
         flag(args, "--executor", self.executor, "auto")
         flag(args, "--ray-address", self.ray_address, "")
         return args
 
     def sensitivity(self) -> SensitivityRequest:
         """The evaluation settings as the sensitivity analysis spells them."""
-        return SensitivityRequest(self.model, self.data, preprocess=self.preprocess,
-                                  batches=self.batches, evaluate=self.evaluate,
-                                  eval_data=self.eval_data, labels=self.labels,
-                                  threads=self.threads)  # fmt: skip
+        return SensitivityRequest(self.model, self.data, **CalibrationData.part_of(self),
+                                  **Evaluation.part_of(self))  # fmt: skip
 
     def prepared(self) -> StudyRequest:
         checked = self.sensitivity().prepared()

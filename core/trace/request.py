@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
+from deploylens.core.request_parts import Flag, Part
 from deploylens.core.requests import Request, flag
 from deploylens.core.trace.pipeline import MODES, Mode
 
@@ -19,12 +20,31 @@ if TYPE_CHECKING:
 Backend = Literal["ort", "torch", "trt"]
 BACKENDS: tuple[str, ...] = ("ort", "torch", "trt")
 Host = Literal["pinned", "pageable"]
+HOSTS: tuple[str, ...] = ("pinned", "pageable")
 Executor = Literal["auto", "worker", "ray"]
 EXECUTORS = ("auto", "worker", "ray")
 
 
+@dataclass(kw_only=True)
+class CaptureLoop(Part):
+    """How a capture runs the model, whatever it varies: profile's and sweep's, written once."""
+
+    FLAGS: ClassVar[tuple[Flag, ...]] = (
+        Flag("host", "host memory for the copies (pinned: page-locked)", choices=HOSTS,
+             option="--host-buffers"),  # --host names a machine
+        Flag("warmup", "untimed batches first", int),
+        Flag("iterations", "timed batches", int),
+        Flag("device", "torch device (default: cuda when there)"),
+    )  # fmt: skip
+
+    host: Host = "pinned"  # host buffers for the copies
+    warmup: int = 5
+    iterations: int = 20
+    device: str = ""  # torch device; "": cuda when available
+
+
 @dataclass
-class ProfileRequest(Request):
+class ProfileRequest(Request, CaptureLoop):
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "out"}
 
     model: str  # ort: an ONNX file; torch: an export spec; trt: an engine file
@@ -33,10 +53,6 @@ class ProfileRequest(Request):
     mode: Mode = "serial"  # how batches are issued on a GPU (core/trace/pipeline.py)
     batch: int = 1
     streams: int = 1  # CUDA (compute) streams; ignored on the CPU, and said so
-    host: Host = "pinned"  # host buffers for the copies
-    warmup: int = 5
-    iterations: int = 20
-    device: str = ""  # torch device; "": cuda when available
 
     def capture(self) -> CaptureSettings:
         from deploylens.core.trace.capture import CaptureSettings
@@ -75,10 +91,7 @@ class ProfileRequest(Request):
         )
         group.add_argument("--batch", type=int, default=1)
         group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")
-        add_host_buffers(group)
-        group.add_argument("--warmup", type=int, default=5, help="untimed batches first")
-        group.add_argument("--iterations", type=int, default=20)
-        group.add_argument("--device", default="", help="torch device (default: cuda when there)")
+        CaptureLoop.add_part_arguments(group)
         group.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")
 
     @classmethod
@@ -90,10 +103,7 @@ class ProfileRequest(Request):
             mode=args.mode,
             batch=args.batch,
             streams=args.streams,
-            host=args.host,
-            warmup=args.warmup,
-            iterations=args.iterations,
-            device=args.device or "",
+            **CaptureLoop.part_values(args),
         )
 
     def cli_args(self) -> list[str]:
@@ -102,11 +112,7 @@ class ProfileRequest(Request):
         flag(args, "--mode", self.mode, "serial")
         flag(args, "--batch", self.batch, 1)
         flag(args, "--streams", self.streams, 1)
-        flag(args, "--host-buffers", self.host, "pinned")
-        flag(args, "--warmup", self.warmup, 5)
-        flag(args, "--iterations", self.iterations, 20)
-        flag(args, "--device", self.device, "")
-        return args
+        return args + CaptureLoop.part_args(self)
 
     def check(self) -> None:
         """Numbers no capture can use, and a model the backend cannot take, refused in one
@@ -166,7 +172,7 @@ def _mode_list(text: str) -> list[Mode]:
 
 
 @dataclass
-class SweepRequest(Request):
+class SweepRequest(Request, CaptureLoop):
     """One capture per batch × streams × mode point, in one worker (``deploylens sweep``)."""
 
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "outdir"}
@@ -177,17 +183,11 @@ class SweepRequest(Request):
     batches: list[int] = field(default_factory=lambda: [1])
     streams: list[int] = field(default_factory=lambda: [1])
     modes: list[Mode] = field(default_factory=lambda: ["serial"])
-    host: Host = "pinned"
-    warmup: int = 5
-    iterations: int = 20
-    device: str = ""
     executor: Executor = "auto"  # auto: Ray where the worker's interpreter has it
     ray_address: str = ""  # a running Ray cluster ("" : Ray started on this machine)
 
     def base(self) -> ProfileRequest:
-        return ProfileRequest(self.model, "", backend=self.backend, host=self.host,
-                              warmup=self.warmup, iterations=self.iterations,
-                              device=self.device)  # fmt: skip
+        return ProfileRequest(self.model, "", backend=self.backend, **CaptureLoop.part_of(self))
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -204,10 +204,7 @@ class SweepRequest(Request):
         group.add_argument(
             "--mode", default="serial", help="modes, e.g. serial,pipelined,cudagraph"
         )
-        add_host_buffers(group)
-        group.add_argument("--warmup", type=int, default=5)
-        group.add_argument("--iterations", type=int, default=20)
-        group.add_argument("--device", default="")
+        CaptureLoop.add_part_arguments(group)
         group.add_argument(
             "--out", type=Path, required=True, help="folder for the traces and tables"
         )
@@ -236,10 +233,7 @@ class SweepRequest(Request):
             batches=_int_list(args.batch),
             streams=_int_list(args.streams),
             modes=_mode_list(args.mode),
-            host=args.host,
-            warmup=args.warmup,
-            iterations=args.iterations,
-            device=args.device or "",
+            **CaptureLoop.part_values(args),
             executor=args.executor,
             ray_address=args.ray_address,
         )
@@ -252,11 +246,7 @@ class SweepRequest(Request):
         flag(args, "--batch", ",".join(map(str, self.batches)), "1")
         flag(args, "--streams", ",".join(map(str, self.streams)), "1")
         flag(args, "--mode", ",".join(self.modes), "serial")
-        flag(args, "--host-buffers", self.host, "pinned")
-        flag(args, "--warmup", self.warmup, 5)
-        flag(args, "--iterations", self.iterations, 20)
-        flag(args, "--device", self.device, "")
-        return args
+        return args + CaptureLoop.part_args(self)
 
     def prepared(self) -> SweepRequest:
         self.base().check()
@@ -292,14 +282,3 @@ class LabRequest(Request):
 
     def prepared(self) -> LabRequest:
         return replace(self, out=output_path(self.out))
-
-
-def add_host_buffers(group: argparse._ArgumentGroup) -> None:
-    """``--host-buffers``: profile's and sweep's host memory (``--host`` names a machine)."""
-    group.add_argument(
-        "--host-buffers",
-        dest="host",
-        choices=("pinned", "pageable"),
-        default="pinned",
-        help="host memory for the copies (pinned: page-locked)",
-    )

@@ -224,3 +224,24 @@ def test_generated_script_names_the_request(tmp_path: Path) -> None:
     compile(script, "calibrate.py", "exec")
     assert "torch.onnx.export" in _export().python_script()  # export writes a torch-only one
     assert "import tensorrt" in _build(tmp_path).python_script()
+
+
+def test_a_shared_part_is_declared_once() -> None:
+    """Profile and sweep share how a capture runs; calibrate, sensitivity and the study share
+    how the calibration data is read (and how it is scored): each part's fields are declared in
+    the part alone — a request that declared one again would have its own default and flag."""
+    import dataclasses
+
+    from deploylens.core.request_parts import Part
+
+    parts_seen = set()
+    for job in REQUESTS:
+        cls = request_class(job)
+        parts = [b for b in cls.__mro__ if issubclass(b, Part) and not issubclass(b, Request)]
+        for part in (base for base in parts if base is not Part):
+            parts_seen.add(part.__name__)
+            own = {f.field for f in part.FLAGS}
+            fields = {f.name for f in dataclasses.fields(part)}  # type: ignore[arg-type]
+            assert own == fields, part  # every field has its flag
+            assert not own & set(vars(cls).get("__annotations__", {})), (cls, own)
+    assert {"CaptureLoop", "CalibrationData", "CalibrationMethod", "Evaluation"} <= parts_seen
