@@ -107,3 +107,16 @@ def test_the_remote_fetch_reads_only_the_declared_file_fields() -> None:
     answer = {"report": {"steps": "/s/x.json", "note": "see /s/log.txt"}, "plans": ["/s/a", "/s/b"]}
     assert _declared(answer, ("report.steps", "plans")) == ["/s/x.json", "/s/a", "/s/b"]
     assert "see /s/log.txt" in _strings(answer)  # the old scan looked at every string
+
+
+def test_the_cli_reads_a_real_workers_answer_strictly_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_job (the CLI's way) converts as the GUI does: a real worker's echo, declared here
+    (in this process only) as a validation result, is refused with the sentence."""
+    from dataclasses import replace
+
+    from deploylens.core.jobs import run_job
+
+    row = replace(JOBS["selftest.echo"], result="deploylens.core.validate.result:ValidationResult")
+    monkeypatch.setitem(JOBS, "selftest.echo", row)
+    with pytest.raises(UserError, match="does not match DeployLens's ValidationResult"):
+        run_job("selftest.echo", {"a": 1}, on_progress=lambda f, t: None)

@@ -111,3 +111,22 @@ def test_nothing_starts_a_worker_after_the_window_shut_down(qtbot) -> None:
     assert job.failure.kind == protocol.CANCELLED
     assert job.process.state() == QProcess.ProcessState.NotRunning
     assert job.process.processId() == 0 and job.workdir is None
+
+
+def test_an_answer_that_does_not_fit_its_result_class_is_a_failure_not_a_payload(
+    qtbot, monkeypatch
+) -> None:
+    """The GUI reads a worker's answer as the job's typed result before any panel sees it: an
+    answer of another shape (another DeployLens in the worker interpreter) fails the job with
+    that sentence instead of reaching a panel as a dict it would index. The job table's row is
+    changed here, in the app process only: the worker still answers the echo."""
+    from dataclasses import replace
+
+    from deploylens.core.job_table import JOBS
+
+    row = replace(JOBS["selftest.echo"], result="deploylens.core.validate.result:ValidationResult")
+    monkeypatch.setitem(JOBS, "selftest.echo", row)
+    failure = _run(qtbot, WorkerJob("selftest.echo", {"a": 1}), "sig_failed")
+    assert failure.kind == protocol.INTERNAL
+    assert "does not match DeployLens's ValidationResult" in failure.message
+    assert "another DeployLens version" in failure.message
