@@ -56,3 +56,29 @@ def around(
         return [a, (lane, a[1] + pad / 2), (lane, turn), (b[0], turn), b]
     turn = a[1] + rank_gap / 3  # just below the box it leaves
     return [a, (a[0], turn), (lane, turn), (lane, b[1] - pad / 2), b]
+
+
+def spread_entries(
+    polylines: list[np.ndarray], dst: np.ndarray, tensors: np.ndarray, rects: np.ndarray,
+    turn: float,
+) -> None:  # fmt: skip
+    """Edges of different tensors entering one box get their own ports along its top, in the
+    order they arrive from left to right: a ResNet block's skip edge and its main chain both
+    ended on the Add's top centre, the last 12 px drawn on top of each other (edges of one
+    tensor may share a trunk). A route's short vertical approach (within ``turn`` above the
+    box) moves with its port, so it still enters straight down."""
+    order = np.argsort(dst, kind="stable")
+    starts = np.flatnonzero(np.r_[True, dst[order][1:] != dst[order][:-1]])
+    for group in np.split(order, starts[1:]):
+        if len(group) < 2 or len(set(tensors[group].tolist())) < 2:
+            continue
+        x0, _, x1, _ = rects[int(dst[group[0]])]
+        arriving = sorted(group.tolist(), key=lambda e: (polylines[e][-2][0], e))
+        for k, edge in enumerate(arriving):
+            points = polylines[edge] = polylines[edge].copy()  # a laid-out route is shared
+            port = x0 + (x1 - x0) * (k + 1) / (len(arriving) + 1)
+            old = points[-1][0]
+            before = points[-2]
+            if len(points) > 2 and before[0] == old and 0 < points[-1][1] - before[1] <= turn:
+                before[0] = port
+            points[-1][0] = port

@@ -15,7 +15,7 @@ import numpy as np
 from deploylens.core.graph.hierarchy import ROOT
 from deploylens.core.graph.ir import OP, GraphIR
 from deploylens.core.graph.layout import RANK_GAP, LayeredLayout, layered_layout
-from deploylens.core.graph.routing import around, crosses
+from deploylens.core.graph.routing import around, crosses, spread_entries
 
 NODE_HEIGHT = 30.0
 GROUP_HEIGHT = 44.0
@@ -357,6 +357,7 @@ class GraphScene:
             for frame, inner in itertools.pairwise(inward):
                 step_to(points, top(inner), frame, inner, entering=True)
             polylines.append(np.array(points, dtype=float))
+        spread_entries(polylines, pairs[:, 1], tensors, rects, RANK_GAP / 2)
         return (
             pairs[:, 0].astype(np.int32),
             pairs[:, 1].astype(np.int32),

@@ -139,3 +139,12 @@ def test_a_residual_blocks_skip_edge_goes_round_its_chain(tmp_path: Path) -> Non
         if any(crosses(a, b, scene.box_rect, ends, nodes) for a, b in itertools.pairwise(points)):
             through.append(e)
     assert len(offsets) > 10 and through == []
+    # and the skip edge and the chain enter the Add at their own ports, not on one line: the
+    # last 12 px of both were drawn on top of each other at the box's top centre
+    for add in (n for n in nodes if model.ir.op_type(int(scene.box_ref[n])) == "Add"):
+        into = [e for e in range(len(offsets) - 1) if scene.edge_dst_box[e] == add]
+        ports = {float(scene.edge_points[offsets[e + 1] - 1][0]) for e in into}
+        x0, y0, x1, _ = scene.box_rect[add]
+        assert len(into) == 2 and len(ports) == 2 and all(x0 < x < x1 for x in ports), into
+        last_legs = [scene.edge_points[offsets[e + 1] - 2 : offsets[e + 1]] for e in into]
+        assert all(leg[1][1] == y0 for leg in last_legs)  # each still ends on the box's top
