@@ -40,6 +40,7 @@ from deploylens.gui.graph.labels import (
     MAX_FONT_PT,
     MIN_FONT_PT,
     SHAPES_FROM_SCALE,
+    Placed,
     fit_lines,
     paint_edge_shapes,
 )
@@ -80,6 +81,7 @@ class GraphCanvas(QWidget):
         self.font_small = QFont(self.font())
         self.font_small.setPointSizeF(8.5)
         self.last_paint_stats: dict[str, int] = {}
+        self.shape_labels = Placed()  # where the last paint put the tensor shapes
 
     # -- content ----------------------------------------------------------------------------
     def set_model(self, model: GraphScene, fit: bool = True) -> None:
@@ -287,10 +289,12 @@ class GraphCanvas(QWidget):
         painter.resetTransform()
         labelled = self._paint_labels(painter, np.flatnonzero(visible), transform, scale)
         shapes = 0
+        self.shape_labels = Placed()  # where this paint put the tensor shapes (tests read it)
         if near or scale >= SHAPES_FROM_SCALE:
             shapes = paint_edge_shapes(
-                painter, self.scene, self.model, self.font_small, view, transform, scale
-            )
+                painter, self.scene, self.model, self.font_small, view, transform, scale,
+                self.shape_labels,
+            )  # fmt: skip
         self.last_paint_stats = {
             "boxes": int(visible.sum()), "edges": edges, "labels": labelled, "shapes": shapes,
         }  # fmt: skip

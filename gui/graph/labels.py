@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QTransform
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QFontMetricsF, QPainter, QTransform
 
 from deploylens.core.graph.scene import GraphScene, Scene
 from deploylens.core.model.summary_text import shape_text
@@ -33,6 +33,35 @@ def fit_lines(lines: list[str], metrics: QFontMetrics, width: float) -> str:
     return "\n".join(kept)
 
 
+class Placed:
+    """Screen rectangles already taken by a label, bucketed on a grid: a label that would land
+    on one is moved along its edge, or left out — never printed over another (a node's outputs
+    all start at its bottom centre, and their shapes were drawn on top of each other)."""
+
+    CELL = 64.0
+
+    def __init__(self) -> None:
+        self.rects: list[QRectF] = []
+        self.grid: dict[tuple[int, int], list[int]] = {}
+
+    def _cells(self, rect: QRectF) -> list[tuple[int, int]]:
+        c = self.CELL
+        xs = range(int(rect.left() // c), int(rect.right() // c) + 1)
+        ys = range(int(rect.top() // c), int(rect.bottom() // c) + 1)
+        return [(x, y) for x in xs for y in ys]
+
+    def free(self, rect: QRectF) -> bool:
+        return not any(
+            self.rects[i].intersects(rect) for cell in self._cells(rect)
+            for i in self.grid.get(cell, ())
+        )  # fmt: skip
+
+    def take(self, rect: QRectF) -> None:
+        for cell in self._cells(rect):
+            self.grid.setdefault(cell, []).append(len(self.rects))
+        self.rects.append(rect)
+
+
 def paint_edge_shapes(
     painter: QPainter,
     scene: Scene | None,
@@ -41,10 +70,12 @@ def paint_edge_shapes(
     view: QRectF,
     transform: QTransform,
     scale: float,
+    placed: Placed | None = None,
 ) -> int:
     """Tensor shapes beside the edges, near their heads (from the model's value info and the
-    worker's shape inference)."""
+    worker's shape inference), each where no other shape is."""
     assert scene is not None and model is not None
+    placed = placed if placed is not None else Placed()
     if not len(scene.edge_tensor) or scale < SHAPES_FROM_SCALE:
         return 0
     e = scene.edge_rect
@@ -57,6 +88,7 @@ def paint_edge_shapes(
     font = QFont(font_small)
     font.setPointSizeF(MIN_FONT_PT)
     painter.setFont(font)
+    metrics = QFontMetricsF(font)
     painter.setPen(QColor(palette.EDGE_TEXT))
     ir = model.ir
     offsets, points = scene.edge_offsets, scene.edge_points
@@ -72,9 +104,20 @@ def paint_edge_shapes(
             continue
         run = points[offsets[edge] : offsets[edge + 1]]
         (x1, y1), (x2, y2) = run[0], run[1] if len(run) > 1 else run[0]
-        step = min(18.0 / max(scale, 1e-6), float(np.hypot(x2 - x1, y2 - y1)) * 0.5)
         length = float(np.hypot(x2 - x1, y2 - y1)) or 1.0
-        at = transform.map(QPointF(x1 + (x2 - x1) * step / length, y1 + (y2 - y1) * step / length))
-        painter.drawText(at + QPointF(5, 4), shape_text(typed[1]).strip("[]").replace(", ", "×"))
+        text = shape_text(typed[1]).strip("[]").replace(", ", "×")
+        width, height, ascent = metrics.horizontalAdvance(text), metrics.height(), metrics.ascent()
+        for along in (18.0, 36.0, 54.0):  # px from the source, further down its first segment
+            step = min(along / max(scale, 1e-6), length * 0.8)
+            at = transform.map(
+                QPointF(x1 + (x2 - x1) * step / length, y1 + (y2 - y1) * step / length)
+            )
+            rect = QRectF(at.x() + 5, at.y() + 4 - ascent, width, height)
+            if placed.free(rect):
+                break
+        else:
+            continue  # no room beside this edge: the Properties view gives the shape
+        placed.take(rect)
+        painter.drawText(QPointF(rect.left(), rect.top() + ascent), text)
         drawn += 1
     return drawn

@@ -277,3 +277,33 @@ def test_support_overlay_paints_blocked_red_and_supported_green(
     ] or [rgb for _, rgb in panel.legend.entries] == [
         SEMANTIC_COLORS["green"], SEMANTIC_COLORS["red"]
     ]  # fmt: skip
+
+
+def test_tensor_shapes_beside_edges_never_print_over_each_other(qtbot) -> None:
+    """A node's outputs all leave from its bottom centre: a Split's three shapes were painted
+    at one spot, one over another. Each shape now takes a free place along its edge (or is
+    left out), at every zoom where shapes show."""
+    from onnx import TensorProto, helper
+
+    outs = [f"part{i}" for i in range(3)]
+    nodes = [helper.make_node("Split", ["x"], outs, axis=1, name="split")]
+    nodes += [helper.make_node("Relu", [o], [f"y{i}"], name=f"relu{i}") for i, o in enumerate(outs)]
+    info = [helper.make_tensor_value_info(o, TensorProto.FLOAT, [1, 4, 8]) for o in outs]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 12, 8])],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, 4, 8]) for i in range(3)],
+        value_info=info,
+    )  # fmt: skip
+    model = GraphScene(build_model_ir(helper.make_model(graph)))
+    canvas = GraphCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(900, 600)
+    canvas.set_model(model)
+    canvas.show()
+    for scale in (0.6, 1.0, 2.0):
+        canvas.scale = scale
+        canvas.center_on_box(int(canvas.scene.node_box[0]))
+        canvas.grab()
+        rects = canvas.shape_labels.rects
+        assert canvas.last_paint_stats["shapes"] == len(rects) >= 3, scale
+        assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1 :])
