@@ -7,7 +7,9 @@
 4. Crossing reduction: alternating down/up barycenter sweeps, vectorized over all layers.
 5. Coordinates: neighbours' mean x, then overlaps removed per layer with one segmented
    cumulative max; a few rounds.
-6. Edges are polylines through their dummies.
+6. Edges are polylines through their dummies: straight down through each rank's band in the
+   dummy's own column (a slant across the band went through the boxes beside it), slanting
+   only in the gaps between ranks, where no box is.
 """
 
 from __future__ import annotations
@@ -210,7 +212,9 @@ def layered_layout(
     for k, e in enumerate(edge_index.tolist()):
         a, b = int(s_fwd[k]), int(d_fwd[k])
         path = [(x[a], y[a] + h[a] / 2)]
-        path.extend((x[c], y[c]) for c in chains[k])
+        for c in chains[k]:  # through a rank's band straight down its dummy's free column
+            half = rank_height[rank[c]] / 2
+            path.extend([(x[c], y[c] - half), (x[c], y[c] + half)] if half else [(x[c], y[c])])
         path.append((x[b], y[b] - h[b] / 2))
         if back[k]:
             path.reverse()
