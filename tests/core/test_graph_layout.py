@@ -54,6 +54,32 @@ def test_layout_invariants(n: int, extra: int, back: int) -> None:
         assert np.isclose(points[-1, 0], layout.x[dst[e]])
 
 
+@pytest.mark.parametrize("seed", [3, 11, 29])
+def test_a_long_edge_never_passes_through_another_box(seed: int) -> None:
+    """A long edge slanted across a rank's band from its source to its first dummy and went
+    through the box beside the dummy (the ViT block's Reshape → MatMul through Shape_1): it now
+    slants only between ranks, where no box is."""
+    from deploylens.core.graph.routing import crosses
+
+    n = 120
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n - 8, 40)
+    b = a + rng.integers(2, 8, 40)  # skips of a few ranks, as a network's (under the dummy cap)
+    src, dst = np.r_[np.arange(n - 1), a], np.r_[np.arange(1, n), b]
+    width, height = rng.uniform(40, 160, n), rng.choice([30.0, 46.0], n)
+    layout = layered_layout(n, src, dst, width, height)
+    rects = np.stack([layout.x - width / 2, layout.y - height / 2,
+                      layout.x + width / 2, layout.y + height / 2], axis=1)  # fmt: skip
+    every = np.arange(n)
+    through = [
+        e for e in range(len(src))
+        if any(crosses(tuple(a), tuple(b), rects, {int(src[e]), int(dst[e])}, every)
+               for a, b in zip(layout.edge_polyline(e)[:-1], layout.edge_polyline(e)[1:],
+                               strict=True))
+    ]  # fmt: skip
+    assert through == []
+
+
 def test_layout_is_deterministic() -> None:
     src, dst = random_dag(400, 500, seed=7, back=5)
     size = np.full(400, 60.0)
