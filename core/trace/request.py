@@ -30,14 +30,13 @@ class CaptureLoop(Part):
     """How a capture runs the model, whatever it varies: profile's and sweep's, written once."""
 
     FLAGS: ClassVar[tuple[Flag, ...]] = (
-        Flag("host", "host memory for the copies (pinned: page-locked)", choices=HOSTS,
-             option="--host-buffers"),  # --host names a machine
+        Flag("host_buffers", "host memory for the copies (pinned: page-locked)", choices=HOSTS),
         Flag("warmup", "untimed batches first", int),
         Flag("iterations", "timed batches", int),
         Flag("device", "torch device (default: cuda when there)"),
     )  # fmt: skip
 
-    host: Host = "pinned"  # host buffers for the copies
+    host_buffers: Host = "pinned"  # the copies' host memory (``--host`` names a machine)
     warmup: int = 5
     iterations: int = 20
     device: str = ""  # torch device; "": cuda when available
@@ -62,7 +61,7 @@ class ProfileRequest(Request, CaptureLoop):
             mode=self.mode,
             batch=self.batch,
             streams=self.streams,
-            host=self.host,
+            host=self.host_buffers,
             warmup=self.warmup,
         )
 

@@ -65,8 +65,8 @@ class CaptureForm(QWidget):
             self.mode.addItems(MODES)
         self.batch = QLineEdit("1,8,32") if sweep else _spin(1)
         self.streams = QLineEdit("1,2") if sweep else _spin(1, 1, 64)
-        self.host = QComboBox()
-        self.host.addItems(["pinned", "pageable"])
+        self.host_buffers = QComboBox()
+        self.host_buffers.addItems(["pinned", "pageable"])
         self.warmup = _spin(5, 0)
         self.iterations = _spin(20)
         form = QFormLayout(self)
@@ -75,7 +75,7 @@ class CaptureForm(QWidget):
         form.addRow("Mode" + (" (list)" if sweep else ""), self.mode)
         form.addRow("Batch" + (" (list)" if sweep else ""), self.batch)
         form.addRow("Streams" + (" (list)" if sweep else ""), self.streams)
-        form.addRow("Host buffers", self.host)
+        form.addRow("Host buffers", self.host_buffers)
         form.addRow("Warm-up batches", self.warmup)
         form.addRow("Timed batches", self.iterations)
         self.executor = QComboBox()
@@ -93,14 +93,21 @@ class CaptureForm(QWidget):
             form.addRow("Run points on", self.executor)
             form.addRow("Ray cluster", self.ray_address)
 
+    def _loop(self) -> dict[str, Any]:
+        """The capture loop's fields (``CaptureLoop``), the same in both forms."""
+        return {
+            "host_buffers": word(self.host_buffers.currentText(), Host),
+            "warmup": self.warmup.value(),
+            "iterations": self.iterations.value(),
+        }
+
     def profile_request(self, out: str) -> ProfileRequest:
         assert isinstance(self.mode, QComboBox) and isinstance(self.batch, QSpinBox)
         assert isinstance(self.streams, QSpinBox)
         request = ProfileRequest(
             self.model.text().strip(), out, backend=word(self.backend.currentText(), Backend),
             mode=word(self.mode.currentText(), Mode), batch=self.batch.value(),
-            streams=self.streams.value(), host=word(self.host.currentText(), Host),
-            warmup=self.warmup.value(), iterations=self.iterations.value(),
+            streams=self.streams.value(), **self._loop(),
         )  # fmt: skip
         request.check()
         return request
@@ -111,8 +118,7 @@ class CaptureForm(QWidget):
         return SweepRequest(
             self.model.text().strip(), out, backend=word(self.backend.currentText(), Backend),
             batches=_int_list(self.batch.text()), streams=_int_list(self.streams.text()),
-            modes=_mode_list(self.mode.text()), host=word(self.host.currentText(), Host),
-            warmup=self.warmup.value(), iterations=self.iterations.value(),
+            modes=_mode_list(self.mode.text()), **self._loop(),
             executor=word(self.executor.currentText(), Executor),
             ray_address=self.ray_address.text().strip(),
         )  # fmt: skip

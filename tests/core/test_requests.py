@@ -101,13 +101,13 @@ def _build_rtx(tmp_path: Path) -> BuildRequest:
 def _profile() -> ProfileRequest:
     return ProfileRequest(
         "torchvision:resnet18", "t.json", backend="torch", mode="pipelined", batch=32,
-        streams=4, host="pageable", warmup=2, iterations=7, device="cpu",
+        streams=4, host_buffers="pageable", warmup=2, iterations=7, device="cpu",
     )  # fmt: skip
 
 
 def _sweep() -> SweepRequest:
     return SweepRequest("torchvision:resnet18", "sweep", batches=[1, 8, 32], streams=[1, 2],
-                        modes=["serial", "cudagraph"], host="pageable", warmup=1,
+                        modes=["serial", "cudagraph"], host_buffers="pageable", warmup=1,
                         iterations=9, device="cuda")  # fmt: skip
 
 
