@@ -92,15 +92,13 @@ class Request:
     def from_project(cls: type[R], table: Any, what: str, **given: Any) -> R:
         """The request a project's table holds, read as strictly as the worker reads one (a
         shared project's wrong type or unknown key is said, never coerced); ``given``: the
-        fields the project keeps elsewhere (its model)."""
+        fields the project keeps elsewhere (its model). The model-folder guard is the
+        worker's, when the request runs: opening a project never reads a model's bytes here."""
         from deploylens.core.errors import UserError
 
         if not isinstance(table, dict):
             raise UserError(f"The project's {what} settings are not a table.")
-        try:
-            return cls.from_params({**table, **given})
-        except UserError as exc:
-            raise UserError(f"The project's {what} settings: {exc.message}", exc.hint) from None
+        return typed.from_dict(cls, {**table, **given}, f"The project's {what} settings")
 
     # -- the command line ---------------------------------------------------------------------
     @classmethod

@@ -72,19 +72,6 @@ class Result:
         """What the job concluded (a job that judges nothing finished: PASS)."""
         return PASS
 
-    def file_paths(self) -> list[str]:
-        """The paths in the declared ``FILES`` fields (lists of paths included)."""
-        found: list[str] = []
-        for name in self.FILES:
-            value: Any = self
-            for part in name.split("."):
-                value = getattr(value, part, None)
-            if isinstance(value, str) and value:
-                found.append(value)
-            elif isinstance(value, list | tuple):
-                found.extend(v for v in value if isinstance(v, str) and v)
-        return found
-
 
 def result_class(job: str) -> type[Result] | None:
     """The result class of ``job``, or None for a job that still answers a plain dict."""
