@@ -135,9 +135,11 @@ class Request:
             docstring(f"Runs the DeployLens job {self.JOB} with the settings it was given.")
             + "\n\nimport json\n\n"
             "from deploylens.core.jobs import run_job\n"
+            "from deploylens.core.results import Result\n"
             f"from {type(self).__module__} import {type(self).__name__}\n\n"
             f"request = {type(self).__name__}.from_params({literal(self.to_params())})\n"
-            "print(json.dumps(run_job(request.JOB, request.to_params()), indent=2))\n"
+            "result = run_job(request.JOB, request.to_params())  # the job's typed result\n"
+            "print(result.to_json() if isinstance(result, Result) else json.dumps(result))\n"
         )
 
 

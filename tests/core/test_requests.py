@@ -218,6 +218,20 @@ def test_the_worker_refuses_a_misspelt_key(samples: Path, tmp_path: Path) -> Non
     assert "unknown setting 'methd'" in caught.value.message
 
 
+def test_a_generated_script_runs_and_prints_the_jobs_result(samples: Path, tmp_path: Path) -> None:
+    """The "Copy as Python" script of a request runs its job and prints the typed result's
+    JSON (it json.dumps-ed the answer, which is no longer a dict)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "copied.py"  # (not inspect.py: it would shadow the stdlib module)
+    script.write_text(InspectRequest(str(samples / "small_cnn.dynamo.onnx")).python_script())
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["node_count"] > 0
+
+
 def test_generated_script_names_the_request(tmp_path: Path) -> None:
     script = _calibrate().python_script()
     assert "from deploylens.core.quantize.request import CalibrateRequest" in script
