@@ -328,7 +328,8 @@ def test_every_panel_at_every_size(
     surgery.fold()
     qtbot.waitUntil(lambda: surgery.report is not None, timeout=SLOW_MS)
     qtbot.waitUntil(lambda: window.graph_panel.loaded_path == surgery.current, timeout=SLOW_MS)
-    assert surgery.report["compare"]["passed"], surgery.report["compare"]
+    compare = surgery.report.compare if surgery.report is not None else None
+    assert compare is not None and compare.passed, compare
     save(window, shots, size, "11-surgery", qtbot)
     check_panel(window, "Surgery")
 
