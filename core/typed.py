@@ -81,6 +81,8 @@ def conform(value: Any, hint: Any, where: str) -> Any:
             if len(options) != len(typing.get_args(hint)):
                 return None
             raise UserError(f"{where} is required, not null.")
+        if type(value) in options and type(value) in _NAMES:  # a plain value of a plain option
+            return value
         errors = []
         for option in options:
             try:

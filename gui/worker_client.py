@@ -243,11 +243,6 @@ class WorkerJob(QObject):
             return
         self.ended_at = time.monotonic()
         if failure is None:
-            try:  # the worker's JSON as the job's typed result, checked (core/results.py)
-                payload = typed_result(self.method, payload)
-            except UserError as exc:
-                self._end(JobFailure(protocol.INTERNAL, str(exc)))
-                return
             self.payload = payload
             self._set_state(DONE)
             self.sig_finished.emit(payload)
@@ -264,6 +259,15 @@ class WorkerJob(QObject):
 
     def _fetched(self, payload: Any) -> None:
         self._end(None, payload)
+
+    def _typed(self, payload: Any) -> Any:
+        """The worker's JSON as the job's typed result, checked (core/results.py). It runs in
+        a thread: a 100k-node model's inferred shapes take a second to check, which the
+        window must not wait for."""
+        try:
+            return typed_result(self.method, payload)
+        except UserError as exc:
+            raise JobFailure(protocol.INTERNAL, str(exc)) from None
 
     def _on_stderr(self) -> None:
         self.session.feed_stderr(bytes(self.process.readAllStandardError().data()))
@@ -298,9 +302,11 @@ class WorkerJob(QObject):
             self.sig_log.emit(str(message.get("level")), str(message.get("text")))
         elif kind == "result" and self.remote_files is not None:
             self.sig_progress.emit(None, f"copying the outputs back from {self.host}")
-            self._in_thread(lambda: self._fetch_remote(message.get("payload")), self._fetched)
+            payload = message.get("payload")
+            self._in_thread(lambda: self._typed(self._fetch_remote(payload)), self._fetched)
         elif kind == "result":
-            self._end(None, message.get("payload"))
+            payload = message.get("payload")
+            self._in_thread(lambda: self._typed(payload), self._fetched)
         elif kind == "error" and message.get("job") == self.id:
             self._end(self.session.failure_from_error(message))
 

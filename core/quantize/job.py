@@ -3,6 +3,7 @@ TensorRT calibration cache, with progress and cancel (the worker's ``ctx``)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from deploylens.core.quantize.calibrate import calibrate, few_samples_note
@@ -24,12 +25,7 @@ def calibrate_and_measure(
     result = calibrate(request, lambda f, m: progress(0.8 * f, m), scratch)
     report = CalibrationReport(
         model=request.model,
-        output=result.output,
-        method=result.method,
-        batches=result.batches,
-        samples=result.samples,
-        seconds=result.seconds,
-        quantized_nodes=result.quantized_nodes,
+        **{k: v for k, v in asdict(result).items() if k != "ranges"},  # the ranges stay here
         samples_per_s=result.samples_per_s,
         tensors=len(result.ranges),
         notes=few_samples_note(result.samples),

@@ -8,3 +8,5 @@ BAD_STYLE = "background:#ffcdd2; color:#b71c1c; padding:6px"
 WARN_STYLE = "background:#ffe0b2; color:#8a4b00; padding:6px"
 IDLE_STYLE = "background:#eeeeee; color:#424242; padding:6px"
 BOLD = "; font-weight:bold"  # a verdict banner (Validate, Export) adds it
+# a job's verdict (core/results.py: Verdict.severity) → its banner
+VERDICT_STYLES = {"pass": OK_STYLE, "warn": WARN_STYLE, "fail": BAD_STYLE}

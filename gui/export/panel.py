@@ -38,7 +38,7 @@ from deploylens.core.pytorch.source import ModelSource, parse_input
 from deploylens.core.support.fixes import Fix
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, OK_STYLE, WARN_STYLE
+from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.common.wrapping import WrappingDelegate
 from deploylens.gui.job_manager import JobManager
 
@@ -297,7 +297,7 @@ class ExportPanel(QWidget):
         self.result = result
         self.summary.setPlainText(result.summary())
         verdict = result.verdict()  # the CLI's exit status comes from the same
-        self._say(verdict.word, TONE_STYLES[verdict.severity])
+        self._say(verdict.word, VERDICT_STYLES[verdict.severity] + BOLD)
         self._show_findings(result)
         self.sig_finished.emit(result)
         if result.ok:
@@ -354,6 +354,3 @@ class ExportPanel(QWidget):
         item = self.findings.currentItem()
         if item is not None and item.data(0, Qt.ItemDataRole.UserRole):
             self.apply_fix(item.data(0, Qt.ItemDataRole.UserRole))
-
-
-TONE_STYLES = {"pass": OK_STYLE + BOLD, "warn": WARN_STYLE + BOLD, "fail": BAD_STYLE + BOLD}

@@ -36,7 +36,7 @@ from deploylens.core.trt.settings import BuildSettings, default_engine
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
-from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE
+from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE, VERDICT_STYLES
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 
@@ -304,7 +304,7 @@ class SensitivityPanel(QWidget):
 
     def _built(self, result: BuildResult) -> None:
         verdict = result.verdict()  # the Build panel's and the CLI's sentence
-        self._banner(verdict.word, BAD_STYLE if verdict.failed else OK_STYLE)
+        self._banner(verdict.word, VERDICT_STYLES[verdict.severity])
 
     def build_plan(self) -> None:
         """The plan's model built ahead of time by TensorRT-RTX (real where it is installed)."""

@@ -46,7 +46,7 @@ from deploylens.core.surgery.steps import (
     steps_to_toml,
 )
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE, WARN_STYLE
+from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.job_manager import JobManager
 
 DIFF_OVERLAY = "surgery: changed nodes"
@@ -449,6 +449,3 @@ class SurgeryPanel(QWidget):
         self.buttons["redo"].setEnabled(idle and bool(self.redo_stack))
         self.buttons["save"].setEnabled(bool(self.steps))
         self.buttons["cancel"].setEnabled(self.job is not None)
-
-
-VERDICT_STYLES = {"pass": OK_STYLE, "warn": WARN_STYLE, "fail": BAD_STYLE}

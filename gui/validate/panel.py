@@ -49,15 +49,12 @@ from deploylens.core.validate.tolerances import (
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.copy_request import CopyRequestButton
-from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, OK_STYLE
-from deploylens.gui.common.styles import WARN_STYLE as AMBER_STYLE
+from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
 
 OVERLAY_NAME = "validation error (rel L2)"
-PASS_STYLE = OK_STYLE + BOLD
 FAIL_STYLE = BAD_STYLE + BOLD
-WARN_STYLE = AMBER_STYLE + BOLD
 
 
 def results_dir() -> Path:
@@ -382,7 +379,7 @@ class ValidatePanel(QWidget):
         lw = result.layerwise
         first = result.first_diverging
         verdict = result.verdict()  # the CLI's exit code comes from the same: never a green
-        style = {"pass": PASS_STYLE, "warn": WARN_STYLE, "fail": FAIL_STYLE}[verdict.severity]
+        style = VERDICT_STYLES[verdict.severity] + BOLD
         text = f"{verdict.word}: {result.candidate} vs {result.reference}"
         if lw is not None and first is not None:
             failing_layers = sum(1 for layer in lw.layers if not layer.passed)

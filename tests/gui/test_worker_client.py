@@ -130,3 +130,22 @@ def test_an_answer_that_does_not_fit_its_result_class_is_a_failure_not_a_payload
     assert failure.kind == protocol.INTERNAL
     assert "does not match DeployLens's ValidationResult" in failure.message
     assert "another DeployLens version" in failure.message
+
+
+def test_the_answer_is_checked_off_the_window_thread(qtbot, monkeypatch) -> None:
+    """A 100k-node model's inferred shapes take a second to read strictly: the check runs in a
+    thread of its own, and the window only gets the finished result."""
+    import threading
+
+    import deploylens.gui.worker_client as client
+
+    seen: list[bool] = []
+    real = client.typed_result  # type: ignore[attr-defined]
+
+    def watched(method: str, payload: object) -> object:
+        seen.append(threading.current_thread() is threading.main_thread())
+        return real(method, payload)
+
+    monkeypatch.setattr(client, "typed_result", watched)
+    assert _run(qtbot, WorkerJob("selftest.echo", {"a": 1}))["params"] == {"a": 1}
+    assert seen == [False]
