@@ -19,6 +19,7 @@ import io
 import os
 import tarfile
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,52 @@ def _slug(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+class Placer:
+    """Which node each point goes to. Ray's default placement keeps a warm worker busy with the
+    next queued task, so on a busy machine all seven points of a two-node sweep ran on the
+    head while the second node's worker was still starting. Here each point waits for room
+    we have not yet taken on some node (its CPUs and GPUs) and is pinned there (softly: a node
+    that has died falls back to Ray's choice); a freed node takes the next point, so every
+    node works from the first point and a fast node takes more of them."""
+
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self.free = {
+            str(node["NodeID"]): {k: float(v) for k, v in node.get("Resources", {}).items()}
+            for node in nodes
+            if node.get("Alive")
+        }
+        self.total = {node: dict(room) for node, room in self.free.items()}
+        self.used_at = dict.fromkeys(self.free, 0)
+        self.turn = 0
+
+    @staticmethod
+    def _fits(room: dict[str, float], call: Call) -> bool:
+        return room.get("CPU", 0.0) >= call.cpus and room.get("GPU", 0.0) >= call.gpus
+
+    def fits_anywhere(self, call: Call) -> bool:
+        return any(self._fits(room, call) for room in self.total.values())
+
+    def take(self, call: Call, avoid: str = "") -> str | None:
+        """The node ``call`` runs on now (its room taken), or None while no node has room;
+        ``avoid`` (where its last try died) only when another node has room."""
+        ready = [node for node, room in self.free.items() if self._fits(room, call)]
+        if len(ready) > 1 and avoid in ready:
+            ready.remove(avoid)
+        if not ready:
+            return None
+        node = max(ready, key=lambda n: (self.free[n].get("CPU", 0.0), -self.used_at[n]))
+        self.free[node]["CPU"] = self.free[node].get("CPU", 0.0) - call.cpus
+        self.free[node]["GPU"] = self.free[node].get("GPU", 0.0) - call.gpus
+        self.turn += 1
+        self.used_at[node] = self.turn
+        return node
+
+    def give_back(self, node: str, call: Call) -> None:
+        if node in self.free:
+            self.free[node]["CPU"] += call.cpus
+            self.free[node]["GPU"] = self.free[node].get("GPU", 0.0) + call.gpus
+
+
 def fan_out(
     calls: list[Call],
     on_done: Callable[[Outcome], None],
@@ -166,21 +213,34 @@ def fan_out(
     retries: int = 1,
 ) -> dict[str, Outcome]:
     """Run every call (Ray must be started); ``on_done`` gets each outcome as it finishes.
-    A failed call is tried ``retries`` more times; ``should_stop`` cancels what is left."""
+    A failed call is tried ``retries`` more times (on another node where one has room);
+    ``should_stop`` cancels what is left. Points are placed by ``Placer``."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     task = ray.remote(_run_on_node)
-    pending: dict[Any, tuple[Call, int, str]] = {}
+    placer = Placer(ray.nodes())
+    waiting: deque[tuple[Call, int, str, str]] = deque((call, 1, "", "") for call in calls)
+    pending: dict[Any, tuple[Call, int, str, str]] = {}
 
-    def submit(call: Call, attempt: int, first_error: str) -> None:
-        options = task.options(
-            num_cpus=call.cpus, num_gpus=call.gpus, max_retries=0, name=f"deploylens:{call.key}"
-        )
-        ref = options.remote(call.target, call.args, call.key)
-        pending[ref] = (call, attempt, first_error)
+    def submit_waiting() -> None:
+        while waiting:
+            call, attempt, first_error, died_on = waiting[0]
+            node = placer.take(call, avoid=died_on)
+            if node is None and pending and placer.fits_anywhere(call):
+                return  # it waits for a node our other points fill to free up
+            # (node None past here: no node could ever hold it; Ray's placement says so)
+            waiting.popleft()
+            options: dict[str, Any] = {
+                "num_cpus": call.cpus, "num_gpus": call.gpus, "max_retries": 0,
+                "name": f"deploylens:{call.key}",
+            }  # fmt: skip
+            if node:
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
+            ref = task.options(**options).remote(call.target, call.args, call.key)
+            pending[ref] = (call, attempt, first_error, node or "")
 
-    for call in calls:
-        submit(call, 1, "")
+    submit_waiting()
     outcomes: dict[str, Outcome] = {}
     try:
         while pending:
@@ -191,13 +251,14 @@ def fan_out(
                 break
             done, _ = ray.wait(list(pending), num_returns=1, timeout=0.25)
             for ref in done:
-                call, attempt, first_error = pending.pop(ref)
+                call, attempt, first_error, placed = pending.pop(ref)
+                placer.give_back(placed, call)
                 try:
                     value, node = ray.get(ref)
                 except Exception as exc:  # the task raised, or its worker died
                     error = _describe(exc)
                     if attempt <= retries:
-                        submit(call, attempt + 1, first_error or error)
+                        waiting.appendleft((call, attempt + 1, first_error or error, placed))
                         continue
                     outcome = Outcome(call.key, "failed", None, error, attempt, first_error)
                 else:
@@ -205,6 +266,7 @@ def fan_out(
                 outcomes[call.key] = outcome
                 outcome.done, outcome.of = len(outcomes), len(calls)
                 on_done(outcome)
+            submit_waiting()
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)

@@ -179,7 +179,7 @@ def test_a_sweep_on_a_two_node_cluster_retries_a_dead_point_and_reports_one_that
     others = [p for label, p in points.items() if label != "b5 s1 serial"]
     assert len(others) == 7 and all(p["status"] == "ok" for p in others)
     assert all(p["attempts"] == 1 for label, p in points.items() if label[:2] not in ("b3", "b5"))
-    assert len({p["node"] for p in others}) == 2  # both nodes ran points
+    assert len({p["node"] for p in others}) == 2  # both nodes ran points (Placer)
     assert report["ran"] == 7 and report["failed"] == 1 and report["retried"] == 2
     csv = (tmp_path / "out" / "sweep.csv").read_text().splitlines()
     assert len(csv) == 9 and "attempts" in csv[0]
