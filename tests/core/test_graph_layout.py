@@ -10,7 +10,7 @@ import pytest
 
 from deploylens.core.graph.ir import build_model_ir
 from deploylens.core.graph.layout import NODE_GAP, layered_layout
-from deploylens.core.graph.scene import BOX_FRAME, GraphScene
+from deploylens.core.graph.scene import BOX_FRAME, GraphScene, Scene
 
 
 def random_dag(n: int, extra: int, seed: int, back: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -174,3 +174,42 @@ def test_a_residual_blocks_skip_edge_goes_round_its_chain(tmp_path: Path) -> Non
         assert len(into) == 2 and len(ports) == 2 and all(x0 < x < x1 for x in ports), into
         last_legs = [scene.edge_points[offsets[e + 1] - 2 : offsets[e + 1]] for e in into]
         assert all(leg[1][1] == y0 for leg in last_legs)  # each still ends on the box's top
+
+
+def _proper_crossings(scene: Scene) -> int:
+    """Segments of two edges with no common end box that cross each other."""
+    import itertools
+
+    offsets = scene.edge_offsets
+    segments = []
+    for e in range(len(offsets) - 1):
+        points = scene.edge_points[offsets[e] : offsets[e + 1]].tolist()
+        ends = {int(scene.edge_src_box[e]), int(scene.edge_dst_box[e])}
+        segments += [(e, ends, a, b) for a, b in itertools.pairwise(points)]
+
+    def side(p: list[float], q: list[float], r: list[float]) -> float:
+        return float(np.sign((q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])))
+
+    count = 0
+    for (e, ends, a, b), (f, other, c, d) in itertools.combinations(segments, 2):
+        if e != f and not ends & other:
+            count += side(a, b, c) * side(a, b, d) < 0 and side(c, d, a) * side(c, d, b) < 0
+    return count
+
+
+def test_a_transformer_blocks_attention_is_drawn_with_as_few_crossings_as_dot(
+    tmp_path: Path,
+) -> None:
+    """ViT's encoder block at full expansion had 4 edge crossings where Graphviz dot draws 1
+    (bench/graph_readability.py): the sweeps moved every rank at once from the old order of
+    its neighbours, so Q's, K's and V's long edges stayed tangled. Rank by rank it is 1."""
+    import torch
+    from torchvision.models.vision_transformer import EncoderBlock
+
+    path = tmp_path / "block.onnx"
+    block = EncoderBlock(4, 64, 128, 0.0, 0.0).eval()
+    torch.onnx.export(block, (torch.rand(1, 16, 64),), str(path), dynamo=False, opset_version=17)
+    model = GraphScene(build_model_ir(onnx.load(path)))
+    model.expand_to_depth(64)
+    scene = model.scene()
+    assert len(scene.edge_offsets) > 60 and _proper_crossings(scene) <= 1
