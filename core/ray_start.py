@@ -96,8 +96,12 @@ def start(address: str = "", cpus: int | None = None) -> Cluster:
             # Ray's processes inherit this process's environment: with the code on their path
             # no runtime env is needed, and Ray's pre-started workers take the first tasks
             # (a runtime env, even one variable, makes it start new ones: 0.75 s, not 0.1 s)
+            # address "local": a new Ray of our own even where RAY_ADDRESS or a `ray start`
+            # on this machine is there for ray.init() to join, whose other nodes would have
+            # neither our code nor a loopback-only listener (a cluster is --ray-address)
             with _on_python_path(Path(code_modules()[0]).parent), _loopback_only():
                 ray.init(
+                    address="local",
                     num_cpus=cpus,
                     include_dashboard=False,
                     log_to_driver=False,

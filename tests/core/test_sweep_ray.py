@@ -183,6 +183,11 @@ def test_a_sweep_on_a_two_node_cluster_retries_a_dead_point_and_reports_one_that
     assert report["ran"] == 7 and report["failed"] == 1 and report["retried"] == 2
     csv = (tmp_path / "out" / "sweep.csv").read_text().splitlines()
     assert len(csv) == 9 and "attempts" in csv[0]
+    # Ray of the sweep's own never joins the cluster RAY_ADDRESS names (ray.init() would)
+    own = sweep(model, tmp_path / "own", "--executor", "ray", "--batch", "1,2",
+                env={"RAY_AUTH_MODE": "token", "RAY_ADDRESS": ray_cluster})  # fmt: skip
+    assert own["cluster"]["started_here"] and own["cluster"]["nodes"] == 1
+    assert own["ran"] == 2 and own["failed"] == 0
 
 
 def test_asking_for_ray_without_it_says_how_to_get_it(tmp_path: Path) -> None:
