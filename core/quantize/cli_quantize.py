@@ -38,8 +38,13 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     report: Report = request.run(args.python)
     if request.build and report.files is not None:
         report.build = build_plan(report.files.model, args.python)
-    print(report.to_json() if args.json else report.summary())
-    return 0
+    verdict = report.verdict()  # exit 1 when the plan misses the budget or its build failed
+    if args.json:
+        print(json.dumps({**report.to_dict(), "verdict": verdict.word}, indent=2))
+        return verdict.exit_code
+    print(report.summary())
+    print(verdict.word, file=sys.stderr if verdict.exit_code else sys.stdout)
+    return verdict.exit_code
 
 
 def build_plan(model: str, python: str | None) -> Verdict:

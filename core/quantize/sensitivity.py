@@ -125,6 +125,28 @@ class Report(Result):
     files: PlanFiles | None = None
     build: Verdict | None = None  # ``--build``: the build job's own verdict on the plan's model
 
+    def verdict(self) -> Verdict:
+        """The CLI's exit code and the panel's banner: a plan that misses the budget, or a
+        ``--build`` of it that failed, is a failure (exit 1), never a printed aside."""
+        plan, metric = self.plan, self.metric
+        score = {"relL2": plan.score.rel_l2, "cosine": plan.score.cosine,
+                 "top1": plan.score.top1}[metric]  # fmt: skip
+        reached = "n/a" if score is None else f"{score:.4g}"
+        kept = f"{len(plan.kept)} node(s) kept in FP32 → {metric} {reached}"
+        if not plan.met:
+            return Verdict(
+                f"FAIL: no plan meets the budget {self.budget:g}; the best found has {kept}.",
+                "fail",
+                1,
+            )
+        if self.build is not None and self.build.failed:
+            return Verdict(
+                f"FAIL: the plan ({kept}) did not build with TensorRT-RTX: {self.build.word}",
+                "fail",
+                1,
+            )
+        return Verdict(f"PASS: the plan has {kept}, within the budget {self.budget:g}.", "pass")
+
     def summary(self) -> str:
         """The analysis as ``deploylens sensitivity`` prints it."""
         metric = self.metric

@@ -36,7 +36,7 @@ from deploylens.core.trt.settings import BuildSettings, default_engine
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
-from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE, VERDICT_STYLES
+from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 
@@ -287,13 +287,11 @@ class SensitivityPanel(QWidget):
             {row.node: _metric(row.only, metric) for row in rows},
             f"{metric} with only that node in {precision}",
         )
-        met = "meets" if plan.met else "is the best found but does NOT meet"
         files = f" Files: {report.files.model}, {report.files.settings}" if report.files else ""
+        verdict = report.verdict()  # the CLI's exit code and first line
         self._banner(
-            f"{len(rows)} nodes analysed in {report.seconds:.2f} s. Plan: {len(plan.kept)} "
-            f"kept in FP32 → {metric} {_metric(plan.score, metric) or 0.0:.4g}, which {met} the "
-            f"budget {report.budget:g}.{files}",
-            OK_STYLE if plan.met else BAD_STYLE,
+            f"{verdict.word} {len(rows)} nodes analysed in {report.seconds:.2f} s.{files}",
+            VERDICT_STYLES[verdict.severity],
         )
         self.build_button.setEnabled(True)
 

@@ -6,6 +6,9 @@ tool reports is recomputed here from the files it wrote, with ONNX Runtime direc
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +46,10 @@ def test_int8_sensitivity_and_a_plan_on_the_digits_cnn(
         "--metric", "top1", "--budget", str(fp32_accuracy), "--evaluate", "297",
         "--out", str(out), "--json",
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
+    # a plan that misses the budget is a failure, exit 1, as the panel's red banner says
+    assert result.returncode == (0 if report["plan"]["met"] else 1), result.stderr[-2000:]
+    assert report["verdict"].startswith("PASS" if report["plan"]["met"] else "FAIL: no plan")
     assert report["fp32"]["top1"] == pytest.approx(fp32_accuracy)
     assert [row["rank"] for row in report["nodes"]] == list(range(1, len(report["nodes"]) + 1))
     assert {row["op"] for row in report["nodes"]} == {"Conv", "Gemm"}
@@ -78,12 +83,38 @@ def test_the_plan_builds_strongly_typed_with_tensorrt_rtx(
 ) -> None:
     result = run_cli(
         "sensitivity", str(digits["model"]), "--data", str(digits["calib"]), "--evaluate", "64",
-        "--out", str(tmp_path / "p"), "--build", "--json",
+        "--budget", "1", "--out", str(tmp_path / "p"), "--build", "--json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     build = json.loads(result.stdout)["build"]  # the build job's own verdict
     assert build["severity"] == "pass" and "TensorRT-RTX" in build["word"], build
     assert (tmp_path / "p" / "plan.qdq.engine").stat().st_size > 0
+
+
+def test_a_plan_out_of_reach_or_one_that_did_not_build_exits_1(
+    digits: dict[str, Path], tmp_path: Path
+) -> None:
+    """Both were printed asides with exit 0: a top-1 budget above 100 % (no plan can meet it),
+    and a ``--build`` whose TensorRT-RTX will not import (a blocker the test puts first on the
+    worker's path: the build job's own error is the verdict)."""
+    common = ("--data", str(digits["calib"]), "--eval-data", str(digits["eval"]), "--labels",
+              str(digits["labels"]), "--metric", "top1", "--evaluate", "64")  # fmt: skip
+    missed = run_cli("sensitivity", str(digits["model"]), *common, "--budget", "1.01",
+                     "--out", str(tmp_path / "a"))  # fmt: skip
+    assert missed.returncode == 1
+    assert "FAIL: no plan meets the budget 1.01" in missed.stderr, missed.stderr[-2000:]
+    blocker = tmp_path / "no_rtx"
+    (blocker / "tensorrt_rtx").mkdir(parents=True)
+    (blocker / "tensorrt_rtx" / "__init__.py").write_text("raise ImportError('blocked here')\n")
+    env = {**os.environ, "PYTHONPATH": str(blocker)}
+    built = subprocess.run(
+        [str(Path(sys.executable).with_name("deploylens")), "sensitivity", str(digits["model"]),
+         *common, "--budget", "0", "--out", str(tmp_path / "b"), "--build", "--json"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    report = json.loads(built.stdout)
+    assert report["plan"]["met"] and report["build"]["severity"] == "fail", report["build"]
+    assert built.returncode == 1 and "did not build with TensorRT-RTX" in report["verdict"]
 
 
 def test_running_only_what_a_variant_changes_gives_the_whole_models_scores(
@@ -295,7 +326,7 @@ def test_an_npz_of_samples_is_calibration_data_and_few_samples_are_said(
         assert bool(report["notes"]) == (count < 32), report["notes"]
     text = subprocess.run(
         [deploylens, "sensitivity", str(model), "--data", str(tmp_path / "cal1.npz"),
-         "--out", str(tmp_path / "sens")],
+         "--budget", "1", "--out", str(tmp_path / "sens")],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert text.returncode == 0, text.stderr[-2000:]
