@@ -27,7 +27,7 @@ from deploylens.core.files import atomic_write_text
 from deploylens.core.support.collect import _version, cache_dir
 from deploylens.core.support.result import MeasuredCache
 
-MEASURED_SCHEMA = 5  # bump when a cell's meaning changes
+MEASURED_SCHEMA = 6  # bump when a cell's meaning changes (6: attribute variants)
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
 TRT_OK = ("builds",)
 ORT_OK = ("runs", "loads")
@@ -75,19 +75,29 @@ def _run(keys: list[str], ops: list[str], python: str | None, progress: Any) -> 
             raise
         if len(keys) == 1:
             crashed = {"state": "crashed", "message": failure.message[:300]}
+            where = "variants" if "@" in keys[0] else "cells"
             return {
                 "unprobed": {},
                 "seeds": {},
-                "trt": {"cells": {keys[0]: crashed}},
-                "ort": {"cells": {keys[0]: crashed}},
+                "trt": {where: {keys[0]: crashed}},
+                "ort": {where: {keys[0]: crashed}},
             }
     half = len(keys) // 2
     first, second = (_run(part, [], python, progress) for part in (keys[:half], keys[half:]))
-    for name in ("unprobed", "seeds"):
-        first[name].update(second[name])
-    for lib in ("trt", "ort"):
-        second[lib]["cells"].update(first[lib]["cells"])
-        first[lib].update(second[lib])
+    return _merged(first, second)
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two halves' answers as one: every table of cells joined (a half's ``runtime`` or
+    ``variants`` replaced the other's before), the rest (versions, product) from either."""
+    for name, value in second.items():
+        if isinstance(value, dict) and isinstance(first.get(name), dict):
+            if name in ("trt", "ort"):
+                first[name] = _merged(first[name], value)
+            else:
+                first[name].update(value)
+        else:
+            first.setdefault(name, value)
     return first
 
 
@@ -104,7 +114,7 @@ def measure(quick: bool = False, python: str | None = None, progress: Any = None
             raise
         from deploylens.core.support.probes import generate  # the crash: by cell, to find it
 
-        keys = sorted(p.cell.key for p in generate(set(ops) or None).probes)
+        keys = sorted(p.key for p in generate(set(ops) or None).probes)
         data = _run(keys, [], python, progress)
     data["versions"] = version_set(quick)
     data["seconds"] = time.perf_counter() - started
@@ -170,6 +180,16 @@ def measured_row(data: dict[str, Any], op: str, domain: str = "") -> dict[str, A
     unprobed = {
         k[len(prefix) :]: why for k, why in data["unprobed"].items() if k.startswith(prefix)
     }
+    variants = []
+    for key in sorted(k for k in data["trt"].get("variants", {}) if k.startswith(prefix)):
+        cell, _, mark = key.partition("@")
+        _, _, since, dtype = cell.split("::")
+        variants.append(
+            {"since": int(since), "dtype": dtype, "signature": mark,
+             "tensorrt_rtx": data["trt"]["variants"][key],
+             "ort_cpu": data["ort"].get("variants", {}).get(key, {"state": "not measured"}),
+             "probe": data.get("seeds", {}).get(key, "")}
+        )  # fmt: skip
     return {
         "op": op,
         "domain": domain or "ai.onnx",
@@ -178,6 +198,7 @@ def measured_row(data: dict[str, Any], op: str, domain: str = "") -> dict[str, A
         "onnxruntime": data["ort"].get("version", "(not installed)"),
         "target": data["versions"]["target"],
         "cells": cells,
+        "variants": variants,
         "not_probed": unprobed,
     }
 
@@ -199,6 +220,13 @@ def row_text(row: dict[str, Any]) -> str:
             if said["state"] not in TRT_OK + ORT_OK and said.get("message"):
                 code = f" [{said['code']}]" if said.get("code") else ""
                 lines.append(f"           {name}{code}: {said['message'][:160]}")
+    if row.get("variants"):
+        lines.append("  attribute variants (the other attribute sets of ONNX's test cases, at "
+                     "one type per class):")  # fmt: skip
+        for variant in row["variants"]:
+            trt, ort = variant["tensorrt_rtx"], variant["ort_cpu"]
+            lines.append(f"  {variant['since']:>5}  {variant['dtype']:14s} {trt['state']:13s} "
+                         f"{ort['state']:13s} {variant['signature']}")  # fmt: skip
     for cell, why in sorted(row["not_probed"].items()):
         lines.append(f"  not probed {cell.replace('::', ' ')}: {why}")
     return "\n".join(lines)
@@ -216,6 +244,8 @@ def summary_text(data: dict[str, Any]) -> str:
             "reasons in --json)",
             "  TensorRT-RTX: " + ", ".join(f"{s} {n}" for s, n in trt.most_common()),
             "  ONNX Runtime CPU: " + ", ".join(f"{s} {n}" for s, n in ort.most_common()),
+            f"  attribute variants: {len(data['trt'].get('variants', {}))} (an op's other "
+            "attribute sets, at one type per class)",
         ]
     )
 
@@ -225,6 +255,7 @@ class NodeCell:
     node: str
     key: str  # the measured cell: ai.onnx::ReduceMean::18::float
     runtime: bool = False  # an input the probe gives as a constant is computed at run time here
+    signature: str = ""  # its attributes and optional inputs/outputs (probes.signature)
 
 
 def _constants(graphs: list[Any]) -> set[str]:
@@ -251,7 +282,7 @@ def model_cells(model: Any) -> list[NodeCell]:
 
     from deploylens.core.model.summary import iter_subgraphs
     from deploylens.core.support.analysis import _value_types
-    from deploylens.core.support.probes import DOMAINS, PAIRED, Cell
+    from deploylens.core.support.probes import DOMAINS, PAIRED, Cell, signature
 
     graphs = [model.graph, *iter_subgraphs(model.graph.node)]
     types = _value_types(model, graphs)
@@ -285,7 +316,7 @@ def model_cells(model: Any) -> list[NodeCell]:
                 for i, given in enumerate(node.input)
             )
             key = Cell(domain, node.op_type, schema.since_version, dtype).key
-            cells.append(NodeCell(name, key, runtime))
+            cells.append(NodeCell(name, key, runtime, signature(node, schema)))
     return cells
 
 
@@ -323,28 +354,106 @@ LEVELS = {
 }
 
 
-def predict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
+def predict(
+    model: Any, data: dict[str, Any], level: str, ignore: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """What the measured cells say about a whole model: ``trt-parse``, ``trt-build`` (the
     installed TensorRT-RTX) or ``ort-run`` (ONNX Runtime CPU). ``ok`` is None where a node's
     cell was not measured (its type unknown, no probe could be made, or the harness could not
     answer), so a guess is never passed off as a measurement. A node whose constant-only
     input (axes, shape, scales) is computed at run time is judged by the probe that feeds
-    that input at run time."""
+    that input at run time. Where an op's answer changes with its attributes, a node is judged
+    by the variant probed with its own signature (``AttributeFamily``); ``ignore``: backend
+    cases whose variants are left out (a benchmark predicting a case from the others)."""
     lib = level.split("-")[0]
     cells, runtime = data[lib]["cells"], data[lib].get("runtime", {})
     fine, unanswered = LEVELS[level]
+    families = attribute_families(data, lib, ignore)
     nodes = []
     for use in model_cells(model):
         said = (runtime.get(use.key) if use.runtime else None) or cells.get(use.key)
         state = said["state"] if said else "not measured"
-        nodes.append(
-            {"node": use.node, "cell": use.key, "runtime": use.runtime, "state": state,
-             "message": said.get("message", "") if said else data["unprobed"].get(use.key, "")}
-        )  # fmt: skip
+        message = said.get("message", "") if said else data["unprobed"].get(use.key, "")
+        cell = use.key
+        family = families.get(_family_key(use.key))
+        if state in fine and family is not None:  # the type passes: do its attributes?
+            cell, state, message = family.judge(use, (state, message), fine, unanswered)
+        nodes.append({"node": use.node, "cell": cell, "runtime": use.runtime, "state": state,
+                      "message": message})  # fmt: skip
     unknown = [n for n in nodes if n["state"] == "not measured" or n["state"] in unanswered]
     blocked = [n for n in nodes if n["state"] not in fine and n not in unknown]
     ok = False if blocked else (None if unknown else True)
     return {"ok": ok, "blocked": blocked, "not_measured": unknown, "nodes": len(nodes)}
+
+
+@dataclass
+class AttributeFamily:
+    """One op version's attribute variants, all probed at one type of a class (float, int):
+    ``states`` by signature, the cell's own probe's among them (``base``)."""
+
+    key: str  # the cell they were probed in: ai.onnx::MaxPool::12::float
+    base: str
+    states: dict[str, dict[str, str]]
+    signatures: dict[str, str]  # each cell's own probe's signature, by cell key
+
+    def judge(
+        self, use: NodeCell, said: tuple[str, str], fine: tuple[str, ...],
+        unanswered: tuple[str, ...],
+    ) -> tuple[str, str, str]:  # fmt: skip
+        """(cell, state, message) for a node whose type cell passes (``said``: its state and
+        message). The type cell stands where the node asks what its probe asked, or where every
+        variant answers alike (the attributes do not matter); else the node's own signature's
+        answer, or "not measured" when its combination was not probed."""
+        state, message = said
+        if use.signature == self.signatures.get(use.key):
+            return use.key, state, message
+        answers = {s["state"] in fine for s in self.states.values() if s["state"] not in unanswered}
+        variant = self.states.get(use.signature)
+        if variant is None and len(answers) <= 1:
+            return use.key, state, message
+        if variant is None:
+            return (
+                use.key,
+                "not measured",
+                (
+                    f"this op's answer depends on its attributes ({len(self.states)} combinations "
+                    f"probed); this node's ({use.signature}) was not one of them"
+                ),
+            )
+        mark = "" if use.signature == self.base else f"@{use.signature}"
+        return self.key + mark, variant["state"], variant.get("message", "")
+
+
+def attribute_families(
+    data: dict[str, Any], lib: str, ignore: frozenset[str] = frozenset()
+) -> dict[str, AttributeFamily]:
+    """The attribute variants measured for ``lib``, by ``domain::op::since::class``."""
+    variants = data[lib].get("variants", {})
+    seeds = data.get("variant_seeds", {})
+    signatures = data.get("signatures", {})
+    families: dict[str, AttributeFamily] = {}
+    for key, said in variants.items():
+        if ignore and set(seeds.get(key, ())) <= ignore:
+            continue  # a variant only the ignored cases stand for
+        cell, _, mark = key.partition("@")
+        family = families.get(_family_key(cell))
+        if family is None:
+            base = signatures.get(cell, "")
+            own = data[lib]["cells"].get(cell)
+            if own is None:
+                continue
+            family = AttributeFamily(cell, base, {base: own}, signatures)
+            families[_family_key(cell)] = family
+        family.states[mark] = said
+    return families
+
+
+def _family_key(cell: str) -> str:
+    """``domain::op::since::class``: the variants that answer for a cell's type."""
+    from deploylens.core.support.probes import type_class
+
+    prefix, _, dtype = cell.rpartition("::")
+    return f"{prefix}::{type_class(dtype)}"
 
 
 # The targets predicted from the measured cells without a parse (CLI ``--target``, the panel's

@@ -62,6 +62,48 @@ class Probe:
     feeds: dict[str, np.ndarray] = field(default_factory=dict)  # inputs ONNX Runtime can take
     seed: str = ""  # the backend test case it was made from
     runtime: bytes = b""  # the variant whose constant inputs are graph inputs (none: b"")
+    signature: str = ""  # its node's attributes and optional inputs/outputs (``signature``)
+    variant: bool = False  # an attribute variant of its cell, not the cell's own probe
+    seeds: list[str] = field(default_factory=list)  # every case whose node has this signature
+
+    @property
+    def key(self) -> str:
+        """The cell's key; an attribute variant's adds ``@`` and its signature."""
+        return f"{self.cell.key}@{self.signature}" if self.variant else self.cell.key
+
+
+# Attributes that carry a type (a paired cell's second type): not an attribute variant.
+TYPE_ATTRIBUTES = ("to", "output_dtype")
+
+
+def signature(node: onnx.NodeProto, schema: defs.OpSchema) -> str:
+    """What of a node beyond its op, version and types may change a parser's answer: each
+    attribute set to other than its schema default (a string or int with its value — a mode,
+    a flag —, a list only when not all ones — dilations —, anything else by name — a
+    softcap), which inputs are given and how many outputs are asked for. Two nodes with one
+    signature are asked the same question."""
+    items = []
+    for attribute in node.attribute:
+        if attribute.name in TYPE_ATTRIBUTES:
+            continue
+        value = helper.get_attribute_value(attribute)
+        formal = schema.attributes.get(attribute.name)
+        default = formal.default_value if formal is not None else None
+        if default is not None and default.type and helper.get_attribute_value(default) == value:
+            continue
+        kind = attribute.type
+        if kind == onnx.AttributeProto.STRING:
+            items.append(f"{attribute.name}={value.decode(errors='replace')}")
+        elif kind == onnx.AttributeProto.INT:
+            items.append(f"{attribute.name}={value}")
+        elif kind == onnx.AttributeProto.INTS:
+            if any(v != 1 for v in value):
+                items.append(attribute.name)
+        else:
+            items.append(attribute.name)
+    given = ",".join(str(i) for i, name in enumerate(node.input) if name)
+    outputs = sum(1 for name in node.output if name)
+    return ";".join([*sorted(items), f"in={given}", f"out={outputs}"])
 
 
 @dataclass
@@ -324,11 +366,13 @@ def _filler(name: str, dtype: str) -> onnx.TensorProto:
 
 def generate(ops: set[str] | None = None, keys: set[str] | None = None) -> ProbeSet:
     """Probes for every cell (``ops``/``keys``: only those), each from the first backend case
-    that makes a valid model for it."""
+    that makes a valid model for it; then, per op version, one attribute variant for every
+    other signature the op's cases have, at one type (``_variants``)."""
     seeds = _seed_cases()
     probes: list[Probe] = []
     unprobed: dict[str, str] = {}
     for schema in schemas(ops):
+        made_here: list[Probe] = []
         for cell in cells_of(schema):
             if keys is not None and cell.key not in keys:
                 continue
@@ -340,8 +384,71 @@ def generate(ops: set[str] | None = None, keys: set[str] | None = None) -> Probe
                     why = made
                     continue
                 model, feeds, runtime = made
-                probes.append(Probe(cell, model.SerializeToString(), feeds, case.name, runtime))
+                mark = signature(model.graph.node[0], schema)
+                made_here.append(Probe(cell, model.SerializeToString(), feeds, case.name,
+                                       runtime, mark, seeds=[case.name]))  # fmt: skip
                 break
             else:
                 unprobed[cell.key] = why
+        probes += made_here
+        wanted = keys is None or any("@" in k and k.startswith(_family(schema)) for k in keys)
+        if made_here and wanted:
+            variants = _variants(schema, made_here, seeds.get((schema.domain, schema.name), []))
+            probes += [v for v in variants if keys is None or v.key in keys]
     return ProbeSet(probes, unprobed)
+
+
+def _family(schema: defs.OpSchema) -> str:
+    return f"{schema.domain or 'ai.onnx'}::{schema.name}::{schema.since_version}::"
+
+
+# Types an attribute variant is probed at, one per class: attributes and types interact by
+# class (Mod without fmod fails on float and runs on int64), and asking every variant of every
+# type would multiply the probe set by ten.
+TYPE_CLASSES = {
+    "float": ("float", "float16", "bfloat16", "double"),
+    "int": ("int64", "int32", "int8", "uint8", "int16", "uint16", "uint32", "uint64"),
+}
+
+
+def type_class(dtype: str) -> str:
+    """The class of a cell's type whose variants answer for it ("" for none: float8, bool,
+    string and a paired cell's types keep their own cell's answer)."""
+    return next((name for name, members in TYPE_CLASSES.items() if dtype in members), "")
+
+
+def _variants(schema: defs.OpSchema, made: list[Probe], cases: list[Any]) -> list[Probe]:
+    """One probe per other signature among the op's cases (Attention with a softcap, MaxPool
+    with dilations, ScatterND with a reduction), at one type of each class the op takes (float
+    first, int64 first): attributes are asked once per class, not once per type. Each lists
+    the cases it stands for (a benchmark on those cases leaves its own case's variant out).
+    A paired op (Cast) has none: its second type is what its answer hangs on."""
+    if schema.name in PAIRED:
+        return []
+    probed = {p.cell.dtype: p for p in made}
+    out: list[Probe] = []
+    for members in TYPE_CLASSES.values():
+        base = next((probed[t] for t in members if t in probed), None)
+        if base is not None:
+            out += _class_variants(schema, base, cases)
+    return out
+
+
+def _class_variants(schema: defs.OpSchema, base: Probe, cases: list[Any]) -> list[Probe]:
+    found: dict[str, Probe] = {base.signature: base}
+    for case in cases:
+        try:
+            attempt = _probe(schema, case, base.cell.dtype)
+        except ValueError:  # a case whose empty constant no attribute can hold (Squeeze's axes)
+            continue
+        if isinstance(attempt, str):
+            continue
+        model, feeds, _ = attempt
+        mark = signature(model.graph.node[0], schema)
+        if mark in found:
+            if case.name not in found[mark].seeds:
+                found[mark].seeds.append(case.name)
+            continue
+        found[mark] = Probe(base.cell, model.SerializeToString(), feeds, case.name,
+                            signature=mark, variant=True, seeds=[case.name])  # fmt: skip
+    return [p for p in found.values() if p.variant]

@@ -54,11 +54,15 @@ def measure_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     probes = generate(ops, set(request.keys) or None)
     trt_cells: dict[str, dict[str, str]] = {}
     ort_cells: dict[str, dict[str, str]] = {}
+    trt_variants: dict[str, dict[str, str]] = {}
+    ort_variants: dict[str, dict[str, str]] = {}
     answer: dict[str, Any] = {
         "unprobed": probes.unprobed,
-        "seeds": {p.cell.key: p.seed for p in probes.probes},
-        "trt": {"cells": trt_cells},
-        "ort": {"cells": ort_cells},
+        "seeds": {p.key: p.seed for p in probes.probes},
+        "signatures": {p.key: p.signature for p in probes.probes},
+        "variant_seeds": {p.key: p.seeds for p in probes.probes if p.variant},
+        "trt": {"cells": trt_cells, "variants": trt_variants},
+        "ort": {"cells": ort_cells, "variants": ort_variants},
     }
     adapter = None
     try:
@@ -83,13 +87,14 @@ def measure_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
         for index, probe in enumerate(probes.probes):
             if index % 50 == 0:
                 ctx.progress(0.05 + 0.9 * index / total, f"probe {index + 1} of {total}")
+            key = probe.key  # an attribute variant's answers go beside the cells, by its key
             if adapter is not None:
-                key = probe.cell.key
-                trt_cells[key] = classify(adapter.try_model(probe.model, [TARGET_CC]))
+                trt = trt_variants if probe.variant else trt_cells
+                trt[key] = classify(adapter.try_model(probe.model, [TARGET_CC]))
                 if probe.runtime:
                     runtime[key] = classify(adapter.try_model(probe.runtime, [TARGET_CC]))
             if ort is not None:
-                ort_cells[probe.cell.key] = _ort_cell(probe, ort, options)
+                (ort_variants if probe.variant else ort_cells)[key] = _ort_cell(probe, ort, options)
     return answer
 
 

@@ -21,7 +21,7 @@ from deploylens.core.support import measure
 from deploylens.core.support.probes import Cell, generate
 from tests.core.test_cli import DEPLOYLENS
 
-SMALL = ("Relu", "Squeeze")  # the probe sample these tests measure (Cast alone is 5,800)
+SMALL = ("Relu", "Squeeze", "Mod")  # the probe sample these tests measure (Cast alone: 5,800)
 
 
 def test_every_probe_is_a_valid_model_at_its_own_opset() -> None:
@@ -108,7 +108,10 @@ def test_cells_say_what_the_real_libraries_did(measured: tuple[dict[str, Any], P
     assert squeeze_axes["state"] == "parse-fails"
     assert trt["ai.onnx::Squeeze::13::float"]["state"] == "builds"  # axes as a constant
     assert {c["state"] for c in ort.values()} <= {"runs", "loads", "run-fails", "session-fails"}
-    assert set(trt) == set(ort) == set(data["seeds"])
+    assert set(trt) == set(ort) == {k for k in data["seeds"] if "@" not in k}
+    assert (
+        set(data["trt"]["variants"]) == set(data["ort"]["variants"]) == set(data["variant_seeds"])
+    )
     ops = {Cell.from_key(k).op for k in trt}
     assert ops == set(SMALL)
 
@@ -274,3 +277,52 @@ def test_a_measured_target_judges_a_model_without_a_parse(
     failing = measured_report("trt-rtx (measured)", verdict(onnx.load(tmp_path / "u.onnx"), data,
                                                             "trt-build"), 13)  # fmt: skip
     assert not failing.ok and not failing.inconclusive
+
+
+def _mod_model(path: Path, dtype: int, fmod: int | None) -> Path:
+    node = helper.make_node("Mod", ["a", "b"], ["y"])
+    if fmod is not None:
+        node.attribute.append(helper.make_attribute("fmod", fmod))
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(n, dtype, [3]) for n in ("a", "b")],
+        [helper.make_tensor_value_info("y", dtype, [3])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    onnx.save(model, path)
+    return path
+
+
+def test_an_op_whose_answer_hangs_on_its_attributes_is_judged_by_its_own_variant(
+    measured: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    """Mod without fmod is refused on floats and runs on ints: one cell per type could not tell
+    (a float Mod in the expanded Attention tests was predicted by the fmod=1 probe). Each class
+    of types has its own variants; the prediction matches a real ONNX Runtime run."""
+    import numpy as np
+    import onnxruntime as ort
+
+    data, _ = measured
+    variants = [k for k in data["ort"]["variants"] if "::Mod::13::" in k]
+    assert {k.split("::")[3].split("@")[0] for k in variants} <= {"float", "int64"}
+    for dtype, fmod in ((TensorProto.FLOAT, None), (TensorProto.FLOAT, 1),
+                        (TensorProto.INT64, None), (TensorProto.INT64, 1)):  # fmt: skip
+        path = _mod_model(tmp_path / f"mod{dtype}_{fmod}.onnx", dtype, fmod)
+        guess = measure.predict(onnx.load(path), data, "ort-run")
+        feed = np.array([5, -7, 9], dtype=helper.tensor_dtype_to_np_dtype(dtype))
+        try:
+            session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            session.run(None, {"a": feed, "b": feed - 2 * np.sign(feed)})
+            ran = True
+        except Exception:
+            ran = False
+        assert guess["ok"] is ran, (dtype, fmod, guess)
+    refused = measure.predict(onnx.load(tmp_path / "mod1_None.onnx"), data, "ort-run")
+    assert refused["blocked"][0]["cell"] == "ai.onnx::Mod::13::float@in=0,1;out=1"
+    assert refused["blocked"][0]["state"] == "run-fails"
+    row = measure.measured_row(data, "Mod")  # what ``support --op Mod --measured`` lists
+    shown = {
+        (v["since"], v["dtype"], v["signature"]): v["ort_cpu"]["state"] for v in row["variants"]
+    }
+    assert shown[(13, "float", "in=0,1;out=1")] == "run-fails"
+    assert "fmod" not in measure.row_text(row).split("attribute variants")[1].split("\n")[1]
