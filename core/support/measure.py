@@ -370,12 +370,18 @@ def predict(
     fine, unanswered = LEVELS[level]
     families = attribute_families(data, lib, ignore)
     nodes = []
+    signatures = data.get("signatures", {})
     for use in model_cells(model):
-        said = (runtime.get(use.key) if use.runtime else None) or cells.get(use.key)
+        family = families.get(_family_key(use.key))
+        asked = runtime.get(use.key) if use.runtime else None
+        if use.runtime and family is not None and signatures.get(use.key) != use.signature:
+            # the run-time probe of the node's own inputs: Resize's sizes, not its scales
+            mark = "" if use.signature == family.base else f"@{use.signature}"
+            asked = runtime.get(family.key + mark) or asked
+        said = asked or cells.get(use.key)
         state = said["state"] if said else "not measured"
         message = said.get("message", "") if said else data["unprobed"].get(use.key, "")
         cell = use.key
-        family = families.get(_family_key(use.key))
         if state in fine and family is not None:  # the type passes: do its attributes?
             cell, state, message = family.judge(use, (state, message), fine, unanswered)
         nodes.append({"node": use.node, "cell": cell, "runtime": use.runtime, "state": state,

@@ -443,12 +443,12 @@ def _class_variants(schema: defs.OpSchema, base: Probe, cases: list[Any]) -> lis
             continue
         if isinstance(attempt, str):
             continue
-        model, feeds, _ = attempt
+        model, feeds, runtime = attempt
         mark = signature(model.graph.node[0], schema)
         if mark in found:
             if case.name not in found[mark].seeds:
                 found[mark].seeds.append(case.name)
             continue
-        found[mark] = Probe(base.cell, model.SerializeToString(), feeds, case.name,
+        found[mark] = Probe(base.cell, model.SerializeToString(), feeds, case.name, runtime,
                             signature=mark, variant=True, seeds=[case.name])  # fmt: skip
     return [p for p in found.values() if p.variant]
