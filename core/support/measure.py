@@ -386,10 +386,50 @@ def predict(
             cell, state, message = family.judge(use, (state, message), fine, unanswered)
         nodes.append({"node": use.node, "cell": cell, "runtime": use.runtime, "state": state,
                       "message": message})  # fmt: skip
+    nodes += [{"node": "(the model)", "cell": "model", "runtime": False, "state": "not measured",
+               "message": problem} for problem in model_problems(model)]  # fmt: skip
     unknown = [n for n in nodes if n["state"] == "not measured" or n["state"] in unanswered]
     blocked = [n for n in nodes if n["state"] not in fine and n not in unknown]
     ok = False if blocked else (None if unknown else True)
     return {"ok": ok, "blocked": blocked, "not_measured": unknown, "nodes": len(nodes)}
+
+
+def model_problems(model: Any) -> list[str]:
+    """What makes a whole model fail whatever its ops, which no cell can answer (cheap checks
+    only: this runs where a model opens): weights left out of the file (Polygraphy's
+    "weightless" models), sparse initializers, a graph without outputs, a name declared twice
+    among the inputs, the outputs or the value infos. Each makes the prediction "not
+    measured", never OK."""
+    graph = model.graph
+    problems = []
+    empty = [t.name for t in graph.initializer if _carries_no_data(t)]
+    if empty:
+        problems.append(f"{len(empty)} initializer(s) carry no data ({empty[0]} …): the file's "
+                        "weights were left out, so no parser can import them")  # fmt: skip
+    if graph.sparse_initializer:
+        problems.append(f"{len(graph.sparse_initializer)} sparse initializer(s): not measured")
+    if not graph.output:
+        problems.append("the graph has no outputs")
+    for kind, values in (("input", graph.input), ("output", graph.output),
+                         ("value info", graph.value_info)):  # fmt: skip
+        names = [v.name for v in values]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            problems.append(f"the {kind} {twice[0]!r} is declared twice")
+    return problems
+
+
+def _carries_no_data(tensor: Any) -> bool:
+    """An initializer with elements, kept in the file, whose data fields are all empty."""
+    from onnx import TensorProto
+
+    if tensor.data_location == TensorProto.EXTERNAL or not tensor.dims:
+        return False
+    if any(d <= 0 for d in tensor.dims):
+        return False
+    held = ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
+            "string_data")  # fmt: skip
+    return not any(len(getattr(tensor, name)) for name in held)
 
 
 @dataclass

@@ -208,6 +208,8 @@ def _probe(
     names: list[str] = []
     elem = _elem_type(dtype)
     variadic = bool(schema.inputs) and schema.inputs[-1].option == VARIADIC
+    given = source.input[0] if source.input else ""
+    first = _array(data[position[given]]) if given in position else None
     for i, name in enumerate(source.input):
         if not name:
             names.append("")
@@ -243,6 +245,12 @@ def _probe(
                 return f"no {to} tensor can hold the case's input {i}"
             initializers.append(retyped)
             constants.add(name)  # a model may give it at run time too (a zero point)
+        elif _co_typed(array, first, dtype, schema, formal_param.type_str):
+            retyped = _retyped(array, name, dtype)  # V beside Q, b beside a: one type, as in
+            if retyped is None:  # the case (Q float16 with V float is no model anyone has)
+                return f"no {dtype} tensor can hold the case's input {i}"
+            initializers.append(retyped)
+            constants.add(name)
         else:
             initializers.append(numpy_helper.from_array(array, name))
             constants.add(name)
@@ -282,6 +290,17 @@ def _probe(
     except Exception as exc:  # the checker's own reason is the cell's reason
         return str(exc).strip().splitlines()[0][:200]
     return model, feeds, _at_run_time(model, constants)
+
+
+def _co_typed(
+    array: np.ndarray, first: np.ndarray | None, dtype: str, schema: defs.OpSchema, type_str: str
+) -> bool:
+    """Whether an input of another type parameter moves with the first input's type: it had
+    the first input's type in the case and its parameter allows the new one (Attention's V,
+    QLinearMatMul's b, OneHot's values); a paired op's second type is its own."""
+    if first is None or schema.name in PAIRED or array.dtype != first.dtype:
+        return False
+    return dtype in _tensor_types(schema, type_str)
 
 
 def _at_run_time(model: onnx.ModelProto, constants: set[str]) -> bytes:
@@ -408,12 +427,14 @@ def _family(schema: defs.OpSchema) -> str:
 TYPE_CLASSES = {
     "float": ("float", "float16", "bfloat16", "double"),
     "int": ("int64", "int32", "int8", "uint8", "int16", "uint16", "uint32", "uint64"),
+    "string": ("string",),
+    "bool": ("bool",),
 }
 
 
 def type_class(dtype: str) -> str:
-    """The class of a cell's type whose variants answer for it ("" for none: float8, bool,
-    string and a paired cell's types keep their own cell's answer)."""
+    """The class of a cell's type whose variants answer for it ("" for none: float8 types
+    and a paired cell's types keep their own cell's answer)."""
     return next((name for name, members in TYPE_CLASSES.items() if dtype in members), "")
 
 

@@ -326,3 +326,31 @@ def test_an_op_whose_answer_hangs_on_its_attributes_is_judged_by_its_own_variant
     }
     assert shown[(13, "float", "in=0,1;out=1")] == "run-fails"
     assert "fmod" not in measure.row_text(row).split("attribute variants")[1].split("\n")[1]
+
+
+def test_a_model_without_its_weights_is_not_measured_whatever_its_cells_say(
+    measured: tuple[dict[str, Any], Path], rtx: Any, tmp_path: Path
+) -> None:
+    """Polygraphy's "weightless" models keep an initializer's shape and drop its data: every
+    cell passed, the real parse fails on the initializer. Now the verdict says why it cannot
+    tell, and so does a graph naming one output twice."""
+    from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
+
+    data, _ = measured
+    path = _two_node_model(tmp_path / "w.onnx", TensorProto.FLOAT)
+    model = onnx.load(path)
+    assert measure.predict(model, data, "trt-parse")["ok"] is True
+    weight = model.graph.initializer[0]
+    weight.ClearField("int64_data")
+    weight.ClearField("raw_data")
+    guess = measure.predict(model, data, "trt-parse")
+    assert guess["ok"] is None and "carry no data" in guess["not_measured"][0]["message"]
+    assert TensorRTAdapter(rtx).try_model(model.SerializeToString())["state"] == "parse-fails"
+    twice = onnx.load(path)
+    twice.graph.value_info.extend(
+        [helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 4])] * 2
+    )
+    assert (
+        "'r' is declared twice"
+        in measure.predict(twice, data, "ort-run")["not_measured"][0]["message"]
+    )
