@@ -412,8 +412,7 @@ def model_problems(model: Any) -> list[str]:
         problems.append("the graph has no outputs")
     for kind, values in (("input", graph.input), ("output", graph.output),
                          ("value info", graph.value_info)):  # fmt: skip
-        names = [v.name for v in values]
-        twice = sorted({n for n in names if names.count(n) > 1})
+        twice = sorted(n for n, count in Counter(v.name for v in values).items() if count > 1)
         if twice:
             problems.append(f"the {kind} {twice[0]!r} is declared twice")
     return problems
