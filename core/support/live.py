@@ -44,7 +44,7 @@ def measured_report(target: str, found: dict[str, Any], model_opset: int) -> Tar
     blocker too ("not measured"), so an inconclusive prediction is never shown as OK."""
     blockers = [
         Blocker(
-            op=node["cell"].split("::")[1],
+            op=_op_of(node["cell"]),
             count=1,
             nodes=[node["node"]],
             reason=f"{node['state']} in its measured cell {node['cell']}: {node['message']}"[:400],
@@ -52,7 +52,7 @@ def measured_report(target: str, found: dict[str, Any], model_opset: int) -> Tar
         for node in found["blocked"]
     ] + [
         Blocker(
-            op=node["cell"].split("::")[1],
+            op=_op_of(node["cell"]),
             count=1,
             nodes=[node["node"]],
             reason=f"not measured ({node['cell']}"
@@ -73,3 +73,10 @@ def measured_report(target: str, found: dict[str, Any], model_opset: int) -> Tar
         notes=notes,
         inconclusive=found["ok"] is None,
     )
+
+
+def _op_of(cell: str) -> str:
+    """The op of a cell key (``ai.onnx::Mod::13::float@…``); ``(model)`` for a whole-model
+    problem (``measure.model_problems``), whose cell is ``model``."""
+    parts = cell.split("::")
+    return parts[1] if len(parts) > 1 else "(model)"

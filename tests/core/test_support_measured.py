@@ -345,6 +345,11 @@ def test_a_model_without_its_weights_is_not_measured_whatever_its_cells_say(
     weight.ClearField("raw_data")
     guess = measure.predict(model, data, "trt-parse")
     assert guess["ok"] is None and "carry no data" in guess["not_measured"][0]["message"]
+    from deploylens.core.support.live import measured_report  # the panel's rows for it
+
+    guess["source"] = "measured cells"
+    report = measured_report("trt-rtx (measured)", guess, 14)
+    assert report.inconclusive and [b.op for b in report.blockers] == ["(model)"]
     assert TensorRTAdapter(rtx).try_model(model.SerializeToString())["state"] == "parse-fails"
     twice = onnx.load(path)
     twice.graph.value_info.extend(
