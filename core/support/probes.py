@@ -392,8 +392,10 @@ def generate(ops: set[str] | None = None, keys: set[str] | None = None) -> Probe
     unprobed: dict[str, str] = {}
     for schema in schemas(ops):
         made_here: list[Probe] = []
+        # a variant's key asked alone (a crash being cornered) still needs its cell's probe
+        wanted = keys is None or any("@" in k and k.startswith(_family(schema)) for k in keys)
         for cell in cells_of(schema):
-            if keys is not None and cell.key not in keys:
+            if keys is not None and cell.key not in keys and not wanted:
                 continue
             cases = seeds.get((cell.domain, cell.op), [])
             why = "no single-node backend test case for the op"
@@ -408,9 +410,9 @@ def generate(ops: set[str] | None = None, keys: set[str] | None = None) -> Probe
                                        runtime, mark, seeds=[case.name]))  # fmt: skip
                 break
             else:
-                unprobed[cell.key] = why
-        probes += made_here
-        wanted = keys is None or any("@" in k and k.startswith(_family(schema)) for k in keys)
+                if keys is None or cell.key in keys:
+                    unprobed[cell.key] = why
+        probes += [p for p in made_here if keys is None or p.cell.key in keys]
         if made_here and wanted:
             variants = _variants(schema, made_here, seeds.get((schema.domain, schema.name), []))
             probes += [v for v in variants if keys is None or v.key in keys]
