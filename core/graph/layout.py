@@ -148,17 +148,16 @@ def _order_rank_by_rank(
     top = np.where(rank[src] < rank[dst], src, dst)[adjacent].tolist()
     bottom = np.where(rank[src] < rank[dst], dst, src)[adjacent].tolist()
     ranks = int(rank.max()) + 1 if len(rank) else 0
+    rank_list = rank.tolist()
     members: list[list[int]] = [[] for _ in range(ranks)]
-    for item, r in enumerate(rank.tolist()):
+    for item, r in enumerate(rank_list):
         members[r].append(item)
     above: list[list[int]] = [[] for _ in range(len(rank))]
     below: list[list[int]] = [[] for _ in range(len(rank))]
-    down_edges: list[list[tuple[int, int]]] = [[] for _ in range(ranks)]
+    down_edges: list[list[tuple[int, int]]] = [[] for _ in range(ranks)]  # by the upper rank
     for a, b in zip(top, bottom, strict=True):
         above[b].append(a)
         below[a].append(b)
-    rank_list = rank.tolist()
-    for a, b in zip(top, bottom, strict=True):
         down_edges[rank_list[a]].append((a, b))
     order: list[int] = pos.astype(np.int64).tolist()
 

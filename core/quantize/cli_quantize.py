@@ -38,11 +38,17 @@ def cmd_sensitivity(args: argparse.Namespace) -> int:
     report: Report = request.run(args.python)
     if request.build and report.files is not None:
         report.build = build_plan(report.files.model, args.python)
-    verdict = report.verdict()  # exit 1 when the plan misses the budget or its build failed
-    if args.json:
-        print(json.dumps({**report.to_dict(), "verdict": verdict.word}, indent=2))
+    return _judged(report, args.json)  # exit 1: the plan misses the budget, or its build failed
+
+
+def _judged(result: Report | StudyReport, as_json: bool) -> int:
+    """The report (JSON with its verdict, or the summary and the verdict's sentence) and the
+    verdict's exit code: the panel's banner reads the same ``verdict()``."""
+    verdict = result.verdict()
+    if as_json:
+        print(json.dumps({**result.to_dict(), "verdict": verdict.word}, indent=2))
         return verdict.exit_code
-    print(report.summary())
+    print(result.summary())
     print(verdict.word, file=sys.stderr if verdict.exit_code else sys.stdout)
     return verdict.exit_code
 
@@ -76,13 +82,7 @@ def _study_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_study(args: argparse.Namespace) -> int:
     result: StudyReport = StudyRequest.from_args(args).prepared().run(args.python)
-    verdict = result.verdict()  # exit 1 when a row failed or none scored
-    if args.json:
-        print(json.dumps({**result.to_dict(), "verdict": verdict.word}, indent=2))
-        return verdict.exit_code
-    print(result.summary())
-    print(verdict.word, file=sys.stderr if verdict.exit_code else sys.stdout)
-    return verdict.exit_code
+    return _judged(result, args.json)  # exit 1 when a row failed or none scored
 
 
 COMMANDS = (
