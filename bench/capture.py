@@ -49,18 +49,18 @@ def main() -> int:
             "cuda" if cuda else "cpu",
         )
         stats = trace_stats(load_trace(trace_path))
-        ovl = stats["overlap"]
-        total = sum(ovl["concurrency_ns"].values()) or 1
+        ovl = stats.overlap
+        total = sum(ovl.concurrency_ns.values()) or 1
         rows.append(
             {
                 "mode": mode,
                 **summary.to_dict(),
-                "events": stats["events"],
-                "hidden_percent": ovl["hidden_percent"],
-                "concurrency": {k: v / total for k, v in ovl["concurrency_ns"].items()},
-                "copies": stats["copies"],
-                "top_kernel": (stats["kernels"] or [{}])[0].get("name", ""),
-                "hints": stats["hints"],
+                "events": stats.events,
+                "hidden_percent": ovl.hidden_percent,
+                "concurrency": {k: v / total for k, v in ovl.concurrency_ns.items()},
+                "copies": stats.tables()["copies"],
+                "top_kernel": stats.kernels[0].name if stats.kernels else "",
+                "hints": stats.hints,
             }
         )
     print(f"{rows[0].get('device', 'CPU')}, resnet18 batch {batch}, {iterations} iterations")

@@ -47,15 +47,65 @@ def cmd_trace(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     trace = load_trace(args.file)
     stats = trace_stats(trace)
-    stats["import_s"] = time.perf_counter() - started
+    stats.import_s = time.perf_counter() - started
     if args.chrome:
         write_chrome(trace, args.chrome)
     if args.csv:
-        for table in ("kernels", "streams", "copies"):
-            write_csv(stats[table], args.csv / f"{table}.csv")
+        for name, rows in stats.tables().items():
+            write_csv(rows, args.csv / f"{name}.csv")
     if args.json:
-        print(json.dumps(stats, indent=2, default=float))
+        print(json.dumps(stats.to_dict(), indent=2, default=float))
         return 0
+    print(
+        f"{args.file}: {stats.format} {stats.version} — {stats.events:,} events, "
+        f"{stats.lanes} lanes, {stats.span_us / 1e3:.3f} ms "
+        f"({stats.import_s:.2f} s to import)"
+    )
+    print("  " + ", ".join(f"{k} {v:,}" for k, v in stats.kinds.items()))
+    if stats.kernels:
+        label, share = {
+            "kernel": ("kernel", "GPU %"),
+            "ort_node": ("ONNX Runtime node", "time %"),
+            "cpu_op": ("CPU op (inclusive of the ops it calls)", "time %"),
+        }[stats.table]
+        print(
+            f"  {label:<48}{'count':>7}{'total µs':>12}{'mean':>10}{'p90':>10}{'p99':>10}{share:>7}"
+        )
+        for row in stats.kernels[: args.top]:
+            print(
+                f"  {row.name[:47]:<48}{row.count:>7}{row.total_us:>12.1f}{row.mean_us:>10.2f}"
+                f"{row.p90_us:>10.2f}{row.p99_us:>10.2f}{row.gpu_percent:>7.1f}"
+            )
+    for stream in stats.streams:
+        print(f"  {stream.lane}: busy {stream.busy_percent:.1f}% ({stream.events:,} events)")
+    ovl = stats.overlap
+    if ovl.copy_ns and ovl.hidden_percent is not None:
+        print(
+            f"  copies {ovl.copy_ns / 1e3:.1f} µs, {ovl.hidden_percent:.1f}% hidden behind kernels"
+        )
+    if ovl.concurrency_ns:  # the Timeline's table: shares of the GPU span, idle included
+        shares = ovl.busy_shares()
+        print("  streams busy at once: " + ", ".join(f"{k}: {v:.1f}%" for k, v in shares))
+    for copy in stats.copies:
+        rate = f"{copy.median_gbps:.1f} GB/s" if copy.median_gbps else "?"
+        print(
+            f"  {copy.kind} {copy.memory}: {copy.count} copies, "
+            f"{copy.bytes / 1e6:.1f} MB, median {rate}"
+        )
+    for hint in stats.hints:
+        print(f"  hint: {hint}")
+    for finding in stats.diagnosis.findings:
+        print(f"  diagnosis: {finding.text()}".rstrip())
+    if stats.diagnosis.skipped:
+        print(f"  no diagnosis: {stats.diagnosis.skipped}")
+    unknown = stats.unknown_categories
+    if unknown:
+        print(
+            f"  {sum(unknown.values()):,} events in categories this version does not know, "
+            "counted as 'other' (not kernels): "
+            + ", ".join(f"{name} ×{count:,}" for name, count in unknown.items())
+        )
+    return 0
     print(
         f"{args.file}: {stats['format']} {stats['version']} — {stats['events']:,} events, "
         f"{stats['lanes']} lanes, {stats['span_us'] / 1e3:.3f} ms "

@@ -18,7 +18,7 @@ the capture already did (pipelined copies, CUDA graphs, several streams, pinned 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,17 @@ class Finding:
 
     def text(self) -> str:
         return self.claim + (f" {self.advice}" if self.advice else "")
+
+
+@dataclass
+class Diagnosis:
+    """The patterns found in a trace, strongest first, with the measures behind them."""
+
+    pattern: str | None  # the strongest finding's (None: nothing found, or not judged)
+    findings: list[Finding] = field(default_factory=list)
+    measures: dict[str, float] = field(default_factory=dict)
+    capture: dict[str, Any] = field(default_factory=dict)  # TRACE.capture.json, as read
+    skipped: str = ""  # why it was not judged ("" when it was)
 
 
 def _union_ns(start: np.ndarray, end: np.ndarray) -> int:
@@ -232,24 +243,23 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
     return findings
 
 
-def diagnosis(trace: Trace) -> dict[str, Any]:
-    """The patterns as data (for ``trace_stats``, the CLI and the Timeline) with the measures.
+def diagnosis(trace: Trace) -> Diagnosis:
+    """The patterns (for ``trace_stats``, the CLI, the lab and the Timeline) with the measures.
     A trace whose times are laid out, not measured (trtexec --exportProfile, IProfiler), has no
     idle time or overlap to judge: it gets no diagnosis, and says why."""
+    capture = trace.meta.get("capture") or {}
     if trace.meta.get("synthetic_times"):
-        return {
-            "pattern": None,
-            "findings": [],
-            "measures": {},
-            "capture": trace.meta.get("capture") or {},
-            "skipped": "the trace's times are laid end to end, not measured: idle time, "
+        return Diagnosis(
+            None,
+            capture=capture,
+            skipped="the trace's times are laid end to end, not measured: idle time, "
             "overlap and launch gaps cannot be judged from it",
-        }
+        )
     m = measures(trace)
     findings = diagnose(trace, m)
-    return {
-        "pattern": findings[0].pattern if findings else None,
-        "findings": [asdict(f) for f in findings],
-        "measures": {k: v for k, v in m.items() if isinstance(v, int | float)},
-        "capture": trace.meta.get("capture") or {},
-    }
+    return Diagnosis(
+        findings[0].pattern if findings else None,
+        findings,
+        {k: float(v) for k, v in m.items() if isinstance(v, int | float)},
+        capture,
+    )

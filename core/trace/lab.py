@@ -135,7 +135,7 @@ _PROGRAMS: dict[str, Callable[[Any], Callable[[], None]]] = {
 def run_lab(name: str, out: str, synthetic: bool = False) -> LabResult:
     """Write the scenario's trace (real on a GPU, else synthetic) and its diagnosis."""
     from deploylens.core.errors import UserError
-    from deploylens.core.trace.diagnosis import Finding, diagnosis
+    from deploylens.core.trace.diagnosis import diagnosis
     from deploylens.core.trace.export import write_chrome
     from deploylens.core.trace.load import load_trace
 
@@ -169,5 +169,4 @@ def run_lab(name: str, out: str, synthetic: bool = False) -> LabResult:
     write_sidecar(out, {"backend": "lab", "lab": name, "device": device, "mode": "serial",
                         "streams": 1, "iterations": ITERATIONS})  # fmt: skip
     found = diagnosis(load_trace(out))
-    return LabResult(name, out, synthetic, device, found["pattern"],
-                     [Finding(**finding) for finding in found["findings"]])  # fmt: skip
+    return LabResult(name, out, synthetic, device, found.pattern, found.findings)

@@ -8,9 +8,18 @@ from typing import Any
 
 import numpy as np
 
+from deploylens.core.trace.diagnosis import diagnosis
 from deploylens.core.trace.intervals import merged
 from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, KINDS, Trace, member
 from deploylens.core.trace.pipeline import PIPELINED
+from deploylens.core.trace.stats_types import (
+    CopyRow,
+    Gap,
+    KernelRow,
+    Overlap,
+    StreamRow,
+    TraceStats,
+)
 
 DUR_BITS = 40  # a kernel shorter than 2**40 ns (18 min) sorts as one int64 with its name id
 
@@ -24,7 +33,7 @@ def table_kind(trace: Trace) -> str:
     return "kernel"
 
 
-def kernel_table(trace: Trace) -> list[dict[str, Any]]:
+def kernel_table(trace: Trace) -> list[KernelRow]:
     """Per-name latency of GPU kernels, or of ONNX Runtime nodes or CPU ops in a trace without
     kernels (``gpu_percent`` is then the share of their summed time; CPU ops nest, so theirs is
     inclusive time)."""
@@ -56,20 +65,20 @@ def kernel_table(trace: Trace) -> list[dict[str, Any]]:
     for name_id, d in groups:
         d = d.astype(np.float64)  # one kernel name at a time, sorted
         rows.append(
-            {
-                "name": trace.names[name_id],
-                "count": int(d.size),
-                "total_us": d.sum() / 1e3,
-                "mean_us": d.mean() / 1e3,
-                "median_us": float(np.median(d)) / 1e3,
-                "p90_us": float(np.percentile(d, 90)) / 1e3,
-                "p99_us": float(np.percentile(d, 99)) / 1e3,
-                "min_us": d[0] / 1e3,
-                "max_us": d[-1] / 1e3,
-                "gpu_percent": 100.0 * d.sum() / total_gpu,
-            }
+            KernelRow(
+                name=trace.names[name_id],
+                count=int(d.size),
+                total_us=float(d.sum()) / 1e3,
+                mean_us=float(d.mean()) / 1e3,
+                median_us=float(np.median(d)) / 1e3,
+                p90_us=float(np.percentile(d, 90)) / 1e3,
+                p99_us=float(np.percentile(d, 99)) / 1e3,
+                min_us=float(d[0]) / 1e3,
+                max_us=float(d[-1]) / 1e3,
+                gpu_percent=100.0 * float(d.sum()) / total_gpu,
+            )
         )
-    rows.sort(key=lambda r: -r["total_us"])
+    rows.sort(key=lambda r: -r.total_us)
     return rows
 
 
@@ -88,7 +97,7 @@ def _gpu_lanes(trace: Trace) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.n
             yield lane_id, start, start + trace.dur[a:b][gpu], kind[gpu]
 
 
-def stream_stats(trace: Trace) -> list[dict[str, Any]]:
+def stream_stats(trace: Trace) -> list[StreamRow]:
     span = _gpu_span(trace)
     if span is None:
         return []
@@ -97,13 +106,13 @@ def stream_stats(trace: Trace) -> list[dict[str, Any]]:
         lane = trace.lanes[lane_id]
         s, e = merged(start, end)
         rows.append(
-            {
-                "lane": lane.title,
-                "device": lane.device,
-                "stream": lane.stream,
-                "events": int(start.size),
-                "busy_percent": 100.0 * float((e - s).sum()) / max(span[1] - span[0], 1),
-            }
+            StreamRow(
+                lane=lane.title,
+                device=lane.device,
+                stream=lane.stream,
+                events=int(start.size),
+                busy_percent=100.0 * float((e - s).sum()) / max(span[1] - span[0], 1),
+            )
         )
     return rows
 
@@ -200,13 +209,13 @@ def _busy_streams(lanes: Lanes, origin: int) -> tuple[dict[int, int], list[tuple
     return concurrency, gaps
 
 
-def overlap(trace: Trace) -> dict[str, Any]:
+def overlap(trace: Trace) -> Overlap:
     """Share of copy time hidden behind kernels on other streams of the same device, plus the
     concurrency histogram (time with k streams busy at once) and the largest idle gaps.
 
     Each question is one sweep over sorted edges in fixed-size blocks, so the temporaries are
     8 bytes per edge plus a block — not merged copies of every column."""
-    result: dict[str, Any] = {"copy_ns": 0, "hidden_ns": 0, "concurrency_ns": {}, "gaps": []}
+    result = Overlap()
     devices = sorted({trace.lanes[lane_id].device for lane_id, _, _, _ in _gpu_lanes(trace)})
     for device in devices:
         origin = _gpu_span(trace, device)[0]  # type: ignore[index]
@@ -218,22 +227,18 @@ def overlap(trace: Trace) -> dict[str, Any]:
 
         for start, end, kind in lanes():
             copy = member(kind, COPY_KINDS)
-            result["copy_ns"] += int((end[copy] - start[copy]).sum())
-        result["hidden_ns"] += _hidden_copy_ns(lanes, origin)
+            result.copy_ns += int((end[copy] - start[copy]).sum())
+        result.hidden_ns += _hidden_copy_ns(lanes, origin)
         concurrency, gaps = _busy_streams(lanes, origin)
         for k, ns in concurrency.items():
-            result["concurrency_ns"][k] = result["concurrency_ns"].get(k, 0) + ns
-        result["gaps"] += [
-            {"device": device, "start_ns": start, "gap_us": length / 1e3} for start, length in gaps
-        ]
-    result["hidden_percent"] = (
-        100.0 * result["hidden_ns"] / result["copy_ns"] if result["copy_ns"] else None
-    )
-    result["idle_ns"] = result["concurrency_ns"].pop(0, 0)  # between the first and last GPU event
+            result.concurrency_ns[k] = result.concurrency_ns.get(k, 0) + ns
+        result.gaps += [Gap(device, int(start), length / 1e3) for start, length in gaps]
+    result.hidden_percent = 100.0 * result.hidden_ns / result.copy_ns if result.copy_ns else None
+    result.idle_ns = result.concurrency_ns.pop(0, 0)  # between the first and last GPU event
     return result
 
 
-def copy_stats(trace: Trace) -> list[dict[str, Any]]:
+def copy_stats(trace: Trace) -> list[CopyRow]:
     rows = []
     for kind in COPY_KINDS:
         for detail in np.unique(trace.detail[trace.kind == kind]):
@@ -241,37 +246,37 @@ def copy_stats(trace: Trace) -> list[dict[str, Any]]:
             nbytes, dur = trace.nbytes[on].astype(np.float64), trace.dur[on].astype(np.float64)
             rate = nbytes[dur > 0] / dur[dur > 0]  # bytes/ns == GB/s
             rows.append(
-                {
-                    "kind": KINDS[kind],
-                    "memory": trace.names[int(detail)],
-                    "count": int(on.sum()),
-                    "bytes": int(nbytes.sum()),
-                    "total_us": dur.sum() / 1e3,
-                    "mean_gbps": float(nbytes.sum() / dur.sum()) if dur.sum() else None,
-                    "median_gbps": float(np.median(rate)) if rate.size else None,
-                }
+                CopyRow(
+                    kind=KINDS[kind],
+                    memory=trace.names[int(detail)],
+                    count=int(on.sum()),
+                    bytes=int(nbytes.sum()),
+                    total_us=float(dur.sum()) / 1e3,
+                    mean_gbps=float(nbytes.sum() / dur.sum()) if dur.sum() else None,
+                    median_gbps=float(np.median(rate)) if rate.size else None,
+                )
             )
     return rows
 
 
 def hints(
-    copies: list[dict[str, Any]],
-    ovl: dict[str, Any],
-    streams: list[dict[str, Any]],
+    copies: list[CopyRow],
+    ovl: Overlap,
+    streams: list[StreamRow],
     capture: dict[str, Any] | None = None,
 ) -> list[str]:
     """Advice from the copy and overlap figures — never advice the capture already followed
     (``capture`` is what DeployLens's own capture did, from ``TRACE.capture.json``)."""
     capture = capture or {}
     found = []
-    pageable = [c for c in copies if "Pageable" in c["memory"]]
+    pageable = [c for c in copies if "Pageable" in c.memory]
     if pageable:
-        count = sum(c["count"] for c in pageable)
+        count = sum(c.count for c in pageable)
         found.append(
             f"{count} copies use pageable host memory: they are staged and synchronous, so "
             "they cannot overlap compute — allocate pinned buffers (pin_memory / cudaHostAlloc)."
         )
-    hidden = ovl.get("hidden_percent")
+    hidden = ovl.hidden_percent
     if hidden is not None and hidden < 10 and capture.get("mode") in PIPELINED:
         found.append(
             f"Only {hidden:.0f}% of copy time is hidden behind kernels although the capture "
@@ -292,9 +297,8 @@ def hints(
     return found
 
 
-def trace_stats(trace: Trace) -> dict[str, Any]:
-    from deploylens.core.trace.diagnosis import diagnosis
-
+def trace_stats(trace: Trace) -> TraceStats:
+    """Every figure the timeline shows of ``trace`` (a whole file, or a range's events)."""
     kinds = {
         KINDS[int(k)]: int(c)
         for k, c in zip(*np.unique(trace.kind, return_counts=True), strict=True)
@@ -306,21 +310,20 @@ def trace_stats(trace: Trace) -> dict[str, Any]:
         overlap(trace),
         copy_stats(trace),
     )
-    return {
-        "source": trace.meta.get("source", ""),
-        "format": trace.meta.get("format", ""),
-        "version": trace.meta.get("version", ""),
-        "events": len(trace),
-        "lanes": len(trace.lanes),
-        "span_us": (end - start) / 1e3,
-        "kinds": kinds,
-        "table": table_kind(trace),
-        "kernels": kernels,
-        "streams": streams,
-        "overlap": ovl,
-        "copies": copies,
-        "hints": hints(copies, ovl, streams, trace.meta.get("capture")),
-        "diagnosis": diagnosis(trace),
-        # events in categories this version does not know: counted as "other", never as kernels
-        "unknown_categories": trace.meta.get("unknown_categories", {}),
-    }
+    return TraceStats(
+        source=str(trace.meta.get("source", "")),
+        format=str(trace.meta.get("format", "")),
+        version=str(trace.meta.get("version", "")),
+        events=len(trace),
+        lanes=len(trace.lanes),
+        span_us=(end - start) / 1e3,
+        kinds=kinds,
+        table=table_kind(trace),
+        kernels=kernels,
+        streams=streams,
+        overlap=ovl,
+        copies=copies,
+        hints=hints(copies, ovl, streams, trace.meta.get("capture")),
+        diagnosis=diagnosis(trace),
+        unknown_categories=dict(trace.meta.get("unknown_categories", {})),
+    )

@@ -58,7 +58,7 @@ def run_point(base: ProfileRequest, point: SweepPoint, folder: Path, threads: in
     point.flags = [*result.flags, *result.notes]
     point.trace = str(trace)
     try:
-        point.pattern = diagnosis(load_trace(trace))["pattern"]
+        point.pattern = diagnosis(load_trace(trace)).pattern
     except UserError as exc:
         point.reason = f"trace not diagnosed: {exc.message}"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.links import node_latency
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import Trace
 from deploylens.core.trace.stats import trace_stats
+from deploylens.core.trace.stats_types import TraceStats
 
 
 def open_trace(
@@ -26,7 +26,7 @@ def open_trace(
     return trace, index, time.perf_counter() - started
 
 
-def summarize(trace: Trace) -> tuple[dict[str, Any], dict[str, float]]:
+def summarize(trace: Trace) -> tuple[TraceStats, dict[str, float]]:
     """Statistics and per-node latency (off the UI thread, after the first paint: ~0.5 s per
     1M events that the user need not wait for to start looking)."""
     return trace_stats(trace), node_latency(trace)

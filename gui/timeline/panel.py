@@ -43,6 +43,7 @@ from deploylens.core.trace.model import KIND, KINDS, Trace, member
 from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 from deploylens.core.trace.stats import trace_stats
+from deploylens.core.trace.stats_types import KernelRow, TraceStats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.columns import compact_rows, fit_columns, keep_fitted, name_floor
@@ -87,8 +88,8 @@ class TimelinePanel(QWidget):
         self.jobs = jobs
         self.trace: Trace | None = None
         self.index: TimelineIndex | None = None
-        self.stats: dict[str, Any] = {}
-        self.range_stats: dict[str, Any] = {}
+        self.stats: TraceStats | None = None
+        self.range_stats: TraceStats | None = None
         self.path = ""
         self.model_path = ""
         self.loading_since = 0.0
@@ -255,7 +256,7 @@ class TimelinePanel(QWidget):
         """The events read so far, drawn while the rest loads (no statistics yet)."""
         if task is not self.task:  # another file was opened meanwhile
             return
-        self.path, self.trace, self.index, self.stats = path, trace, index, {}
+        self.path, self.trace, self.index, self.stats = path, trace, index, None
         self.canvas.set_index(index)
         self.overview.set_index(index)
         self.overview.set_region(self.canvas.t0, self.canvas.t1)
@@ -268,14 +269,14 @@ class TimelinePanel(QWidget):
 
     def _clear_results(self, summary: str) -> None:
         """No statistics, details or range of another trace beside this one."""
-        self.range_stats = {}
+        self.range_stats = None
         self._fill_kernels([])
         self.summary.setHtml(summary)
         self.details.setHtml("<i>Click an event for its details.</i>")
         self.range_view.setHtml("<i>Shift+drag in the timeline to select a time range.</i>")
 
     def _on_loaded(self, path: str, trace: Trace, index: TimelineIndex, seconds: float) -> None:
-        self.path, self.trace, self.index, self.stats = path, trace, index, {}
+        self.path, self.trace, self.index, self.stats = path, trace, index, None
         self.canvas.set_index(index)
         window = gpu_window(trace)
         if window is not None:  # the GPU's part of a long capture first; F shows it all
@@ -304,11 +305,11 @@ class TimelinePanel(QWidget):
         self.stats_task.sig_failed.connect(self._on_stats_failed)
         self.stats_task.start()
 
-    def _on_stats(self, trace: Trace, stats: dict[str, Any], latency: dict[str, float]) -> None:
+    def _on_stats(self, trace: Trace, stats: TraceStats, latency: dict[str, float]) -> None:
         if trace is not self.trace:  # another trace was opened meanwhile
             return
         self.stats = stats
-        self._fill_kernels(stats["kernels"])
+        self._fill_kernels(stats.kernels)
         self.summary.setHtml(summary_html(stats))
         if latency:
             self.sig_overlay.emit("Latency (timeline)", latency, "ms per run (groups: sum)", True)
@@ -476,15 +477,15 @@ class TimelinePanel(QWidget):
             self.histogram.autoRange()  # a new kernel's durations are another scale
         return counts if durations.size else np.zeros(0)
 
-    def _fill_kernels(self, rows: list[dict[str, Any]]) -> None:
+    def _fill_kernels(self, rows: list[KernelRow]) -> None:
         self.kernels.setSortingEnabled(False)
         self.kernels.setRowCount(len(rows))
         for r, row in enumerate(rows):
-            name = QTableWidgetItem(row["name"])
-            name.setToolTip(row["name"])  # the whole name; the cell elides its middle
+            name = QTableWidgetItem(row.name)
+            name.setToolTip(row.name)  # the whole name; the cell elides its middle
             self.kernels.setItem(r, 0, name)
             for c, (key, _) in enumerate(KERNEL_COLUMNS[1:], start=1):
-                value = row[key]
+                value = getattr(row, key)  # a KernelRow field: KERNEL_COLUMNS names them
                 item = NumberItem(float(value), 0 if key == "count" else 2)
                 self.kernels.setItem(r, c, item)
         self.kernels.setSortingEnabled(True)
@@ -501,36 +502,38 @@ class TimelinePanel(QWidget):
         fit_columns(self.kernels, stretch=0, floor={0: name_floor(self.kernels, names)})
 
     # -- range -----------------------------------------------------------------------------------
-    def select_range(self, t0: int, t1: int) -> dict[str, Any]:
+    def select_range(self, t0: int, t1: int) -> TraceStats | None:
         """Statistics of [t0, t1], events clipped to the range: at once for a short range, on a
-        thread for a long one (returns {} then; ``range_view`` fills in when done)."""
+        thread for a long one (returns None then; ``range_view`` fills in when done)."""
         if self.index is None:
-            return {}
+            return None
         rows = self.index.in_range(t0, t1)
         self.tabs.setCurrentWidget(self.range_view)
         trace = self.index.trace
 
-        def compute() -> dict[str, Any]:
-            return {**trace_stats(trace.take(rows, clip=(t0, t1))), "range_ns": (t0, t1)}
+        def compute() -> TraceStats:
+            stats = trace_stats(trace.take(rows, clip=(t0, t1)))
+            stats.range_ns = (t0, t1)
+            return stats
 
         if rows.size <= SYNC_RANGE_EVENTS:
             self._on_range(trace, compute())
             return self.range_stats
-        self.range_stats = {}
+        self.range_stats = None
         self.range_view.setHtml(f"<i>Computing statistics of {rows.size:,} events …</i>")
         self.range_task = BackgroundTask(compute, self)
         self.range_task.sig_done.connect(lambda stats: self._on_range(trace, stats))
         self.range_task.sig_failed.connect(self._on_stats_failed)
         self.range_task.start()
-        return {}
+        return None
 
-    def _on_range(self, trace: Trace, stats: dict[str, Any]) -> None:
-        if trace is not self.trace:
+    def _on_range(self, trace: Trace, stats: TraceStats) -> None:
+        if trace is not self.trace or stats.range_ns is None:
             return
         self.range_stats = stats
-        t0, t1 = stats["range_ns"]
+        t0, t1 = stats.range_ns
         self.range_view.setHtml(
-            f"<b>Range {format_ns(t1 - t0)}</b> ({stats['events']:,} events)<br>"
+            f"<b>Range {format_ns(t1 - t0)}</b> ({stats.events:,} events)<br>"
             + summary_html(stats, top=10)
         )
 
@@ -563,9 +566,9 @@ class TimelinePanel(QWidget):
             self.export_csv(folder)
 
     def export_csv(self, folder: str) -> list[Path]:
-        tables = {k: self.stats.get(k, []) for k in ("kernels", "streams", "copies")}
+        tables = self.stats.tables() if self.stats else {}
         if self.range_stats:
-            tables["range_kernels"] = self.range_stats.get("kernels", [])
+            tables["range_kernels"] = self.range_stats.tables()["kernels"]
         written = [write_csv(rows, Path(folder) / f"{name}.csv") for name, rows in tables.items()]
         self.sig_message.emit(f"Wrote {len(written)} CSV tables to {folder}")
         return written

@@ -7,10 +7,11 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from deploylens.core.trace.stats_types import TraceStats
 from deploylens.gui.timeline.canvas import format_ns
 
 
-def _table(title: str, headers: list[str], rows: list[list[Any]]) -> str:
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{h}</th>" for h in headers)
     body = "".join(
         "<tr>"
@@ -24,58 +25,51 @@ def _table(title: str, headers: list[str], rows: list[list[Any]]) -> str:
     return f"<p><b>{title}</b></p><table cellspacing=4><tr>{head}</tr>{body}</table>"
 
 
-def summary_html(stats: dict[str, Any], top: int = 0) -> str:
+def summary_html(stats: TraceStats, top: int = 0) -> str:
     """The diagnosis and hints first (the answers), then overlap, concurrency, streams, copies,
     gaps, kernels."""
-    diagnosis = stats.get("diagnosis") or {}
+    diagnosis, ovl = stats.diagnosis, stats.overlap
     parts = [
-        f"<p><b>{html.escape(f['pattern'])}</b> — {html.escape(f['claim'])} "
-        f"<i>{html.escape(f['advice'])}</i></p>"
-        for f in diagnosis.get("findings", [])
+        f"<p><b>{html.escape(f.pattern)}</b> — {html.escape(f.claim)} "
+        f"<i>{html.escape(f.advice)}</i></p>"
+        for f in diagnosis.findings
     ]
-    if diagnosis.get("skipped"):
-        parts.append(f"<p><i>No diagnosis: {html.escape(diagnosis['skipped'])}.</i></p>")
-    parts += [f"<p style='color:#b35900'>⚑ {html.escape(h)}</p>" for h in stats.get("hints", [])]
-    ovl = stats.get("overlap", {})
-    if ovl.get("copy_ns"):
+    if diagnosis.skipped:
+        parts.append(f"<p><i>No diagnosis: {html.escape(diagnosis.skipped)}.</i></p>")
+    parts += [f"<p style='color:#b35900'>⚑ {html.escape(h)}</p>" for h in stats.hints]
+    if ovl.copy_ns and ovl.hidden_percent is not None:
         parts.append(
-            f"<p>Copies {ovl['copy_ns'] / 1e3:,.1f} µs, <b>{ovl['hidden_percent']:.1f}%</b> hidden "
+            f"<p>Copies {ovl.copy_ns / 1e3:,.1f} µs, <b>{ovl.hidden_percent:.1f}%</b> hidden "
             "behind kernels on other streams.</p>"
         )
-    if ovl.get("concurrency_ns"):
-        total = sum(ovl["concurrency_ns"].values()) + ovl.get("idle_ns", 0) or 1
-        busy = sorted(ovl["concurrency_ns"].items())
-        rows = [[f"{k} busy", f"{100 * v / total:.1f}%"] for k, v in busy]
-        rows.append(["idle", f"{100 * ovl.get('idle_ns', 0) / total:.1f}%"])
+    if ovl.concurrency_ns:
+        rows = [[label, f"{share:.1f}%"] for label, share in ovl.busy_shares()]
         parts.append(_table("Concurrency (streams busy at once)", ["", "time"], rows))
-    if stats.get("streams"):
-        rows = [
-            [r["lane"], f"{r['busy_percent']:.1f}%", f"{r['events']:,}"] for r in stats["streams"]
-        ]
+    if stats.streams:
+        rows = [[r.lane, f"{r.busy_percent:.1f}%", f"{r.events:,}"] for r in stats.streams]
         parts.append(_table("Streams", ["lane", "busy", "events"], rows))
-    if stats.get("copies"):
+    if stats.copies:
         rows = [
             [
-                f"{r['kind']} {r['memory']}",
-                f"{r['count']:,}",
-                f"{r['bytes'] / 1e6:,.2f} MB",
-                f"{(r['median_gbps'] or 0):.2f} GB/s",
+                f"{r.kind} {r.memory}",
+                f"{r.count:,}",
+                f"{r.bytes / 1e6:,.2f} MB",
+                f"{(r.median_gbps or 0):.2f} GB/s",
             ]
-            for r in stats["copies"]
+            for r in stats.copies
         ]
         parts.append(_table("Copies", ["kind / memory", "count", "bytes", "median"], rows))
-    gaps = [[f"GPU {g['device']}", f"{g['gap_us']:,.1f} µs"] for g in ovl.get("gaps", [])[:5]]
+    gaps = [[f"GPU {g.device}", f"{g.gap_us:,.1f} µs"] for g in ovl.gaps[:5]]
     if gaps:
         parts.append(_table("Largest idle gaps", ["device", "gap"], gaps))
-    if top and stats.get("kernels"):
+    if top and stats.kernels:
         rows = [
-            [r["name"][:70], r["count"], f"{r['total_us']:,.1f}", f"{r['gpu_percent']:.1f}%"]
-            for r in stats["kernels"][:top]
+            [r.name[:70], f"{r.count:,}", f"{r.total_us:,.1f}", f"{r.gpu_percent:.1f}%"]
+            for r in stats.kernels[:top]
         ]
         parts.append(_table("Top kernels", ["name", "count", "µs", "%"], rows))
-    kinds = stats.get("kinds", {})
-    if kinds:
-        parts.append("<p>" + ", ".join(f"{k}: {v:,}" for k, v in kinds.items()) + "</p>")
+    if stats.kinds:
+        parts.append("<p>" + ", ".join(f"{k}: {v:,}" for k, v in stats.kinds.items()) + "</p>")
     return "".join(parts) or "<i>No GPU streams in this trace.</i>"
 
 

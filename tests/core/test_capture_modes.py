@@ -194,25 +194,25 @@ def test_hints_never_recommend_what_the_capture_already_did(tmp_path: Path) -> N
     path = tmp_path / "t.json"
     write_chrome(synthetic_trace("launch-bound"), path)
     plain = trace_stats(load_trace(path))
-    assert any("--mode pipelined" in hint for hint in plain["hints"])
-    assert "CUDA graph" in plain["diagnosis"]["findings"][0]["advice"]
+    assert any("--mode pipelined" in hint for hint in plain.hints)
+    assert "CUDA graph" in plain.diagnosis.findings[0].advice
     write_sidecar(path, {"mode": "cudagraph", "streams": 1, "batch": 1})
     graphed = trace_stats(load_trace(path))
-    assert graphed["diagnosis"]["capture"]["mode"] == "cudagraph"
-    advice = graphed["diagnosis"]["findings"][0]["advice"]
+    assert graphed.diagnosis.capture["mode"] == "cudagraph"
+    advice = graphed.diagnosis.findings[0].advice
     assert "already replays a CUDA graph" in advice and "Replay the compute" not in advice
     write_sidecar(path, {"mode": "pipelined", "streams": 2, "batch": 1})
     pipelined = trace_stats(load_trace(path))
     assert not any(
-        "issue H2D for batch i+1" in h or "--mode pipelined" in h for h in pipelined["hints"]
+        "issue H2D for batch i+1" in h or "--mode pipelined" in h for h in pipelined.hints
     )
-    assert any("although the capture pipelined" in h for h in pipelined["hints"])
-    assert "--mode graph-pipelined" in pipelined["diagnosis"]["findings"][0]["advice"]
+    assert any("although the capture pipelined" in h for h in pipelined.hints)
+    assert "--mode graph-pipelined" in pipelined.diagnosis.findings[0].advice
     write_sidecar(path, {"mode": "graph-pipelined", "streams": 2, "batch": 1})
     both = trace_stats(load_trace(path))
-    advice = both["diagnosis"]["findings"][0]["advice"]
+    advice = both.diagnosis.findings[0].advice
     assert "already replays a CUDA graph" in advice and "graph-pipelined" not in advice
-    assert any("although the capture pipelined" in h for h in both["hints"])
+    assert any("although the capture pipelined" in h for h in both.hints)
 
 
 def test_a_sidecar_of_another_shape_is_ignored(tmp_path: Path) -> None:
@@ -237,8 +237,8 @@ def test_synthetic_lab_diagnosis_agrees_with_interval_arithmetic() -> None:
     gpu = np.isin(trace.kind, [KIND["kernel"], KIND["memcpy_h2d"], KIND["memcpy_d2h"]])
     h2d = float(trace.dur[trace.kind == KIND["memcpy_h2d"]].sum())
     busy = float(trace.dur[gpu].sum())  # one stream, nothing overlaps: the sum is the union
-    (finding,) = diagnosis(trace)["findings"]
-    assert finding["evidence"]["copy_share"] == pytest.approx(h2d / busy)
+    (finding,) = diagnosis(trace).findings
+    assert finding.evidence["copy_share"] == pytest.approx(h2d / busy)
 
 
 # -- the profile and sweep jobs on the CPU --------------------------------------------------------

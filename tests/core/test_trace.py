@@ -52,8 +52,8 @@ def test_every_kineto_trace_imports_with_gpu_lanes_and_exact_times(artifacts: Pa
             assert abs(trace.start[index] - round(float(first["ts"]) * 1000)) < 300
         # statistics hold on every real trace (HTA's annotated trace has instant copies, which
         # once drove the busy-stream count below zero)
-        ovl = trace_stats(trace)["overlap"]
-        assert ovl["idle_ns"] >= 0 and min(ovl["concurrency_ns"], default=1) >= 1, path
+        ovl = trace_stats(trace).overlap
+        assert ovl.idle_ns >= 0 and min(ovl.concurrency_ns, default=1) >= 1, path
 
 
 def test_copy_directions_memory_kinds_and_kernel_details(artifacts: Path) -> None:
@@ -79,12 +79,10 @@ def test_nsys_exports_of_two_schema_generations(artifacts: Path) -> None:
     assert {old.names[i] for i in old.name[old.kind == KIND["kernel"]]} == {"saxpy"}
     assert (old.kind == KIND["nvtx"]).sum() > 0 and (new.kind == KIND["kernel"]).sum() == 1312
     stats = trace_stats(new)
-    assert (
-        stats["kernels"][0]["name"] == "par_ranged2d_kernel" and stats["kernels"][0]["count"] == 331
-    )
-    assert sum(r["gpu_percent"] for r in stats["kernels"]) == pytest.approx(100.0)
-    assert any("pageable" in h for h in stats["hints"])
-    assert {c["memory"] for c in stats["copies"]} == {"Pageable → Device", "Device → Pageable"}
+    assert stats.kernels[0].name == "par_ranged2d_kernel" and stats.kernels[0].count == 331
+    assert sum(r.gpu_percent for r in stats.kernels) == pytest.approx(100.0)
+    assert any("pageable" in h for h in stats.hints)
+    assert {c.memory for c in stats.copies} == {"Pageable → Device", "Device → Pageable"}
 
 
 def test_statistics_on_a_trace_with_known_answers() -> None:
@@ -99,11 +97,15 @@ def test_statistics_on_a_trace_with_known_answers() -> None:
     builder.add(300, 10, s1, KIND["kernel"], "relu")
     trace = builder.finish()
     ovl = overlap(trace)
-    assert ovl["copy_ns"] == 100 and ovl["hidden_ns"] == 50 and ovl["hidden_percent"] == 50.0
-    assert ovl["concurrency_ns"] == {1: 160, 2: 50} and ovl["idle_ns"] == 100
-    table = {r["name"]: r for r in kernel_table(trace)}
-    assert table["gemm"]["count"] == 2 and table["gemm"]["total_us"] == pytest.approx(0.15)
-    assert table["gemm"]["gpu_percent"] == pytest.approx(150 / 160 * 100)
+    assert ovl.copy_ns == 100 and ovl.hidden_ns == 50 and ovl.hidden_percent == 50.0
+    assert ovl.concurrency_ns == {1: 160, 2: 50} and ovl.idle_ns == 100
+    # one table of shares for the Timeline and the CLI: of the whole GPU span, idle included
+    labels, shares = zip(*ovl.busy_shares(), strict=True)
+    assert labels == ("1 busy", "2 busy", "idle")
+    assert shares == pytest.approx([100 * 160 / 310, 100 * 50 / 310, 100 * 100 / 310])
+    table = {r.name: r for r in kernel_table(trace)}
+    assert table["gemm"].count == 2 and table["gemm"].total_us == pytest.approx(0.15)
+    assert table["gemm"].gpu_percent == pytest.approx(150 / 160 * 100)
 
 
 def test_statistics_sweeps_and_kernel_table_against_brute_force() -> None:
@@ -149,24 +151,24 @@ def test_statistics_sweeps_and_kernel_table_against_brute_force() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(stats, "SWEEP_BLOCK", 16)
         ovl = overlap(trace)
-    assert ovl["hidden_ns"] == hidden
-    assert ovl["concurrency_ns"] == {
+    assert ovl.hidden_ns == hidden
+    assert ovl.concurrency_ns == {
         k: int((level == k).sum()) for k in range(1, 4) if (level == k).any()
     }
-    assert ovl["idle_ns"] == int((level == 0).sum())
+    assert ovl.idle_ns == int((level == 0).sum())
     runs = np.flatnonzero(np.diff(np.concatenate([[0], level == 0, [0]]).astype(int)))
     longest = max(int(b - a) for a, b in zip(runs[::2], runs[1::2], strict=True))
-    assert ovl["gaps"][0]["gap_us"] * 1e3 == longest
+    assert ovl.gaps[0].gap_us * 1e3 == longest
 
     long = build([(0, 1 << 41, 0, KIND["kernel"], "k0")])  # 37 min: no packed key, no int32
     assert trace.dur.dtype == np.int32 and long.dur.dtype == np.int64
     for t in (trace, long):
-        table = {r["name"]: r for r in kernel_table(t)}
+        table = {r.name: r for r in kernel_table(t)}
         for name, row in table.items():
             ids = [i for i, n in enumerate(t.names) if n == name]
             d = np.sort(t.dur[(t.kind == KIND["kernel"]) & np.isin(t.name, ids)])
-            assert row["count"] == d.size and row["max_us"] == d[-1] / 1e3
-            assert row["median_us"] == pytest.approx(float(np.median(d)) / 1e3)
+            assert row.count == d.size and row.max_us == d[-1] / 1e3
+            assert row.median_us == pytest.approx(float(np.median(d)) / 1e3)
 
 
 def test_odd_but_readable_chrome_events(tmp_path: Path) -> None:

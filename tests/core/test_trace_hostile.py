@@ -100,9 +100,9 @@ def test_accelerator_device_ops_count_as_kernels(tmp_path: Path) -> None:
     events.append(_event(cat="mtia_runtime", name="launch", pid=1, tid=1))
     trace = load_trace(_write(tmp_path, "mtia.json", {"traceEvents": events}))
     stats = trace_stats(trace)
-    assert stats["format"] == "kineto"
-    assert stats["kinds"]["kernel"] == 3 and stats["kinds"]["cuda_api"] == 1
-    assert stats["unknown_categories"] == {}
+    assert stats.format == "kineto"
+    assert stats.kinds["kernel"] == 3 and stats.kinds["cuda_api"] == 1
+    assert stats.unknown_categories == {}
 
 
 def test_unknown_categories_are_reported_not_hidden(
@@ -110,7 +110,7 @@ def test_unknown_categories_are_reported_not_hidden(
 ) -> None:
     events = [_event(), _event(cat="npu_device_op", ts=200), _event(cat="npu_device_op", ts=300)]
     path = _write(tmp_path, "npu.json", {"traceEvents": events})
-    assert trace_stats(load_trace(path))["unknown_categories"] == {"npu_device_op": 2}
+    assert trace_stats(load_trace(path)).unknown_categories == {"npu_device_op": 2}
     assert main(["trace", str(path)]) == 0
     assert "npu_device_op ×2" in capsys.readouterr().out
 

@@ -90,7 +90,7 @@ def test_chrome_export_follows_the_schema_and_reads_back_exactly(tmp_path: Path)
     assert back.start.min() == trace.start.min() and back.dur.sum() == trace.dur.sum()
     for kind in ("kernel", "memcpy_h2d", "memcpy_d2h", "memset", "cuda_api"):
         assert (back.kind == KIND[kind]).sum() == (trace.kind == KIND[kind]).sum(), kind
-    assert trace_stats(back)["kernels"] == trace_stats(trace)["kernels"]
+    assert trace_stats(back).kernels == trace_stats(trace).kernels
 
 
 def test_chunked_import_across_chunk_boundaries_and_truncation(tmp_path: Path) -> None:
@@ -130,8 +130,8 @@ def test_nsys_sqlite_of_the_same_trace_gives_the_same_statistics(tmp_path: Path)
     back = load_trace(write_nsys_sqlite(trace, tmp_path / "t.sqlite"))
     assert len(back) == len(trace)
     a, b = trace_stats(trace), trace_stats(back)
-    assert a["overlap"]["hidden_ns"] == b["overlap"]["hidden_ns"]
-    assert a["kernels"][0]["total_us"] == pytest.approx(b["kernels"][0]["total_us"])
+    assert a.overlap.hidden_ns == b.overlap.hidden_ns
+    assert a.kernels[0].total_us == pytest.approx(b.kernels[0].total_us)
 
 
 def test_trtexec_times_and_profile_as_traces(artifacts: Path) -> None:
@@ -280,10 +280,10 @@ def test_gpu_lanes_come_first_and_statistics_do_not_change() -> None:
                           "GPU 0 / stream 20"]  # fmt: skip
     assert titles[-1] == "process 1 / thread 9"
     after = trace_stats(index.trace)
-    assert after["kernels"] == before["kernels"]
-    assert after["overlap"] == before["overlap"]
-    assert sorted(after["streams"], key=lambda r: r["lane"]) == sorted(
-        before["streams"], key=lambda r: r["lane"]
+    assert after.kernels == before.kernels
+    assert after.overlap == before.overlap
+    assert sorted(after.streams, key=lambda r: r.lane) == sorted(
+        before.streams, key=lambda r: r.lane
     )
 
 

@@ -302,7 +302,7 @@ def test_every_panel_at_every_size(
     timeline = window.timeline_panel
     timeline.load(str(data["trace"]))
     qtbot.waitUntil(  # this trace's statistics, not the profile's shown before it
-        lambda: timeline.path == str(data["trace"]) and bool(timeline.stats), timeout=SLOW_MS
+        lambda: timeline.path == str(data["trace"]) and timeline.stats is not None, timeout=SLOW_MS
     )
     canvas = timeline.canvas
     index = timeline.index

@@ -33,7 +33,7 @@ def open_panel(qtbot, path: Path) -> TimelinePanel:
     task = panel.load(str(path))
     qtbot.waitUntil(lambda: panel.trace is not None, timeout=JOB_TIMEOUT_MS)
     assert not task.worker.is_alive() or panel.trace is not None
-    qtbot.waitUntil(lambda: bool(panel.stats), timeout=JOB_TIMEOUT_MS)  # after the first paint
+    qtbot.waitUntil(lambda: panel.stats is not None, timeout=JOB_TIMEOUT_MS)  # after 1st paint
     return panel
 
 
@@ -73,14 +73,16 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
     qtbot.mousePress(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, start)
     qtbot.mouseMove(canvas, end)
     qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, end)
-    assert trace is not None and 0 < panel.range_stats["events"] < len(trace)
+    assert trace is not None and panel.range_stats is not None
+    assert 0 < panel.range_stats.events < len(trace)
     assert "Streams" in panel.range_view.toPlainText()
     # a long range is summarized on a thread; the view says so until it is done
     monkeypatch.setattr(timeline_panel, "SYNC_RANGE_EVENTS", 1000)
-    assert panel.select_range(*panel.index.span) == {}
+    assert panel.select_range(*panel.index.span) is None
     assert "Computing statistics" in panel.range_view.toPlainText()
-    qtbot.waitUntil(lambda: bool(panel.range_stats), timeout=JOB_TIMEOUT_MS)
-    assert trace is not None and panel.range_stats["events"] == len(trace)
+    qtbot.waitUntil(lambda: panel.range_stats is not None, timeout=JOB_TIMEOUT_MS)
+    assert trace is not None and panel.range_stats is not None
+    assert panel.range_stats.events == len(trace)
     # search: next / previous walk the matches in time order
     panel.search.setText("sgemm_64x32")
     panel.step(True)
@@ -91,9 +93,9 @@ def test_a_large_trace_paints_navigates_and_answers(qtbot, tmp_path: Path, monke
     panel.step(False)
     assert canvas.selected == a
     # kernel table + distribution
-    assert panel.kernels.rowCount() == len(panel.stats["kernels"])
-    counts = panel.show_distribution(panel.stats["kernels"][0]["name"])
-    assert counts.sum() == panel.stats["kernels"][0]["count"]
+    assert panel.stats is not None and panel.kernels.rowCount() == len(panel.stats.kernels)
+    counts = panel.show_distribution(panel.stats.kernels[0].name)
+    assert counts.sum() == panel.stats.kernels[0].count
     # overview click moves the region
     qtbot.keyClick(canvas, Qt.Key.Key_W)
     qtbot.keyClick(canvas, Qt.Key.Key_W)
@@ -360,7 +362,7 @@ def test_a_large_file_is_drawn_while_it_loads(qtbot, tmp_path: Path, monkeypatch
     task = panel.load(str(path))
     task.sig_partial.connect(drawn)
     qtbot.waitUntil(
-        lambda: panel.path == str(path) and bool(panel.stats) and "Importing" not in
+        lambda: panel.path == str(path) and panel.stats is not None and "Importing" not in
         panel.status.text(), timeout=JOB_TIMEOUT_MS,
     )  # fmt: skip
     assert panel.trace is not None
