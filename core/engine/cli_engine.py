@@ -38,7 +38,6 @@ def cmd_engine(args: argparse.Namespace) -> int:
     )
     from deploylens.core.engine.view import (
         diff_engines,
-        diff_text,
         engine_text,
         layer_table,
         unmatched_times,
@@ -47,7 +46,11 @@ def cmd_engine(args: argparse.Namespace) -> int:
     info = load_layer_info(args.layers)
     times = load_profile(args.profile)[1] if args.profile else None
     rows = layer_table(info, times)
-    report: dict[str, Any] = {"layers": rows, "bindings": info.bindings, "detailed": info.detailed}
+    report: dict[str, Any] = {
+        "layers": [row.to_dict() for row in rows],
+        "bindings": info.bindings,
+        "detailed": info.detailed,
+    }
     text = [engine_text(info, rows)]
     if times is not None:
         report["profile"] = layer_time_dicts(times)
@@ -89,8 +92,9 @@ def cmd_engine(args: argparse.Namespace) -> int:
     if args.diff:
         other = load_layer_info(args.diff)
         other_times = load_profile(args.diff_profile)[1] if args.diff_profile else None
-        report["diff"] = diff_engines(info, other, times, other_times)
-        text.append(diff_text(report["diff"]))
+        diff = diff_engines(info, other, times, other_times)
+        report["diff"] = diff.to_dict()
+        text.append(diff.text())
     report["problems"] = problems
     print(json.dumps(report, indent=2) if args.json else "\n".join(text))
     for problem in problems:

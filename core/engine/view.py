@@ -3,13 +3,23 @@ and the diff of two engines (or two profiles of one)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from deploylens.core.engine.layers import EngineInfo
+from deploylens.core.engine.report import (
+    EngineDiff,
+    EngineSummary,
+    FusionChange,
+    LayerRow,
+    PrecisionChange,
+    Share,
+    TimeDelta,
+    TimeDeltas,
+)
 from deploylens.core.engine.timings import LayerTime
 
 
-def layer_table(info: EngineInfo, times: list[LayerTime] | None = None) -> list[dict[str, Any]]:
+def layer_table(info: EngineInfo, times: list[LayerTime] | None = None) -> list[LayerRow]:
     """One row per layer: name, type, precisions and formats, tactic, ONNX nodes, time, share."""
     by_name = {t.name: t for t in times or []}
     total = sum(t.average_ms for t in times or []) or 0.0
@@ -17,80 +27,78 @@ def layer_table(info: EngineInfo, times: list[LayerTime] | None = None) -> list[
     for index, layer in enumerate(info.layers):
         timing = by_name.get(layer.name)
         rows.append(
-            {
-                "index": index + 1,  # engine order: the order TensorRT runs them
-                "name": layer.name,
-                "type": layer.type,
-                "kind": layer.kind,
-                "in_precision": "/".join(
+            LayerRow(
+                index=index + 1,  # engine order: the order TensorRT runs them
+                name=layer.name,
+                type=layer.type,
+                kind=layer.kind,
+                in_precision="/".join(
                     dict.fromkeys(t.precision for t in layer.inputs if t.precision)
                 ),
-                "out_precision": layer.precision,
-                "in_formats": [t.format for t in layer.inputs],
-                "out_formats": [t.format for t in layer.outputs],
-                "tactic": layer.tactic_name or layer.tactic,
-                "onnx_nodes": layer.onnx_nodes,
-                "region": layer.region,
-                "reformat": layer.is_reformat,
-                "time_ms": timing.average_ms if timing else None,
-                "percent": 100.0 * timing.average_ms / total if timing and total else None,
-            }
+                out_precision=layer.precision,
+                in_formats=[t.format for t in layer.inputs],
+                out_formats=[t.format for t in layer.outputs],
+                tactic=layer.tactic_name or layer.tactic,
+                onnx_nodes=list(layer.onnx_nodes),
+                region=layer.region,
+                reformat=layer.is_reformat,
+                time_ms=timing.average_ms if timing else None,
+                percent=100.0 * timing.average_ms / total if timing and total else None,
+            )
         )
     return rows
 
 
 def engine_summary(
-    info: EngineInfo, rows: list[dict[str, Any]], top: int = 5, types: int = 6
-) -> dict[str, Any]:
+    info: EngineInfo, rows: list[LayerRow], top: int = 5, types: int = 6
+) -> EngineSummary:
     """What TREx's summary page answers first: how long, where the time goes by layer type and
     by precision, what the reformat layers cost, and the slowest layers. Every breakdown covers
     every layer (the types past the first ``types`` fold into one "other" row) and the reformat
     count is the type table's "Reformat" row — the page contradicted itself ("0 reformat
     layers" beside "Reformat 3"; types covering 60 of 86 layers)."""
-    timed = [r for r in rows if r["time_ms"] is not None]
-    total = sum(r["time_ms"] for r in timed)
+    timed = [r for r in rows if r.time_ms is not None]
+    total = sum(r.time_ms or 0.0 for r in timed)
 
-    def breakdown(key: Any) -> list[dict[str, Any]]:
-        table: dict[str, dict[str, Any]] = {}
+    def breakdown(key: Callable[[LayerRow], str]) -> list[Share]:
+        table: dict[str, Share] = {}
         for row in rows:
-            entry = table.setdefault(key(row), {"name": key(row), "layers": 0, "ms": 0.0})
-            entry["layers"] += 1
-            entry["ms"] += row["time_ms"] or 0.0
+            entry = table.setdefault(key(row), Share(key(row)))
+            entry.layers += 1
+            entry.ms += row.time_ms or 0.0
         for entry in table.values():
-            entry["percent"] = 100.0 * entry["ms"] / total if total else None
-        return sorted(table.values(), key=lambda e: (-e["ms"], -e["layers"], e["name"]))
+            entry.percent = 100.0 * entry.ms / total if total else None
+        return sorted(table.values(), key=lambda e: (-e.ms, -e.layers, e.name))
 
-    reformats = [r for r in rows if r["reformat"]]
-    return {
-        "path": info.path,
-        "layers": len(rows),
-        "detailed": info.detailed,
-        "timed": bool(timed),
-        "total_ms": total if timed else None,
-        "by_type": fold(breakdown(lambda r: r["kind"]), types, total),
-        "by_precision": breakdown(
-            lambda r: "reformat" if r["reformat"] else r["out_precision"] or "?"
-        ),
-        "reformat_layers": len(reformats),
-        "reformat_ms": sum(r["time_ms"] or 0.0 for r in reformats) if timed else None,
-        "regions": sum(1 for r in rows if r["region"]),
-        "slowest": sorted(timed, key=lambda r: -r["time_ms"])[:top],
-    }
+    reformats = [r for r in rows if r.reformat]
+    return EngineSummary(
+        path=info.path,
+        layers=len(rows),
+        detailed=info.detailed,
+        timed=bool(timed),
+        total_ms=total if timed else None,
+        by_type=fold(breakdown(lambda r: r.kind), types, total),
+        by_precision=breakdown(lambda r: "reformat" if r.reformat else r.out_precision or "?"),
+        reformat_layers=len(reformats),
+        reformat_ms=sum(r.time_ms or 0.0 for r in reformats) if timed else None,
+        regions=sum(1 for r in rows if r.region),
+        slowest=sorted(timed, key=lambda r: -(r.time_ms or 0.0))[:top],
+    )
 
 
-def fold(entries: list[dict[str, Any]], keep: int, total: float) -> list[dict[str, Any]]:
+def fold(entries: list[Share], keep: int, total: float) -> list[Share]:
     """The first ``keep`` entries and one "other (N types)" row for the rest, so the rows still
     add up to every layer and all the time."""
     if len(entries) <= keep:
         return entries
     rest = entries[keep - 1 :]
-    ms = sum(e["ms"] for e in rest)
-    other = {
-        "name": f"other ({len(rest)} types)",
-        "layers": sum(e["layers"] for e in rest),
-        "ms": ms,
-        "percent": 100.0 * ms / total if total else None,
-    }
+    ms = sum(e.ms for e in rest)
+    other = Share(
+        f"other ({len(rest)} types)",
+        sum(e.layers for e in rest),
+        ms,
+        100.0 * ms / total if total else None,
+    )
     return [*entries[: keep - 1], other]
 
 
@@ -136,17 +144,17 @@ def diff_engines(
     b: EngineInfo,
     times_a: list[LayerTime] | None = None,
     times_b: list[LayerTime] | None = None,
-) -> dict[str, Any]:
+) -> EngineDiff:
     """What changed from engine ``a`` to engine ``b``: layers, fusions, precisions, times."""
     names_a, names_b = a.by_name(), b.by_name()
     groups_a, groups_b = _groups(a), _groups(b)
-    fused: dict[tuple[str, str], dict[str, Any]] = {}
+    layer_a_of, layer_b_of = a.onnx_to_layer(), b.onnx_to_layer()
+    fused: dict[tuple[str, str], FusionChange] = {}
     for node in sorted(set(groups_a) & set(groups_b)):
         if groups_a[node] != groups_b[node]:
-            la, lb = a.onnx_to_layer()[node], b.onnx_to_layer()[node]
-            fused.setdefault((la, lb), {"a": la, "b": lb, "nodes": []})["nodes"].append(node)
+            la, lb = layer_a_of[node], layer_b_of[node]
+            fused.setdefault((la, lb), FusionChange(la, lb)).nodes.append(node)
     precision = []
-    layer_a_of, layer_b_of = a.onnx_to_layer(), b.onnx_to_layer()
     seen: set[tuple[str, str]] = set()
     for node in sorted(set(layer_a_of) & set(layer_b_of)):
         one, other = names_a[layer_a_of[node]], names_b[layer_b_of[node]]
@@ -154,39 +162,34 @@ def diff_engines(
             continue
         seen.add((one.name, other.name))
         if one.precision != other.precision:
-            precision.append(
-                {"a": one.name, "b": other.name, "from": one.precision, "to": other.precision}
-            )
-    result: dict[str, Any] = {
-        "added": [n for n in names_b if n not in names_a],
-        "removed": [n for n in names_a if n not in names_b],
-        "fused_differently": list(fused.values()),
-        "precision_changes": precision,
-        "onnx_only_in_a": sorted(set(groups_a) - set(groups_b)),
-        "onnx_only_in_b": sorted(set(groups_b) - set(groups_a)),
-    }
-    if times_a and times_b:  # one side without a profile would read as "everything got faster"
-        result["times"] = _time_deltas(times_a, times_b)
-    return result
+            precision.append(PrecisionChange(one.name, other.name, one.precision, other.precision))
+    return EngineDiff(
+        added=[n for n in names_b if n not in names_a],
+        removed=[n for n in names_a if n not in names_b],
+        fused_differently=list(fused.values()),
+        precision_changes=precision,
+        onnx_only_in_a=sorted(set(groups_a) - set(groups_b)),
+        onnx_only_in_b=sorted(set(groups_b) - set(groups_a)),
+        # one side without a profile would read as "everything got faster"
+        times=_time_deltas(times_a, times_b) if times_a and times_b else None,
+    )
 
 
-def _time_deltas(times_a: list[LayerTime], times_b: list[LayerTime]) -> dict[str, Any]:
+def _time_deltas(times_a: list[LayerTime], times_b: list[LayerTime]) -> TimeDeltas:
     ta = {t.name: t.average_ms for t in times_a}
     tb = {t.name: t.average_ms for t in times_b}
-    common: list[dict[str, Any]] = [
-        {"layer": n, "a_ms": ta[n], "b_ms": tb[n], "delta_ms": tb[n] - ta[n]} for n in ta if n in tb
-    ]
-    common.sort(key=lambda row: -abs(row["delta_ms"]))
-    return {
-        "total_a_ms": sum(ta.values()),
-        "total_b_ms": sum(tb.values()),
-        "common": common,
-        "only_a_ms": sum(v for n, v in ta.items() if n not in tb),
-        "only_b_ms": sum(v for n, v in tb.items() if n not in ta),
-    }
+    common = [TimeDelta(n, ta[n], tb[n], tb[n] - ta[n]) for n in ta if n in tb]
+    common.sort(key=lambda row: -abs(row.delta_ms))
+    return TimeDeltas(
+        total_a_ms=sum(ta.values()),
+        total_b_ms=sum(tb.values()),
+        common=common,
+        only_a_ms=sum(v for n, v in ta.items() if n not in tb),
+        only_b_ms=sum(v for n, v in tb.items() if n not in ta),
+    )
 
 
-def engine_text(info: EngineInfo, rows: list[dict[str, Any]], top: int = 15) -> str:
+def engine_text(info: EngineInfo, rows: list[LayerRow], top: int = 15) -> str:
     kinds: dict[str, int] = {}
     for layer in info.layers:  # the same grouping as the GUI summary: Reformat rows agree
         kinds[layer.kind] = kinds.get(layer.kind, 0) + 1
@@ -203,33 +206,13 @@ def engine_text(info: EngineInfo, rows: list[dict[str, Any]], top: int = 15) -> 
         f"  reformat layers: {sum(1 for layer in info.layers if layer.is_reformat)}",
         f"  Myelin/ForeignNode regions: {sum(1 for layer in info.layers if layer.region)}",
     ]
-    timed = [r for r in rows if r["time_ms"] is not None]
+    timed = [(r.time_ms, r) for r in rows if r.time_ms is not None]
     if timed:
-        total = sum(r["time_ms"] for r in timed)
+        total = sum(ms for ms, _ in timed)
         lines.append(f"  profiled time: {total:.4f} ms per inference; slowest layers:")
-        for row in sorted(timed, key=lambda r: -r["time_ms"])[:top]:
+        for ms, row in sorted(timed, key=lambda pair: -pair[0])[:top]:
             lines.append(
-                f"    {row['time_ms']:9.4f} ms {row['percent']:5.1f}%  "
-                f"{row['out_precision'] or '?':5s} {row['type'][:18]:18s} {row['name'][:70]}"
+                f"    {ms:9.4f} ms {row.percent or 0.0:5.1f}%  "
+                f"{row.out_precision or '?':5s} {row.type[:18]:18s} {row.name[:70]}"
             )
-    return "\n".join(lines)
-
-
-def diff_text(diff: dict[str, Any], top: int = 10) -> str:
-    lines = [
-        f"layers added {len(diff['added'])}, removed {len(diff['removed'])}, fused differently "
-        f"{len(diff['fused_differently'])}, precision changes {len(diff['precision_changes'])}"
-    ]
-    for item in diff["fused_differently"][:top]:
-        lines.append(f"  fusion: {item['a']}  →  {item['b']}")
-    for item in diff["precision_changes"][:top]:
-        lines.append(f"  precision {item['from']} → {item['to']}: {item['b']}")
-    times = diff.get("times")
-    if times:
-        lines.append(
-            f"  total {times['total_a_ms']:.4f} ms → {times['total_b_ms']:.4f} ms "
-            f"({times['total_b_ms'] - times['total_a_ms']:+.4f} ms)"
-        )
-        for row in times["common"][:top]:
-            lines.append(f"    {row['delta_ms']:+9.4f} ms  {row['layer'][:70]}")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ another engine or profile. Reads trtexec/TREx JSON; no TensorRT needed."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,10 @@ from PySide6.QtWidgets import (
 )
 
 from deploylens.core.engine.layers import EngineInfo, load_layer_info
+from deploylens.core.engine.report import EngineDiff, EngineSummary, LayerRow, Share
 from deploylens.core.engine.timings import LayerTime, load_profile
 from deploylens.core.engine.view import (
     diff_engines,
-    diff_text,
     engine_summary,
     latency_overlay,
     layer_table,
@@ -52,7 +53,7 @@ class EngineView(QWidget):
         super().__init__(parent)
         self.info: EngineInfo | None = None
         self.times: list[LayerTime] = []
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[LayerRow] = []
         self.summary = QLabel(
             "Open a layer-info JSON (trtexec --exportLayerInfo), or build an engine."
         )
@@ -105,13 +106,13 @@ class EngineView(QWidget):
         self.times = load_profile(profile)[1]
         self._show()
 
-    def diff_with(self, layers: str | Path, profile: str | Path | None = None) -> dict[str, Any]:
+    def diff_with(self, layers: str | Path, profile: str | Path | None = None) -> EngineDiff:
         if self.info is None:
             raise UserError("Open the first engine's layer info first.")
         other = load_layer_info(layers)
         other_times = load_profile(profile)[1] if profile else []
         diff = diff_engines(self.info, other, self.times, other_times)
-        self.diff.setPlainText(diff_text(diff))
+        self.diff.setPlainText(diff.text())
         self.tabs.setCurrentWidget(self.diff)
         return diff
 
@@ -122,29 +123,20 @@ class EngineView(QWidget):
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(self.rows))
         for row, r in enumerate(self.rows):
-            formats = " → ".join(
-                filter(
-                    None,
-                    [
-                        "/".join(dict.fromkeys(r["in_formats"])),
-                        "/".join(dict.fromkeys(r["out_formats"])),
-                    ],
-                )
-            )
             cells: list[QTableWidgetItem] = [
-                NumberItem(r["index"], 0),
-                QTableWidgetItem(r["name"]),
-                QTableWidgetItem(r["type"]),
-                QTableWidgetItem(r["in_precision"]),
-                QTableWidgetItem(r["out_precision"]),
-                NumberItem(r["time_ms"]),
-                NumberItem(r["percent"], 1),
-                QTableWidgetItem(r["tactic"]),
-                QTableWidgetItem(formats),
-                QTableWidgetItem(r["region"] or ", ".join(r["onnx_nodes"])),
+                NumberItem(r.index, 0),
+                QTableWidgetItem(r.name),
+                QTableWidgetItem(r.type),
+                QTableWidgetItem(r.in_precision),
+                QTableWidgetItem(r.out_precision),
+                NumberItem(r.time_ms),
+                NumberItem(r.percent, 1),
+                QTableWidgetItem(r.tactic),
+                QTableWidgetItem(r.formats()),
+                QTableWidgetItem(r.region or ", ".join(r.onnx_nodes)),
             ]
-            cells[NAME_COLUMN].setData(Qt.ItemDataRole.UserRole, r["onnx_nodes"])
-            cells[NAME_COLUMN].setToolTip(r["name"])
+            cells[NAME_COLUMN].setData(Qt.ItemDataRole.UserRole, r.onnx_nodes)
+            cells[NAME_COLUMN].setToolTip(r.name)
             for column, item in enumerate(cells):
                 self.table.setItem(row, column, item)
         self.table.setSortingEnabled(True)
@@ -206,31 +198,34 @@ def _share(ms: float | None, percent: float | None) -> str:
     return f"{ms:.3f} ms" + (f" ({percent:.1f} %)" if percent is not None else "")
 
 
-def summary_html(summary: dict[str, Any]) -> str:
+def summary_html(summary: EngineSummary) -> str:
     """The engine's summary as three small tables side by side."""
-    head = f"<b>{Path(summary['path']).name}</b>: {summary['layers']} layers"
-    if summary["total_ms"] is not None:
-        head += f", <b>{summary['total_ms']:.3f} ms</b> per inference (profile)"
+    esc = html.escape
+    head = f"<b>{esc(Path(summary.path).name)}</b>: {summary.layers} layers"
+    if summary.total_ms is not None:
+        head += f", <b>{summary.total_ms:.3f} ms</b> per inference (profile)"
     else:
         head += " — open the profile (trtexec --exportProfile) for times"
-    if not summary["detailed"]:
+    if not summary.detailed:
         head += " · names only: build with --profilingVerbosity=detailed"
-    reformat = f"{summary['reformat_layers']} reformat layers"
-    if summary["reformat_ms"] is not None:
-        reformat += f", {summary['reformat_ms']:.3f} ms"
-    head += f" · {reformat} · {summary['regions']} Myelin regions"
+    reformat = f"{summary.reformat_layers} reformat layers"
+    if summary.reformat_ms is not None:
+        reformat += f", {summary.reformat_ms:.3f} ms"
+    head += f" · {reformat} · {summary.regions} Myelin regions"
 
     def table(title: str, rows: list[tuple[str, str]]) -> str:
-        body = "".join(f"<tr><td>{a}</td><td align='right'>&nbsp;{b}</td></tr>" for a, b in rows)
+        body = "".join(
+            f"<tr><td>{esc(a)}</td><td align='right'>&nbsp;{b}</td></tr>" for a, b in rows
+        )
         return f"<td valign='top'><b>{title}</b><table>{body}</table></td>"
 
-    def line(entry: dict[str, Any]) -> tuple[str, str]:
-        ms = entry["ms"] if summary["timed"] else None
-        return entry["name"], f"{entry['layers']} · {_share(ms, entry['percent'])}"
+    def line(entry: Share) -> tuple[str, str]:
+        ms = entry.ms if summary.timed else None
+        return entry.name, f"{entry.layers} · {_share(ms, entry.percent)}"
 
-    by_type = [line(e) for e in summary["by_type"]]  # core folds the tail into "other"
-    by_precision = [line(e) for e in summary["by_precision"]]
-    slowest = [(r["name"][:48], _share(r["time_ms"], r["percent"])) for r in summary["slowest"]]
+    by_type = [line(e) for e in summary.by_type]  # core folds the tail into "other"
+    by_precision = [line(e) for e in summary.by_precision]
+    slowest = [(r.name[:48], _share(r.time_ms, r.percent)) for r in summary.slowest]
     cells = table("By layer type", by_type) + table("By precision", by_precision)
     if slowest:
         cells += table("Slowest layers", slowest)

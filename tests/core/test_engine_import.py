@@ -42,7 +42,7 @@ def test_every_layer_info_file_parses_and_joins_its_profile(artifacts: Path) -> 
             assert count >= 1 and times
             assert unmatched_times(info, times) == [], graph  # same engine, same names
             rows = layer_table(info, times)
-            shares = [r["percent"] for r in rows if r["percent"] is not None]
+            shares = [r.percent for r in rows if r.percent is not None]
             assert sum(shares) == pytest.approx(100.0, abs=0.5)
             overlay = latency_overlay(info, times)
             assert all(v >= 0 for v in overlay.values()) and sum(overlay.values()) > 0
@@ -59,10 +59,11 @@ def test_int8_qat_engines_show_int8_layers_and_diff_against_fp16(artifacts: Path
         load_profile(root / "fp16/resnet.onnx.engine.profile.json")[1],
         load_profile(root / "fp32/resnet.onnx.engine.profile.json")[1],
     )
-    changes = {(c["from"], c["to"]) for c in diff["precision_changes"]}
+    changes = {(c.before, c.after) for c in diff.precision_changes}
     assert changes == {("FP16", "FP32")}
-    assert diff["times"]["total_b_ms"] > diff["times"]["total_a_ms"]  # FP32 is slower on A100
-    assert diff["fused_differently"] == []  # the same ONNX model, the same fusions
+    assert diff.times is not None
+    assert diff.times.total_b_ms > diff.times.total_a_ms  # FP32 is slower on A100
+    assert diff.fused_differently == []  # the same ONNX model, the same fusions
 
 
 def test_times_and_summaries(artifacts: Path) -> None:
@@ -268,16 +269,16 @@ def test_the_summary_never_contradicts_itself(artifacts: Path) -> None:
         times = load_profile(profile)[1] if profile.exists() else None
         rows = layer_table(info, times)
         summary = engine_summary(info, rows, types=3)
-        every_type = engine_summary(info, rows, types=99)["by_type"]
-        by_type = {e["name"]: e for e in every_type}
-        reformat_row = by_type.get("Reformat", {"layers": 0})["layers"]
-        assert summary["reformat_layers"] == reformat_row, graph
+        every_type = engine_summary(info, rows, types=99).by_type
+        by_type = {e.name: e.layers for e in every_type}
+        reformat_row = by_type.get("Reformat", 0)
+        assert summary.reformat_layers == reformat_row, graph
         assert f"reformat layers: {reformat_row}" in engine_text(info, rows), graph
-        assert len(summary["by_type"]) <= 3, graph
-        for breakdown in ("by_type", "by_precision"):
-            assert sum(e["layers"] for e in summary[breakdown]) == len(info.layers), graph
-            if summary["timed"]:
-                ms = sum(e["ms"] for e in summary[breakdown])
-                assert ms == pytest.approx(summary["total_ms"], rel=1e-9), graph
+        assert len(summary.by_type) <= 3, graph
+        for breakdown in (summary.by_type, summary.by_precision):
+            assert sum(e.layers for e in breakdown) == len(info.layers), graph
+            if summary.timed:
+                ms = sum(e.ms for e in breakdown)
+                assert ms == pytest.approx(summary.total_ms, rel=1e-9), graph
         qdq_seen |= any(layer.kind == "Reformat (Q/DQ)" for layer in info.layers)
     assert qdq_seen  # the QAT engines in the artifacts have them

@@ -113,7 +113,7 @@ def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> 
     assert [view.table.item(r, 0).text() for r in range(3)] == ["1", "2", "3"]
     assert view.table.item(0, 1).text() == view.info.layers[0].name
     # the summary a TREx user reads first: total, by type, by precision, reformats, slowest
-    total = sum(r["time_ms"] or 0 for r in view.rows)
+    total = sum(r.time_ms or 0 for r in view.rows)
     text = view.summary.text()
     assert f"{total:.3f} ms" in text and "By layer type" in text and "By precision" in text
     assert "reformat layers" in text and "Slowest layers" in text
@@ -130,15 +130,15 @@ def test_engine_view_on_real_trex_files(qtbot, make_window, artifacts: Path) -> 
     ms = COLUMN["ms"]
     view.table.sortItems(ms, Qt.SortOrder.DescendingOrder)
     slowest = float(view.table.item(0, ms).text())
-    assert slowest == round(max(r["time_ms"] or 0 for r in view.rows), 3)
+    assert slowest == round(max(r.time_ms or 0 for r in view.rows), 3)
     nodes = COLUMN["ONNX nodes"]
     row = next(r for r in range(view.table.rowCount()) if view.table.item(r, nodes).text())
     with qtbot.waitSignal(view.sig_node_selected) as selected:
         view.table.cellClicked.emit(row, 0)
     assert selected.args[0] in view.table.item(row, nodes).text()
     diff = view.diff_with(root / "qat/resnet-qat.onnx.engine.graph.json")
-    assert any("QuantizeLinear" in name for name in diff["added"])
-    assert view.diff.toPlainText().startswith(f"layers added {len(diff['added'])}")
+    assert any("QuantizeLinear" in name for name in diff.added)
+    assert view.diff.toPlainText().startswith(f"layers added {len(diff.added)}")
     assert "total" not in view.diff.toPlainText()  # one side has no profile: no time deltas
 
 
