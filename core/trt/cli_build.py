@@ -59,10 +59,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     lines = [str(p) for p in problems]
     if args.migrate:
         migration = migrate_to_11(settings, model)
-        report["migration"] = {**migration, "settings": migration["settings"].to_dict()}
+        report["migration"] = migration.to_dict()
         lines.append("TensorRT 11 recipe:")
-        lines.extend(f"  {n}. {step}" for n, step in enumerate(migration["steps"], 1))
-        lines.extend(f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"])
+        lines.extend(f"  {line}" for line in migration.lines())
     elif not problems and is_rtx(version):
         note = (
             "TensorRT-RTX ships no trtexec in its wheels; its reproducers are the Python script "

@@ -5,6 +5,7 @@ strongly typed). Every value is quoted with ``shlex`` (the settings are checked 
 from __future__ import annotations
 
 import shlex
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,41 @@ def _dotted(target: str) -> str:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
-def migrate_to_11(settings: BuildSettings, model: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SettingChange:
+    field: str
+    before: Any  # a setting's value as its TOML holds it (None: unset)
+    after: Any
+
+
+@dataclass
+class Migration:
+    """A TensorRT 10 recipe as the 11.x path: the steps, the Q/DQ (or fp16) model they make,
+    the strongly typed settings and what changed in them."""
+
+    settings: BuildSettings
+    model: str
+    steps: list[str]
+    diff: list[SettingChange]
+
+    def lines(self) -> list[str]:
+        """The numbered steps, then the settings diff (the panel's tab and the CLI's text)."""
+        return [
+            *(f"{n}. {step}" for n, step in enumerate(self.steps, 1)),
+            "Settings diff:",
+            *(f"  {d.field}: {d.before!r} → {d.after!r}" for d in self.diff),
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "settings": self.settings.to_dict(),
+            "model": self.model,
+            "steps": self.steps,
+            "diff": [asdict(change) for change in self.diff],
+        }
+
+
+def migrate_to_11(settings: BuildSettings, model: str) -> Migration:
     """A 10-style recipe (precision flags + calibrator) turned into the 11.x path."""
     steps = []
     new = BuildSettings.from_dict(settings.to_dict())
@@ -225,8 +260,8 @@ def migrate_to_11(settings: BuildSettings, model: str) -> dict[str, Any]:
         steps.append("build the strongly typed network: " + trtexec_command(new, "11", qdq_model))
     before, after = settings.to_dict(), new.to_dict()
     diff = [
-        {"field": k, "before": before.get(k), "after": after.get(k)}
+        SettingChange(k, before.get(k), after.get(k))
         for k in sorted(set(before) | set(after))
         if before.get(k) != after.get(k)
     ]
-    return {"settings": new, "model": qdq_model, "steps": steps, "diff": diff}
+    return Migration(new, qdq_model, steps, diff)

@@ -224,13 +224,7 @@ class BuildPanel(QWidget):
         model = self.model_path or "model.onnx"
         problems = check(settings, version, self.inputs)
         migration = migrate_to_11(settings, model)
-        self.migration.setPlainText(
-            "\n".join(
-                [f"{n}. {step}" for n, step in enumerate(migration["steps"], 1)]
-                + ["", "Settings diff:"]
-                + [f"  {d['field']}: {d['before']!r} → {d['after']!r}" for d in migration["diff"]]
-            )
-        )
+        self.migration.setPlainText("\n".join(migration.lines()))
         if problems:
             self._show_problems([str(p) for p in problems])
             for box in (self.trtexec, self.polygraphy, self.script):

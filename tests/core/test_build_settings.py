@@ -113,15 +113,14 @@ def test_precise_messages_for_impossible_settings() -> None:
 
 def test_migration_to_11_is_a_diff_and_two_steps() -> None:
     migration = migrate_to_11(ten_style(), "m.onnx")
-    assert migration["model"] == "m.qdq.onnx"
-    assert migration["steps"][0].startswith(
-        "calibrate m.onnx into a Q/DQ model (entropy over calib"
-    )
-    assert migration["steps"][1].startswith(
+    assert migration.model == "m.qdq.onnx"
+    assert migration.steps[0].startswith("calibrate m.onnx into a Q/DQ model (entropy over calib")
+    assert migration.steps[1].startswith(
         "build the strongly typed network: trtexec --onnx=m.qdq.onnx"
     )
-    assert {d["field"] for d in migration["diff"]} == {"precisions", "calibration"}
-    assert check(migration["settings"], "11.4", INPUTS) == []
+    assert {d.field for d in migration.diff} == {"precisions", "calibration"}
+    assert check(migration.settings, "11.4", INPUTS) == []
+    assert migration.lines()[2] == "Settings diff:"  # the panel's tab and the CLI's text
 
 
 def test_toml_round_trip_and_bad_files(tmp_path: Path) -> None:
