@@ -106,61 +106,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
             + ", ".join(f"{name} ×{count:,}" for name, count in unknown.items())
         )
     return 0
-    print(
-        f"{args.file}: {stats['format']} {stats['version']} — {stats['events']:,} events, "
-        f"{stats['lanes']} lanes, {stats['span_us'] / 1e3:.3f} ms "
-        f"({stats['import_s']:.2f} s to import)"
-    )
-    print("  " + ", ".join(f"{k} {v:,}" for k, v in stats["kinds"].items()))
-    if stats["kernels"]:
-        label, share = {
-            "kernel": ("kernel", "GPU %"),
-            "ort_node": ("ONNX Runtime node", "time %"),
-            "cpu_op": ("CPU op (inclusive of the ops it calls)", "time %"),
-        }[stats.get("table", "kernel")]
-        print(
-            f"  {label:<48}{'count':>7}{'total µs':>12}{'mean':>10}{'p90':>10}{'p99':>10}{share:>7}"
-        )
-        for row in stats["kernels"][: args.top]:
-            print(
-                f"  {row['name'][:47]:<48}{row['count']:>7}{row['total_us']:>12.1f}"
-                f"{row['mean_us']:>10.2f}"
-                f"{row['p90_us']:>10.2f}{row['p99_us']:>10.2f}{row['gpu_percent']:>7.1f}"
-            )
-    for row in stats["streams"]:
-        print(f"  {row['lane']}: busy {row['busy_percent']:.1f}% ({row['events']:,} events)")
-    ovl = stats["overlap"]
-    if ovl["copy_ns"]:
-        print(
-            f"  copies {ovl['copy_ns'] / 1e3:.1f} µs, "
-            f"{ovl['hidden_percent']:.1f}% hidden behind kernels"
-        )
-    if ovl["concurrency_ns"]:
-        total = sum(ovl["concurrency_ns"].values()) or 1
-        print(
-            "  streams busy at once: "
-            + ", ".join(
-                f"{k}: {100 * v / total:.1f}%" for k, v in sorted(ovl["concurrency_ns"].items())
-            )
-        )
-    for row in stats["copies"]:
-        rate = f"{row['median_gbps']:.1f} GB/s" if row["median_gbps"] else "?"
-        print(
-            f"  {row['kind']} {row['memory'] or ''}: {row['count']} copies, "
-            f"{row['bytes'] / 1e6:.1f} MB, median {rate}"
-        )
-    for hint in stats["hints"]:
-        print(f"  hint: {hint}")
-    for finding in stats["diagnosis"]["findings"]:
-        print(f"  diagnosis: {finding['claim']} {finding['advice']}".rstrip())
-    unknown = stats.get("unknown_categories") or {}
-    if unknown:
-        print(
-            f"  {sum(unknown.values()):,} events in categories this version does not know, "
-            "counted as 'other' (not kernels): "
-            + ", ".join(f"{name} ×{count:,}" for name, count in unknown.items())
-        )
-    return 0
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
