@@ -30,7 +30,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the package is imported after the cache folder is chosen
+    from deploylens.core.support.measured_types import MeasuredMatrix
 
 ARTIFACTS = Path(
     os.environ.get("DEPLOYLENS_ARTIFACTS")
@@ -40,8 +43,8 @@ NODE_TESTS = ARTIFACTS / "onnx-pip-1.21.0-backend-test-data" / "node"
 TABLE = "10.1"
 
 
-def probe(quick: bool, reuse: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    from deploylens.core.support.measure import cache_path, load_measured, state_counts
+def probe(quick: bool, reuse: bool) -> tuple[MeasuredMatrix, dict[str, Any]]:
+    from deploylens.core.support.measure import cache_path, load_measured
 
     data = load_measured(quick, refresh=not reuse)
     loads = []
@@ -49,15 +52,15 @@ def probe(quick: bool, reuse: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         started = time.perf_counter()
         load_measured(quick)
         loads.append(time.perf_counter() - started)
-    domains = collections.Counter(k.split("::")[0] for k in data["trt"]["cells"])
+    domains = collections.Counter(k.split("::")[0] for k in data.trt.cells)
     figures = {
-        "seconds": data["seconds"],
+        "seconds": data.seconds,
         "probes": sum(domains.values()),
         "by_domain": dict(domains),
-        "not_probed": len(data["unprobed"]),
-        "attribute_variants": len(data["trt"].get("variants", {})),
-        "tensorrt_rtx": dict(state_counts(data, "trt")),
-        "ort_cpu": dict(state_counts(data, "ort")),
+        "not_probed": len(data.unprobed),
+        "attribute_variants": len(data.trt.variants),
+        "tensorrt_rtx": dict(data.trt.states()),
+        "ort_cpu": dict(data.ort.states()),
         "cache_mb": cache_path(quick).stat().st_size / 1e6,
         "warm_load_s": statistics.median(loads),
     }
@@ -93,7 +96,7 @@ def ort_reality(path: Path) -> tuple[bool, str]:
     return True, ""
 
 
-def agreement(data: dict[str, Any], limit: int | None) -> dict[str, Any]:
+def agreement(data: MeasuredMatrix, limit: int | None) -> dict[str, Any]:
     import tensorrt_rtx
 
     from deploylens.core.model.loading import read_model
@@ -121,25 +124,25 @@ def agreement(data: dict[str, Any], limit: int | None) -> dict[str, Any]:
         guesses.update(
             {f"{level}-held-out": predict(model, data, level, held_out) for level in levels}
         )
-        if real["state"] == "needs-gpu":  # the parser wanted a CUDA driver: no answer here
+        if real.state == "needs-gpu":  # the parser wanted a CUDA driver: no answer here
             for name in tallies:
                 tallies[name]["no reality (the parser needs a GPU)"] += 1
             continue
         cases = (
-            ("trt-parse", real["state"] not in ("parse-fails",), real["message"]),
-            ("trt-build", real["state"] == "builds", real["message"]),
+            ("trt-parse", real.state not in ("parse-fails",), real.message),
+            ("trt-build", real.state == "builds", real.message),
             ("ort-run", ort_ok, ort_why),
         )
         cases += tuple((f"{name}-held-out", truth, said) for name, truth, said in cases)
         for name, truth, said in cases:
             guessed = guesses[name]
-            guess = guessed["ok"]
+            guess = guessed.ok
             if guess is None:
                 tallies[name]["no prediction"] += 1
                 continue
             tallies[name]["agree" if guess == truth else "disagree"] += 1
             if guess != truth:
-                cells = [f"{n['cell']} {n['state']}" for n in guessed["blocked"]][:3]
+                cells = [f"{n.cell} {n.state}" for n in guessed.blocked][:3]
                 disagreements[name].append(
                     {"model": path.parent.name, "predicted": "ok" if guess else "fails",
                      "cells": "; ".join(cells) or "all cells ok", "reality": said[:160]}
@@ -155,7 +158,7 @@ def agreement(data: dict[str, Any], limit: int | None) -> dict[str, Any]:
     return result
 
 
-def elsewhere(data: dict[str, Any]) -> dict[str, Any]:
+def elsewhere(data: MeasuredMatrix) -> dict[str, Any]:
     """The same prediction on models no probe came from: every other ONNX file of
     ``../shared/artifacts`` (Polygraphy's and TensorRT's test models, onnxruntime-extensions'
     …), against a real TensorRT-RTX parse and build of each. A file that does not load, keeps
@@ -188,21 +191,21 @@ def elsewhere(data: dict[str, Any]) -> dict[str, Any]:
         with quiet_stderr():
             real = classify(adapter.try_model(path.read_bytes(), [TARGET_CC]))
         truths = {
-            "trt-parse": None if real["state"] == "needs-gpu" else real["state"] != "parse-fails",
-            "trt-build": real["state"] == "builds"
-            if real["state"] in ("builds", "build-fails", "parse-fails") else None,
+            "trt-parse": None if real.state == "needs-gpu" else real.state != "parse-fails",
+            "trt-build": real.state == "builds"
+            if real.state in ("builds", "build-fails", "parse-fails") else None,
         }  # fmt: skip
         for level, truth in truths.items():
-            guess = predict(model, data, level)["ok"]
+            guess = predict(model, data, level).ok
             if truth is None:
-                tallies[level]["no reality (" + real["state"] + ")"] += 1
+                tallies[level]["no reality (" + real.state + ")"] += 1
             elif guess is None:
                 tallies[level]["no prediction"] += 1
             else:
                 tallies[level]["agree" if guess == truth else "disagree"] += 1
                 if guess != truth:
                     name = str(path.relative_to(ARTIFACTS))
-                    misses[level].append(f"{name}: predicted {guess}, real {real['state']}")
+                    misses[level].append(f"{name}: predicted {guess}, real {real.state}")
     result: dict[str, Any] = {"models": len(paths)}
     for level, tally in tallies.items():
         judged = tally["agree"] + tally["disagree"]
@@ -211,7 +214,7 @@ def elsewhere(data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def documented(data: dict[str, Any]) -> dict[str, Any]:
+def documented(data: MeasuredMatrix) -> dict[str, Any]:
     """The 10.1 table's cell vs the measured TensorRT-RTX cell, by class of difference."""
     from deploylens.core.jobs import run_job
     from deploylens.core.model.dtypes import element_type_name
@@ -222,7 +225,7 @@ def documented(data: dict[str, Any]) -> dict[str, Any]:
     classes: collections.Counter[str] = collections.Counter()
     examples: dict[str, str] = {}
     same = 0
-    for key, said in data["trt"]["cells"].items():
+    for key, said in data.trt.cells.items():
         cell = Cell.from_key(key)
         if cell.domain or cell.dtype == "none":
             continue
@@ -231,11 +234,11 @@ def documented(data: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             continue
         table = matrix.trt_verdict("", cell.op, cell.since, TABLE, [dtype])
-        measured_ok = said["state"] == "builds"
+        measured_ok = said.state == "builds"
         if (table.status == YES) == measured_ok:
             same += 1
             continue
-        reason, message = table.reason, said.get("message", "")
+        reason, message = table.reason, said.message
         if measured_ok:
             if "parses opsets" in reason:
                 label = "documented outside the opset range; the parser reads it"
@@ -243,7 +246,7 @@ def documented(data: dict[str, Any]) -> dict[str, Any]:
                 label = "a type the table's column omits; the parser builds it"
             else:
                 label = "documented unsupported; the newer parser builds it"
-        elif said["state"] == "build-fails":
+        elif said.state == "build-fails":
             label = "documented; parses, the builder refuses"
         elif "convert ONNX date type" in message or "unsupported input type" in message:
             label = "documented; the parser refuses the type"

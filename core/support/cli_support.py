@@ -108,9 +108,9 @@ def cmd_support(args: argparse.Namespace) -> int:
 
             data = measure.load_measured(args.quick, False, args.python)
             guess = measure.verdict(model, data, level)
-            output.setdefault("measured", {})[target] = guess
-            texts.append(measure.verdict_text(target, guess))
-            status = max(status, 0 if guess["ok"] else 1)
+            output.setdefault("measured", {})[target] = guess.to_dict()
+            texts.append(guess.text(target))
+            status = max(status, guess.verdict().exit_code)
         if wanted:
             targets = [parse_target(t) for t in wanted]
             reports = analyze(model, matrix, targets)
@@ -128,18 +128,18 @@ def _measured(args: argparse.Namespace) -> int:
     data = measure.load_measured(args.quick, args.refresh, args.python)
     if args.op:
         row = measure.measured_row(data, args.op, args.domain)
-        print(json.dumps(row, indent=2) if args.json else measure.row_text(row))
-        return 0 if row["cells"] or row["not_probed"] else 1
+        print(json.dumps(row.to_dict(), indent=2) if args.json else row.text())
+        return 0 if row.cells or row.not_probed else 1
     summary = {
-        "versions": data["versions"],
-        "seconds": data["seconds"],
-        "cached": data["cached"],
-        "tensorrt_rtx": dict(measure.state_counts(data, "trt")),
-        "ort_cpu": dict(measure.state_counts(data, "ort")),
-        "not_probed": len(data["unprobed"]),
+        "versions": data.versions,
+        "seconds": data.seconds,
+        "cached": data.cached,
+        "tensorrt_rtx": dict(data.trt.states()),
+        "ort_cpu": dict(data.ort.states()),
+        "not_probed": len(data.unprobed),
         "cache": str(measure.cache_path(args.quick)),
     }
-    print(json.dumps(summary, indent=2) if args.json else measure.summary_text(data))
+    print(json.dumps(summary, indent=2) if args.json else data.summary_text())
     return 0
 
 

@@ -3,10 +3,9 @@ panel lists it, paints it on the graph and counts its blockers exactly like a ta
 
 from __future__ import annotations
 
-from typing import Any
-
 from deploylens.core.support.analysis import Blocker, TargetReport
 from deploylens.core.support.fixes import Fix
+from deploylens.core.support.measured_types import Prediction
 from deploylens.core.support.result import ParserProbe
 
 
@@ -38,40 +37,40 @@ def live_report(target: str, result: ParserProbe, model_opset: int) -> TargetRep
     )
 
 
-def measured_report(target: str, found: dict[str, Any], model_opset: int) -> TargetReport:
+def measured_report(target: str, found: Prediction, model_opset: int) -> TargetReport:
     """A prediction from the measured cells (``measure.verdict``) as a ``TargetReport``: one
     blocker per failing node with the library's own words; a node with no measured cell is a
     blocker too ("not measured"), so an inconclusive prediction is never shown as OK."""
     blockers = [
         Blocker(
-            op=_op_of(node["cell"]),
+            op=_op_of(node.cell),
             count=1,
-            nodes=[node["node"]],
-            reason=f"{node['state']} in its measured cell {node['cell']}: {node['message']}"[:400],
+            nodes=[node.node],
+            reason=f"{node.state} in its measured cell {node.cell}: {node.message}"[:400],
         )
-        for node in found["blocked"]
+        for node in found.blocked
     ] + [
         Blocker(
-            op=_op_of(node["cell"]),
+            op=_op_of(node.cell),
             count=1,
-            nodes=[node["node"]],
-            reason=f"not measured ({node['cell']}"
-            + (f": {node['message']}" if node["message"] else "")
+            nodes=[node.node],
+            reason=f"not measured ({node.cell}"
+            + (f": {node.message}" if node.message else "")
             + "): ask the live parser",
         )
-        for node in found["not_measured"]
+        for node in found.not_measured
     ]
-    notes = [f"predicted from the {found['source']}, without a parse"]
-    if found["ok"] is None:
-        notes.append(f"inconclusive: {len(found['not_measured'])} node(s) have no measured cell")
+    notes = [f"predicted from the {found.source}, without a parse"]
+    if found.ok is None:
+        notes.append(f"inconclusive: {len(found.not_measured)} node(s) have no measured cell")
     return TargetReport(
         target=f"{target} (predicted from measured cells)",
-        ok=bool(found["ok"]),
+        ok=bool(found.ok),
         blockers=blockers,
         opset_range=None,
         model_opset=model_opset,
         notes=notes,
-        inconclusive=found["ok"] is None,
+        inconclusive=found.ok is None,
     )
 
 

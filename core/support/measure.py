@@ -23,14 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.support.collect import _version, cache_dir
+from deploylens.core.support.measured_types import (
+    NOT_MEASURED,
+    ORT_OK,
+    CellAnswer,
+    LibraryAnswers,
+    MeasuredCell,
+    MeasuredMatrix,
+    MeasuredRow,
+    NodeAnswer,
+    Prediction,
+)
 from deploylens.core.support.result import MeasuredCache
 
 MEASURED_SCHEMA = 6  # bump when a cell's meaning changes (6: attribute variants)
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
-TRT_OK = ("builds",)
-ORT_OK = ("runs", "loads")
 # A fixed sample for CI's --quick: ops whose cells span every state seen in a full probe.
 QUICK_OPS = (
     "Relu", "Add", "Conv", "Resize", "Squeeze", "Cast", "Einsum", "NonZero", "TopK",
@@ -61,47 +71,33 @@ DIED = ("crashed", "exited", "disconnected")  # the worker process ended mid-pro
 
 
 # -- in the caller ------------------------------------------------------------------------------
-def _run(keys: list[str], ops: list[str], python: str | None, progress: Any) -> dict[str, Any]:
+def _run(keys: list[str], ops: list[str], python: str | None, progress: Any) -> MeasuredMatrix:
     """One worker over ``keys``; a worker that dies is split in halves until the probe that
     kills it is alone, and that cell is recorded as crashed on both libraries."""
     from deploylens.core.support.request import MeasureRequest
     from deploylens.core.worker.client import JobFailure
 
     try:
-        result: dict[str, Any] = MeasureRequest(keys=keys, ops=ops).run(python, progress)
+        result: MeasuredMatrix = MeasureRequest(keys=keys, ops=ops).run(python, progress)
         return result
     except JobFailure as failure:
         if failure.kind not in DIED or len(keys) == 0:
             raise
         if len(keys) == 1:
-            crashed = {"state": "crashed", "message": failure.message[:300]}
-            where = "variants" if "@" in keys[0] else "cells"
-            return {
-                "unprobed": {},
-                "seeds": {},
-                "trt": {where: {keys[0]: crashed}},
-                "ort": {where: {keys[0]: crashed}},
-            }
+            crashed = {keys[0]: CellAnswer("crashed", failure.message[:300])}
+            if "@" in keys[0]:  # an attribute variant's key
+                return MeasuredMatrix(
+                    LibraryAnswers(variants=crashed), LibraryAnswers(variants=dict(crashed))
+                )
+            return MeasuredMatrix(
+                LibraryAnswers(cells=crashed), LibraryAnswers(cells=dict(crashed))
+            )
     half = len(keys) // 2
     first, second = (_run(part, [], python, progress) for part in (keys[:half], keys[half:]))
-    return _merged(first, second)
+    return first.merge(second)
 
 
-def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Two halves' answers as one: every table of cells joined (a half's ``runtime`` or
-    ``variants`` replaced the other's before), the rest (versions, product) from either."""
-    for name, value in second.items():
-        if isinstance(value, dict) and isinstance(first.get(name), dict):
-            if name in ("trt", "ort"):
-                first[name] = _merged(first[name], value)
-            else:
-                first[name].update(value)
-        else:
-            first.setdefault(name, value)
-    return first
-
-
-def measure(quick: bool = False, python: str | None = None, progress: Any = None) -> dict[str, Any]:
+def measure(quick: bool = False, python: str | None = None, progress: Any = None) -> MeasuredMatrix:
     """Every cell measured (``quick``: the ops in ``QUICK_OPS``), in a worker."""
     started = time.perf_counter()
     ops = list(QUICK_OPS) if quick else []
@@ -116,23 +112,36 @@ def measure(quick: bool = False, python: str | None = None, progress: Any = None
 
         keys = sorted(p.key for p in generate(set(ops) or None).probes)
         data = _run(keys, [], python, progress)
-    data["versions"] = version_set(quick)
-    data["seconds"] = time.perf_counter() - started
+    data.versions = version_set(quick)
+    data.seconds = time.perf_counter() - started
     return data
+
+
+def read_measured(path: str | Path) -> MeasuredMatrix:
+    """A measured cache file, every cell checked (a cell without a state is an error here, not
+    a ``KeyError`` in a panel)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"The measured cache {path} is unreadable ({exc}).") from None
+    found = MeasuredMatrix.from_dict(data, f"the measured cache {Path(path).name}")
+    found.cached = True
+    return found
 
 
 def load_measured(
     quick: bool = False, refresh: bool = False, python: str | None = None, progress: Any = None
-) -> dict[str, Any]:
-    """The measured matrix for the installed libraries, measured once per version set."""
+) -> MeasuredMatrix:
+    """The measured matrix for the installed libraries, measured once per version set (a cache
+    file that does not read back is measured again: it is only a cache)."""
     path = cache_path(quick)
     if path.exists() and not refresh:
-        data: dict[str, Any] = json.loads(path.read_text())
-        data["cached"] = True
-        return data
+        try:
+            return read_measured(path)
+        except UserError:
+            pass
     data = measure(quick, python, progress)
-    atomic_write_text(path, json.dumps(data))
-    data["cached"] = False
+    atomic_write_text(path, data.to_json())
     return data
 
 
@@ -154,99 +163,37 @@ def measured_job(ctx: Any, params: dict[str, Any]) -> MeasuredCache:
     return MeasuredCache(str(cache_path(request.quick)), False)
 
 
-def state_counts(data: dict[str, Any], lib: str) -> Counter[str]:
-    return Counter(cell["state"] for cell in data[lib]["cells"].values())
-
-
-def measured_row(data: dict[str, Any], op: str, domain: str = "") -> dict[str, Any]:
+def measured_row(data: MeasuredMatrix, op: str, domain: str = "") -> MeasuredRow:
     """The op's measured cells by schema version and type (``deploylens support --op NAME
     --measured``), with what each library said and the probes that could not be made."""
     prefix = f"{domain or 'ai.onnx'}::{op}::"
+    trt, ort = data.trt, data.ort
     cells = []
     for key in sorted(
-        {k for lib in ("trt", "ort") for k in data[lib]["cells"] if k.startswith(prefix)},
+        {k for lib in (trt, ort) for k in lib.cells if k.startswith(prefix)},
         key=lambda k: (int(k.split("::")[2]), k.split("::")[3]),
     ):
         _, _, since, dtype = key.split("::")
-        cells.append(
-            {
-                "since": int(since),
-                "dtype": dtype,
-                "tensorrt_rtx": data["trt"]["cells"].get(key, {"state": "not measured"}),
-                "ort_cpu": data["ort"]["cells"].get(key, {"state": "not measured"}),
-                "probe": data.get("seeds", {}).get(key, ""),
-            }
-        )
-    unprobed = {
-        k[len(prefix) :]: why for k, why in data["unprobed"].items() if k.startswith(prefix)
-    }
+        said = trt.cells.get(key, NOT_MEASURED), ort.cells.get(key, NOT_MEASURED)
+        cells.append(MeasuredCell(int(since), dtype, *said, data.seeds.get(key, "")))
     variants = []
-    for key in sorted(k for k in data["trt"].get("variants", {}) if k.startswith(prefix)):
+    for key in sorted(k for k in trt.variants if k.startswith(prefix)):
         cell, _, mark = key.partition("@")
         _, _, since, dtype = cell.split("::")
-        variants.append(
-            {"since": int(since), "dtype": dtype, "signature": mark,
-             "tensorrt_rtx": data["trt"]["variants"][key],
-             "ort_cpu": data["ort"].get("variants", {}).get(key, {"state": "not measured"}),
-             "probe": data.get("seeds", {}).get(key, "")}
-        )  # fmt: skip
-    return {
-        "op": op,
-        "domain": domain or "ai.onnx",
-        "tensorrt_rtx": f"{data['trt'].get('product', 'TensorRT-RTX')} "
-        f"{data['trt'].get('version', '(not installed)')}",
-        "onnxruntime": data["ort"].get("version", "(not installed)"),
-        "target": data["versions"]["target"],
-        "cells": cells,
-        "variants": variants,
-        "not_probed": unprobed,
-    }
-
-
-def row_text(row: dict[str, Any]) -> str:
-    """The measured row as a table, each refusal followed by the library's own words."""
-    head = (
-        f"{row['op']} ({row['domain']}), measured: {row['tensorrt_rtx']} (parse, then an "
-        f"ahead-of-time build for {row['target']}) and ONNX Runtime {row['onnxruntime']} CPU "
-        "(session, then one run)"
-    )
-    if not row["cells"] and not row["not_probed"]:
-        return head + "\n  no cells: not an op of the probed domains, or not in this quick sample"
-    lines = [head, f"  {'opset':>5}  {'type':14s} {'TensorRT-RTX':13s} ONNX Runtime CPU"]
-    for cell in row["cells"]:
-        trt, ort = cell["tensorrt_rtx"], cell["ort_cpu"]
-        lines.append(f"  {cell['since']:>5}  {cell['dtype']:14s} {trt['state']:13s} {ort['state']}")
-        for name, said in (("TensorRT-RTX", trt), ("ONNX Runtime", ort)):
-            if said["state"] not in TRT_OK + ORT_OK and said.get("message"):
-                code = f" [{said['code']}]" if said.get("code") else ""
-                lines.append(f"           {name}{code}: {said['message'][:160]}")
-    if row.get("variants"):
-        lines.append("  attribute variants (the other attribute sets of ONNX's test cases, at "
-                     "one type per class):")  # fmt: skip
-        for variant in row["variants"]:
-            trt, ort = variant["tensorrt_rtx"], variant["ort_cpu"]
-            lines.append(f"  {variant['since']:>5}  {variant['dtype']:14s} {trt['state']:13s} "
-                         f"{ort['state']:13s} {variant['signature']}")  # fmt: skip
-    for cell, why in sorted(row["not_probed"].items()):
-        lines.append(f"  not probed {cell.replace('::', ' ')}: {why}")
-    return "\n".join(lines)
-
-
-def summary_text(data: dict[str, Any]) -> str:
-    trt, ort = state_counts(data, "trt"), state_counts(data, "ort")
-    took = "cached" if data.get("cached") else f"measured in {data['seconds']:.0f} s"
-    domains = Counter(k.split("::")[0] for k in data["trt"]["cells"] or data["ort"]["cells"])
-    return "\n".join(
-        [
-            f"measured support matrix ({data['versions']['probes']} probe set; {took})",
-            "  probes by domain: " + ", ".join(f"{d} {n}" for d, n in sorted(domains.items())),
-            f"  not probed: {len(data['unprobed'])} cells (no valid one-node model; "
-            "reasons in --json)",
-            "  TensorRT-RTX: " + ", ".join(f"{s} {n}" for s, n in trt.most_common()),
-            "  ONNX Runtime CPU: " + ", ".join(f"{s} {n}" for s, n in ort.most_common()),
-            f"  attribute variants: {len(data['trt'].get('variants', {}))} (an op's other "
-            "attribute sets, at one type per class)",
-        ]
+        variants.append(MeasuredCell(int(since), dtype, trt.variants[key],
+                                     ort.variants.get(key, NOT_MEASURED),
+                                     data.seeds.get(key, ""), mark))  # fmt: skip
+    return MeasuredRow(
+        op=op,
+        domain=domain or "ai.onnx",
+        tensorrt_rtx=data.trt_name(),
+        onnxruntime=ort.version or "(not installed)",
+        target=data.versions.get("target", TARGET_CC),
+        cells=cells,
+        variants=variants,
+        not_probed={
+            k[len(prefix) :]: why for k, why in data.unprobed.items() if k.startswith(prefix)
+        },
     )
 
 
@@ -355,8 +302,8 @@ LEVELS = {
 
 
 def predict(
-    model: Any, data: dict[str, Any], level: str, ignore: frozenset[str] = frozenset()
-) -> dict[str, Any]:
+    model: Any, data: MeasuredMatrix, level: str, ignore: frozenset[str] = frozenset()
+) -> Prediction:
     """What the measured cells say about a whole model: ``trt-parse``, ``trt-build`` (the
     installed TensorRT-RTX) or ``ort-run`` (ONNX Runtime CPU). ``ok`` is None where a node's
     cell was not measured (its type unknown, no probe could be made, or the harness could not
@@ -365,12 +312,12 @@ def predict(
     that input at run time. Where an op's answer changes with its attributes, a node is judged
     by the variant probed with its own signature (``AttributeFamily``); ``ignore``: backend
     cases whose variants are left out (a benchmark predicting a case from the others)."""
-    lib = level.split("-")[0]
-    cells, runtime = data[lib]["cells"], data[lib].get("runtime", {})
+    lib = data.library(level.split("-")[0])
+    cells, runtime = lib.cells, lib.runtime
     fine, unanswered = LEVELS[level]
-    families = attribute_families(data, lib, ignore)
+    families = attribute_families(data, level.split("-")[0], ignore)
     nodes = []
-    signatures = data.get("signatures", {})
+    signatures = data.signatures
     for use in model_cells(model):
         family = families.get(_family_key(use.key))
         asked = runtime.get(use.key) if use.runtime else None
@@ -379,19 +326,18 @@ def predict(
             mark = "" if use.signature == family.base else f"@{use.signature}"
             asked = runtime.get(family.key + mark) or asked
         said = asked or cells.get(use.key)
-        state = said["state"] if said else "not measured"
-        message = said.get("message", "") if said else data["unprobed"].get(use.key, "")
+        state = said.state if said else "not measured"
+        message = said.message if said else data.unprobed.get(use.key, "")
         cell = use.key
         if state in fine and family is not None:  # the type passes: do its attributes?
             cell, state, message = family.judge(use, (state, message), fine, unanswered)
-        nodes.append({"node": use.node, "cell": cell, "runtime": use.runtime, "state": state,
-                      "message": message})  # fmt: skip
-    nodes += [{"node": "(the model)", "cell": "model", "runtime": False, "state": "not measured",
-               "message": problem} for problem in model_problems(model)]  # fmt: skip
-    unknown = [n for n in nodes if n["state"] == "not measured" or n["state"] in unanswered]
-    blocked = [n for n in nodes if n["state"] not in fine and n not in unknown]
+        nodes.append(NodeAnswer(use.node, cell, use.runtime, state, message))
+    nodes += [NodeAnswer("(the model)", "model", False, "not measured", problem)
+              for problem in model_problems(model)]  # fmt: skip
+    unknown = [n for n in nodes if n.state == "not measured" or n.state in unanswered]
+    blocked = [n for n in nodes if n.state not in fine and n not in unknown]
     ok = False if blocked else (None if unknown else True)
-    return {"ok": ok, "blocked": blocked, "not_measured": unknown, "nodes": len(nodes)}
+    return Prediction(ok, blocked, unknown, len(nodes))
 
 
 def model_problems(model: Any) -> list[str]:
@@ -438,7 +384,7 @@ class AttributeFamily:
 
     key: str  # the cell they were probed in: ai.onnx::MaxPool::12::float
     base: str
-    states: dict[str, dict[str, str]]
+    states: dict[str, CellAnswer]
     signatures: dict[str, str]  # each cell's own probe's signature, by cell key
 
     def judge(
@@ -452,7 +398,7 @@ class AttributeFamily:
         state, message = said
         if use.signature == self.signatures.get(use.key):
             return use.key, state, message
-        answers = {s["state"] in fine for s in self.states.values() if s["state"] not in unanswered}
+        answers = {s.state in fine for s in self.states.values() if s.state not in unanswered}
         variant = self.states.get(use.signature)
         if variant is None and len(answers) <= 1:
             return use.key, state, message
@@ -466,16 +412,15 @@ class AttributeFamily:
                 ),
             )
         mark = "" if use.signature == self.base else f"@{use.signature}"
-        return self.key + mark, variant["state"], variant.get("message", "")
+        return self.key + mark, variant.state, variant.message
 
 
 def attribute_families(
-    data: dict[str, Any], lib: str, ignore: frozenset[str] = frozenset()
+    data: MeasuredMatrix, lib: str, ignore: frozenset[str] = frozenset()
 ) -> dict[str, AttributeFamily]:
     """The attribute variants measured for ``lib``, by ``domain::op::since::class``."""
-    variants = data[lib].get("variants", {})
-    seeds = data.get("variant_seeds", {})
-    signatures = data.get("signatures", {})
+    answers = data.library(lib)
+    variants, seeds, signatures = answers.variants, data.variant_seeds, data.signatures
     families: dict[str, AttributeFamily] = {}
     for key, said in variants.items():
         if ignore and set(seeds.get(key, ())) <= ignore:
@@ -484,7 +429,7 @@ def attribute_families(
         family = families.get(_family_key(cell))
         if family is None:
             base = signatures.get(cell, "")
-            own = data[lib]["cells"].get(cell)
+            own = answers.cells.get(cell)
             if own is None:
                 continue
             family = AttributeFamily(cell, base, {base: own}, signatures)
@@ -506,36 +451,15 @@ def _family_key(cell: str) -> str:
 MEASURED_LEVELS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
 
 
-def verdict(model: Any, data: dict[str, Any], level: str) -> dict[str, Any]:
+def verdict(model: Any, data: MeasuredMatrix, level: str) -> Prediction:
     """``predict`` with the source it came from named (the library, its version and the probe
     set), for ``deploylens support MODEL --target trt-rtx-measured|ort-cpu-measured``."""
     lib = level.split("-")[0]
-    said = data[lib]
-    product = said.get("product", "TensorRT-RTX") if lib == "trt" else "ONNX Runtime CPU"
     found = predict(model, data, level)
-    found["source"] = (
-        f"measured cells: {product} {said.get('version', '(not installed)')}, "
-        f"{data['versions']['probes']} probe set"
+    said = (
+        data.trt_name()
+        if lib == "trt"
+        else f"ONNX Runtime CPU {data.ort.version or '(not installed)'}"
     )
+    found.source = f"measured cells: {said}, {data.versions.get('probes', '?')} probe set"
     return found
-
-
-def verdict_text(target: str, found: dict[str, Any]) -> str:
-    """OK / BLOCKED / INCONCLUSIVE (a node with no measured cell: never passed as fine)."""
-    if found["ok"]:
-        head = f"OK: every node's measured cell passes ({found['nodes']} nodes)"
-    elif found["ok"] is False:
-        head = f"BLOCKED: {len(found['blocked'])} node(s) whose measured cell fails"
-    else:
-        head = (
-            f"INCONCLUSIVE: {len(found['not_measured'])} node(s) have no measured cell; "
-            "ask the live parser (--target trt-rtx) or run the model"
-        )
-    lines = [f"{target} (predicted from the {found['source']}): {head}"]
-    for node in found["blocked"][:20]:
-        said = f" — {node['message'][:140]}" if node["message"] else ""
-        lines.append(f"  {node['node']} ({node['cell']}): {node['state']}{said}")
-    for node in found["not_measured"][:10]:
-        why = f" — {node['message'][:100]}" if node["message"] else ""
-        lines.append(f"  not measured: {node['node']} ({node['cell']}){why}")
-    return "\n".join(lines)

@@ -11,21 +11,22 @@ from collections.abc import Iterator
 from typing import Any
 
 from deploylens.core.support.measure import TARGET_CC
+from deploylens.core.support.measured_types import CellAnswer, LibraryAnswers, MeasuredMatrix
 
 
-def _ort_cell(probe: Any, ort: Any, options: Any) -> dict[str, str]:
+def _ort_cell(probe: Any, ort: Any, options: Any) -> CellAnswer:
     try:
         session = ort.InferenceSession(probe.model, options, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        return {"state": "session-fails", "message": _first_line(exc)}
+        return CellAnswer("session-fails", _first_line(exc))
     names = [i.name for i in session.get_inputs()]
     if any(n not in probe.feeds for n in names):
-        return {"state": "loads", "message": "no numpy array of this type to run it with"}
+        return CellAnswer("loads", "no numpy array of this type to run it with")
     try:
         run_once(ort, session, {n: probe.feeds[n] for n in names})
     except Exception as exc:
-        return {"state": "run-fails", "message": _first_line(exc)}
-    return {"state": "runs", "message": ""}
+        return CellAnswer("run-fails", _first_line(exc))
+    return CellAnswer("runs")
 
 
 def run_once(ort: Any, session: Any, feeds: dict[str, Any]) -> None:
@@ -43,7 +44,7 @@ def _first_line(exc: Exception) -> str:
     return (text.splitlines() or [type(exc).__name__])[0][:300]
 
 
-def measure_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+def measure_job(ctx: Any, params: dict[str, Any]) -> MeasuredMatrix:
     """Measure the cells in ``params["keys"]`` (all, when empty) on both libraries."""
     from deploylens.core.support.probes import generate
     from deploylens.core.support.request import MeasureRequest
@@ -52,36 +53,32 @@ def measure_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     ctx.progress(0.02, "generating the probes from the ONNX schemas")
     ops = set(request.ops) or None
     probes = generate(ops, set(request.keys) or None)
-    trt_cells: dict[str, dict[str, str]] = {}
-    ort_cells: dict[str, dict[str, str]] = {}
-    trt_variants: dict[str, dict[str, str]] = {}
-    ort_variants: dict[str, dict[str, str]] = {}
-    answer: dict[str, Any] = {
-        "unprobed": probes.unprobed,
-        "seeds": {p.key: p.seed for p in probes.probes},
-        "signatures": {p.key: p.signature for p in probes.probes},
-        "variant_seeds": {p.key: p.seeds for p in probes.probes if p.variant},
-        "trt": {"cells": trt_cells, "variants": trt_variants},
-        "ort": {"cells": ort_cells, "variants": ort_variants},
-    }
+    trt, ort_said = LibraryAnswers(), LibraryAnswers()
+    answer = MeasuredMatrix(
+        trt,
+        ort_said,
+        unprobed=dict(probes.unprobed),
+        seeds={p.key: p.seed for p in probes.probes},
+        signatures={p.key: p.signature for p in probes.probes},
+        variant_seeds={p.key: list(p.seeds) for p in probes.probes if p.variant},
+    )
     adapter = None
     try:
         from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter, load_tensorrt
 
         adapter = TensorRTAdapter(load_tensorrt("tensorrt_rtx"))
-        answer["trt"].update(product=adapter.product, version=adapter.version)
+        trt.product, trt.version = adapter.product, adapter.version
     except Exception as exc:  # the column then says why it is empty
-        answer["trt"]["missing"] = _first_line(exc)
+        trt.missing = _first_line(exc)
     try:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.log_severity_level = 4
-        answer["ort"]["version"] = ort.__version__
+        ort_said.version = ort.__version__
     except ImportError as exc:
         ort = None
-        answer["ort"]["missing"] = _first_line(exc)
-    runtime: dict[str, dict[str, str]] = answer["trt"].setdefault("runtime", {})
+        ort_said.missing = _first_line(exc)
     total = max(len(probes.probes), 1)
     with quiet_stderr():  # the parser prints each type it cannot hold, thousands of lines
         for index, probe in enumerate(probes.probes):
@@ -89,12 +86,13 @@ def measure_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
                 ctx.progress(0.05 + 0.9 * index / total, f"probe {index + 1} of {total}")
             key = probe.key  # an attribute variant's answers go beside the cells, by its key
             if adapter is not None:
-                trt = trt_variants if probe.variant else trt_cells
-                trt[key] = classify(adapter.try_model(probe.model, [TARGET_CC]))
+                said = trt.variants if probe.variant else trt.cells
+                said[key] = classify(adapter.try_model(probe.model, [TARGET_CC]))
                 if probe.runtime:
-                    runtime[key] = classify(adapter.try_model(probe.runtime, [TARGET_CC]))
+                    trt.runtime[key] = classify(adapter.try_model(probe.runtime, [TARGET_CC]))
             if ort is not None:
-                (ort_variants if probe.variant else ort_cells)[key] = _ort_cell(probe, ort, options)
+                ran = ort_said.variants if probe.variant else ort_said.cells
+                ran[key] = _ort_cell(probe, ort, options)
     return answer
 
 
@@ -106,7 +104,7 @@ HARNESS = (
 )
 
 
-def classify(cell: dict[str, str]) -> dict[str, str]:
+def classify(cell: dict[str, str]) -> CellAnswer:
     """A refusal that comes from the probe's shape, not the op: its own state. ``io-type``:
     TensorRT-RTX takes this type only inside a network, not at an input or output;
     ``needs-profile``: the probe's input is a shape tensor; ``needs-gpu``: the parser asked
@@ -119,8 +117,8 @@ def classify(cell: dict[str, str]) -> dict[str, str]:
             if needle in cell["message"] and not (
                 state == "needs-gpu" and "Error Code" in before_cuda
             ):
-                return {**cell, "state": state}
-    return cell
+                return CellAnswer(state, cell["message"], cell.get("code", ""))
+    return CellAnswer(cell["state"], cell.get("message", ""), cell.get("code", ""))
 
 
 @contextlib.contextmanager

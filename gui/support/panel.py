@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
@@ -32,7 +30,8 @@ from deploylens.core.support.analysis import TargetReport, analyze, collect_ops,
 from deploylens.core.support.live import live_report, measured_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
-from deploylens.core.support.measure import MEASURED_LEVELS, verdict
+from deploylens.core.support.measure import MEASURED_LEVELS, read_measured, verdict
+from deploylens.core.support.measured_types import MeasuredMatrix
 from deploylens.core.support.queries import span_text
 from deploylens.core.support.request import (
     CollectRequest,
@@ -93,7 +92,7 @@ class OpSupportPanel(QWidget):
             "worker, cached per library version (deploylens support --measured)"
         )
         self.measured_note = "measured matrix: looking for one measured here …"
-        self.measured_data: dict[str, Any] | None = None
+        self.measured_data: MeasuredMatrix | None = None
         self.table = QTableView()
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
@@ -243,23 +242,16 @@ class OpSupportPanel(QWidget):
             self._show_status()
             return
         path = answer.path
-        task = BackgroundTask(lambda: json.loads(Path(path).read_text()), self)
+        task = BackgroundTask(lambda: read_measured(path), self)
         task.sig_done.connect(self.set_measured)
         task.sig_failed.connect(lambda exc, tb: self._on_measure_failed(exc))
         self.tasks.append(task)
         task.start()
 
-    def set_measured(self, data: dict[str, Any]) -> None:
+    def set_measured(self, data: MeasuredMatrix) -> None:
         self.measured_data = data
         self.measure_button.setText("Measure again …")
-        trt = data["trt"]
-        self.measured_note = (
-            f"measured here ({data['versions']['probes']} probe set, "
-            f"{len(trt['cells'])} probes): {trt.get('product', 'TensorRT-RTX')} "
-            f"{trt.get('version', '(not installed)')} and ONNX Runtime "
-            f"{data['ort'].get('version', '(not installed)')} CPU; the TRT table columns are "
-            "from documentation"
-        )
+        self.measured_note = data.status_line() + "; the TRT table columns are from documentation"
         listed = {self.target.itemText(i) for i in range(self.target.count())}
         for label in MEASURED_TARGETS:
             if label not in listed:

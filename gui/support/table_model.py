@@ -9,6 +9,7 @@ from PySide6.QtGui import QColor
 
 from deploylens.core.support.matrix import SupportMatrix
 from deploylens.core.support.measure import LEVELS
+from deploylens.core.support.measured_types import CellAnswer, MeasuredMatrix
 from deploylens.core.support.onnx_spec import ABSENT, CHANGED, DEPRECATED, INTRODUCED, UNCHANGED
 from deploylens.core.support.tensorrt_table import lookup, table_versions, tensorrt_tables
 
@@ -69,7 +70,7 @@ class SupportTableModel(QAbstractTableModel):
         self._layout()
         self.endResetModel()
 
-    def set_measured(self, data: dict[str, Any]) -> None:
+    def set_measured(self, data: MeasuredMatrix) -> None:
         """Two columns measured on this machine (``deploylens support --measured``)."""
         self.beginResetModel()
         self.measured = MeasuredCells(data)
@@ -206,33 +207,32 @@ class MeasuredCells:
         "ort": "ort-run",
     }  # the questions of core's predictions
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, data: MeasuredMatrix) -> None:
         self.data = data
-        self.by_version: dict[str, dict[str, dict[str, dict[str, str]]]] = {"trt": {}, "ort": {}}
+        self.by_version: dict[str, dict[str, dict[str, CellAnswer]]] = {"trt": {}, "ort": {}}
         for lib in ("trt", "ort"):
-            for key, cell in data[lib]["cells"].items():
+            for key, cell in data.library(lib).cells.items():
                 prefix, dtype = key.rsplit("::", 1)
                 self.by_version[lib].setdefault(prefix, {})[dtype] = cell
 
     def header(self, lib: str) -> str:
-        versions = self.data["versions"]
+        probes = self.data.versions.get("probes", "?")
         if lib == "trt":
-            said = self.data["trt"]
             return (
-                f"measured on this machine: {said.get('product', 'TensorRT-RTX')} "
-                f"{said.get('version', '(not installed)')} parsed each probe and built it ahead "
-                f"of time for {versions['target']} ({versions['probes']} probe set)"
+                f"measured on this machine: {self.data.trt_name()} parsed each probe and built "
+                f"it ahead of time for {self.data.versions.get('target', '?')} ({probes} probe "
+                "set)"
             )
         return (
-            f"measured on this machine: ONNX Runtime {self.data['ort'].get('version', '?')} "
-            f"CPU made a session and ran each probe ({versions['probes']} probe set)"
+            f"measured on this machine: ONNX Runtime {self.data.ort.version or '?'} "
+            f"CPU made a session and ran each probe ({probes} probe set)"
         )
 
     def cell(self, lib: str, domain: str, op: str, since: int, role: int) -> Any:
         cells = self.by_version[lib].get(f"{domain}::{op}::{since}", {})
         fine, unanswered = LEVELS[self.LEVEL[lib]]
-        ok = [t for t, c in cells.items() if c["state"] in fine]
-        judged = [t for t, c in cells.items() if c["state"] not in unanswered]
+        ok = [t for t, c in cells.items() if c.state in fine]
+        judged = [t for t, c in cells.items() if c.state not in unanswered]
         if role == Qt.ItemDataRole.DisplayRole:
             return f"{len(ok)}/{len(judged)}" if judged else "—"
         if role == Qt.ItemDataRole.BackgroundRole and judged:
@@ -246,21 +246,21 @@ class MeasuredCells:
         return None
 
     def _tooltip(
-        self, lib: str, domain: str, op: str, since: int, cells: dict[str, dict[str, str]]
+        self, lib: str, domain: str, op: str, since: int, cells: dict[str, CellAnswer]
     ) -> str:
         name = "TensorRT-RTX" if lib == "trt" else "ONNX Runtime CPU"
         if not cells:
             missing = {
                 k.rsplit("::", 1)[1]: why
-                for k, why in self.data["unprobed"].items()
+                for k, why in self.data.unprobed.items()
                 if k.startswith(f"{domain}::{op}::{since}::")
             }
             reason = "; ".join(f"{t}: {w}" for t, w in list(missing.items())[:3])
             return f"{op}-{since}: not probed" + (f" ({reason})" if reason else "")
         lines = [f"{op}-{since} measured on {name}, per input type:"]
         for dtype, cell in list(cells.items())[:MAX_TOOLTIP_TYPES]:
-            said = f" — {cell['message'][:140]}" if cell.get("message") else ""
-            lines.append(f"  {dtype}: {cell['state']}{said}")
+            said = f" — {cell.message[:140]}" if cell.message else ""
+            lines.append(f"  {dtype}: {cell.state}{said}")
         if len(cells) > MAX_TOOLTIP_TYPES:
             lines.append(f"  … {len(cells) - MAX_TOOLTIP_TYPES} more (deploylens support --op "
                          f"{op} --measured)")  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from deploylens.core.support import measure
+from deploylens.core.support.measured_types import CellAnswer, LibraryAnswers, MeasuredMatrix
 from deploylens.core.support.probes import Cell, generate
 from tests.core.test_cli import DEPLOYLENS
 
@@ -65,7 +67,7 @@ def test_a_cast_cell_is_a_type_pair() -> None:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[MeasuredMatrix, Path]:
     """The sample measured once in a real worker, into a cache folder of the module's own
     (TensorRT-RTX required as by the ``rtx`` fixture: in CI its absence fails)."""
     import importlib.util
@@ -85,33 +87,31 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
         again = measure.load_measured(quick=True)
     finally:
         patch.undo()
-    assert data["cached"] is False and again["cached"] is True
-    assert again["trt"]["cells"] == data["trt"]["cells"]
+    assert data.cached is False and again.cached is True
+    assert again.trt.cells == data.trt.cells  # read back strictly, cell by cell
     return data, cache
 
 
-def test_cells_say_what_the_real_libraries_did(measured: tuple[dict[str, Any], Path]) -> None:
+def test_cells_say_what_the_real_libraries_did(measured: tuple[MeasuredMatrix, Path]) -> None:
     data, _ = measured
-    trt, ort = data["trt"]["cells"], data["ort"]["cells"]
-    assert data["trt"]["product"] == "TensorRT-RTX"
-    assert trt["ai.onnx::Relu::14::float"]["state"] == "builds"
-    assert ort["ai.onnx::Relu::14::float"]["state"] == "runs"
+    trt, ort = data.trt.cells, data.ort.cells
+    assert data.trt.product == "TensorRT-RTX"
+    assert trt["ai.onnx::Relu::14::float"].state == "builds"
+    assert ort["ai.onnx::Relu::14::float"].state == "runs"
     refused = trt["ai.onnx::Squeeze::13::uint16"]  # a type TensorRT cannot hold
-    assert refused["state"] == "parse-fails"
-    assert refused["code"] and refused["message"]
-    assert ort["ai.onnx::Squeeze::13::uint16"]["state"] == "runs"
+    assert refused.state == "parse-fails"
+    assert refused.code and refused.message
+    assert ort["ai.onnx::Squeeze::13::uint16"].state == "runs"
     harness = {"io-type", "needs-profile", "needs-gpu"}  # what a one-node probe cannot answer
-    assert {c["state"] for c in trt.values()} <= {"builds", "parse-fails", "build-fails"} | harness
-    io = [c for c in trt.values() if c["state"] == "io-type"]  # a type only inside a network
-    assert io and all("datatype" in c["message"] for c in io)
-    squeeze_axes = data["trt"]["runtime"]["ai.onnx::Squeeze::13::float"]  # axes at run time
-    assert squeeze_axes["state"] == "parse-fails"
-    assert trt["ai.onnx::Squeeze::13::float"]["state"] == "builds"  # axes as a constant
-    assert {c["state"] for c in ort.values()} <= {"runs", "loads", "run-fails", "session-fails"}
-    assert set(trt) == set(ort) == {k for k in data["seeds"] if "@" not in k}
-    assert (
-        set(data["trt"]["variants"]) == set(data["ort"]["variants"]) == set(data["variant_seeds"])
-    )
+    assert {c.state for c in trt.values()} <= {"builds", "parse-fails", "build-fails"} | harness
+    io = [c for c in trt.values() if c.state == "io-type"]  # a type only inside a network
+    assert io and all("datatype" in c.message for c in io)
+    squeeze_axes = data.trt.runtime["ai.onnx::Squeeze::13::float"]  # axes at run time
+    assert squeeze_axes.state == "parse-fails"
+    assert trt["ai.onnx::Squeeze::13::float"].state == "builds"  # axes as a constant
+    assert {c.state for c in ort.values()} <= {"runs", "loads", "run-fails", "session-fails"}
+    assert set(trt) == set(ort) == {k for k in data.seeds if "@" not in k}
+    assert set(data.trt.variants) == set(data.ort.variants) == set(data.variant_seeds)
     ops = {Cell.from_key(k).op for k in trt}
     assert ops == set(SMALL)
 
@@ -133,7 +133,7 @@ def _two_node_model(path: Path, dtype: int) -> Path:
 
 
 def test_a_model_verdict_from_the_cells_matches_a_real_parse(
-    measured: tuple[dict[str, Any], Path], rtx: Any, tmp_path: Path
+    measured: tuple[MeasuredMatrix, Path], rtx: Any, tmp_path: Path
 ) -> None:
     from deploylens.core.trt.tensorrt_adapter import TensorRTAdapter
 
@@ -143,18 +143,18 @@ def test_a_model_verdict_from_the_cells_matches_a_real_parse(
         path = _two_node_model(tmp_path / f"m{dtype}.onnx", dtype)
         guess = measure.predict(onnx.load(path), data, "trt-build")
         real = adapter.try_model(path.read_bytes())
-        assert guess["ok"] is (real["state"] == "builds"), (dtype, guess, real)
-        assert guess["nodes"] == 2
+        assert guess.ok is (real["state"] == "builds"), (dtype, guess, real)
+        assert guess.nodes == 2
     # uint16: a type TensorRT cannot hold; Squeeze's measured cell says so before any parse
     path = _two_node_model(tmp_path / "u16.onnx", TensorProto.UINT16)
     guess = measure.predict(onnx.load(path), data, "trt-build")
-    assert guess["ok"] is False
-    assert [n["cell"] for n in guess["blocked"]] == ["ai.onnx::Squeeze::13::uint16"]
+    assert guess.ok is False
+    assert [n.cell for n in guess.blocked] == ["ai.onnx::Squeeze::13::uint16"]
     assert adapter.try_model(path.read_bytes())["state"] == "parse-fails"
 
 
 def test_an_op_outside_the_probed_domains_is_unknown_not_fine(
-    measured: tuple[dict[str, Any], Path],
+    measured: tuple[MeasuredMatrix, Path],
 ) -> None:
     data, _ = measured
     graph = helper.make_graph(
@@ -173,11 +173,11 @@ def test_an_op_outside_the_probed_domains_is_unknown_not_fine(
     )
     for level in ("trt-parse", "trt-build", "ort-run"):
         guess = measure.predict(model, data, level)
-        assert guess["ok"] is None
-        assert [n["cell"] for n in guess["not_measured"]] == ["my.ops::Mine::0::none"]
+        assert guess.ok is None
+        assert [n.cell for n in guess.not_measured] == ["my.ops::Mine::0::none"]
 
 
-def test_the_cli_prints_the_measured_row(measured: tuple[dict[str, Any], Path]) -> None:
+def test_the_cli_prints_the_measured_row(measured: tuple[MeasuredMatrix, Path]) -> None:
     data, cache = measured
     env = {**os.environ, "DEPLOYLENS_CACHE_DIR": str(cache)}
     shown = subprocess.run(
@@ -194,14 +194,14 @@ def test_the_cli_prints_the_measured_row(measured: tuple[dict[str, Any], Path]) 
     parsed = json.loads(row.stdout)
     cells = {(c["since"], c["dtype"]): c for c in parsed["cells"]}
     key = "ai.onnx::Squeeze::13::uint16"
-    assert cells[(13, "uint16")]["tensorrt_rtx"] == data["trt"]["cells"][key]
+    assert cells[(13, "uint16")]["tensorrt_rtx"] == asdict(data.trt.cells[key])
     summary = subprocess.run(
         [DEPLOYLENS, "support", "--measured", "--quick", "--json"],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     figures = json.loads(summary.stdout)
     assert figures["cached"] is True
-    assert sum(figures["tensorrt_rtx"].values()) == len(data["trt"]["cells"])
+    assert sum(figures["tensorrt_rtx"].values()) == len(data.trt.cells)
     unknown = subprocess.run(
         [DEPLOYLENS, "support", "--op", "NoSuchOp", "--measured", "--quick"],
         capture_output=True, text=True, env=env, timeout=120,
@@ -218,26 +218,24 @@ def test_a_probe_that_kills_the_worker_is_isolated(monkeypatch: pytest.MonkeyPat
     deadly = "ai.onnx::Relu::14::float"
     batches: list[list[str]] = []
 
-    def run(self: MeasureRequest, python: Any = None, progress: Any = None) -> dict[str, Any]:
+    def run(self: MeasureRequest, python: Any = None, progress: Any = None) -> MeasuredMatrix:
         batches.append(list(self.keys))
         if deadly in self.keys:
             raise JobFailure(CRASHED, "the worker crashed (signal 11)")
-        cells = {k: {"state": "builds"} for k in self.keys}
-        return {"unprobed": {}, "seeds": {}, "trt": {"cells": cells}, "ort": {"cells": dict(cells)}}
+        cells = {k: CellAnswer("builds") for k in self.keys}
+        return MeasuredMatrix(LibraryAnswers(cells), LibraryAnswers(dict(cells)))
 
     monkeypatch.setattr(MeasureRequest, "run", run)
     keys = [f"ai.onnx::Relu::14::{t}" for t in ("double", "float", "float16", "int8", "int32")]
     found = measure._run(keys, [], None, None)
-    assert found["trt"]["cells"][deadly]["state"] == "crashed"
-    assert "signal 11" in found["trt"]["cells"][deadly]["message"]
-    assert {k for k, c in found["trt"]["cells"].items() if c["state"] == "builds"} == set(keys) - {
-        deadly
-    }
+    assert found.trt.cells[deadly].state == found.ort.cells[deadly].state == "crashed"
+    assert "signal 11" in found.trt.cells[deadly].message
+    assert {k for k, c in found.trt.cells.items() if c.state == "builds"} == set(keys) - {deadly}
     assert len(batches) <= 2 * len(keys)
 
 
 def test_a_measured_target_judges_a_model_without_a_parse(
-    measured: tuple[dict[str, Any], Path], tmp_path: Path
+    measured: tuple[MeasuredMatrix, Path], tmp_path: Path
 ) -> None:
     """``--target trt-rtx-measured``: the verdict from the cells, its source named; a node with
     no measured cell makes it inconclusive (exit 1), never OK."""
@@ -294,7 +292,7 @@ def _mod_model(path: Path, dtype: int, fmod: int | None) -> Path:
 
 
 def test_an_op_whose_answer_hangs_on_its_attributes_is_judged_by_its_own_variant(
-    measured: tuple[dict[str, Any], Path], tmp_path: Path
+    measured: tuple[MeasuredMatrix, Path], tmp_path: Path
 ) -> None:
     """Mod without fmod is refused on floats and runs on ints: one cell per type could not tell
     (a float Mod in the expanded Attention tests was predicted by the fmod=1 probe). Each class
@@ -303,7 +301,7 @@ def test_an_op_whose_answer_hangs_on_its_attributes_is_judged_by_its_own_variant
     import onnxruntime as ort
 
     data, _ = measured
-    variants = [k for k in data["ort"]["variants"] if "::Mod::13::" in k]
+    variants = [k for k in data.ort.variants if "::Mod::13::" in k]
     # a variant asked for alone (the driver cornering a crash by key) is still generated
     assert [p.key for p in generate({"Mod"}, {variants[0]}).probes] == [variants[0]]
     assert {k.split("::")[3].split("@")[0] for k in variants} <= {"float", "int64"}
@@ -318,20 +316,18 @@ def test_an_op_whose_answer_hangs_on_its_attributes_is_judged_by_its_own_variant
             ran = True
         except Exception:
             ran = False
-        assert guess["ok"] is ran, (dtype, fmod, guess)
+        assert guess.ok is ran, (dtype, fmod, guess)
     refused = measure.predict(onnx.load(tmp_path / "mod1_None.onnx"), data, "ort-run")
-    assert refused["blocked"][0]["cell"] == "ai.onnx::Mod::13::float@in=0,1;out=1"
-    assert refused["blocked"][0]["state"] == "run-fails"
+    assert refused.blocked[0].cell == "ai.onnx::Mod::13::float@in=0,1;out=1"
+    assert refused.blocked[0].state == "run-fails"
     row = measure.measured_row(data, "Mod")  # what ``support --op Mod --measured`` lists
-    shown = {
-        (v["since"], v["dtype"], v["signature"]): v["ort_cpu"]["state"] for v in row["variants"]
-    }
+    shown = {(v.since, v.dtype, v.signature): v.ort_cpu.state for v in row.variants}
     assert shown[(13, "float", "in=0,1;out=1")] == "run-fails"
-    assert "fmod" not in measure.row_text(row).split("attribute variants")[1].split("\n")[1]
+    assert "fmod" not in row.text().split("attribute variants")[1].split("\n")[1]
 
 
 def test_a_model_without_its_weights_is_not_measured_whatever_its_cells_say(
-    measured: tuple[dict[str, Any], Path], rtx: Any, tmp_path: Path
+    measured: tuple[MeasuredMatrix, Path], rtx: Any, tmp_path: Path
 ) -> None:
     """Polygraphy's "weightless" models keep an initializer's shape and drop its data: every
     cell passed, the real parse fails on the initializer. Now the verdict says why it cannot
@@ -341,15 +337,15 @@ def test_a_model_without_its_weights_is_not_measured_whatever_its_cells_say(
     data, _ = measured
     path = _two_node_model(tmp_path / "w.onnx", TensorProto.FLOAT)
     model = onnx.load(path)
-    assert measure.predict(model, data, "trt-parse")["ok"] is True
+    assert measure.predict(model, data, "trt-parse").ok is True
     weight = model.graph.initializer[0]
     weight.ClearField("int64_data")
     weight.ClearField("raw_data")
     guess = measure.predict(model, data, "trt-parse")
-    assert guess["ok"] is None and "carry no data" in guess["not_measured"][0]["message"]
+    assert guess.ok is None and "carry no data" in guess.not_measured[0].message
     from deploylens.core.support.live import measured_report  # the panel's rows for it
 
-    guess["source"] = "measured cells"
+    guess.source = "measured cells"
     report = measured_report("trt-rtx (measured)", guess, 14)
     assert report.inconclusive and [b.op for b in report.blockers] == ["(model)"]
     assert TensorRTAdapter(rtx).try_model(model.SerializeToString())["state"] == "parse-fails"
@@ -358,6 +354,40 @@ def test_a_model_without_its_weights_is_not_measured_whatever_its_cells_say(
         [helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 4])] * 2
     )
     assert (
-        "'r' is declared twice"
-        in measure.predict(twice, data, "ort-run")["not_measured"][0]["message"]
+        "'r' is declared twice" in measure.predict(twice, data, "ort-run").not_measured[0].message
     )
+
+
+def test_a_measured_cache_is_read_strictly_and_a_broken_one_is_measured_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache is read into typed cells where it is read: a cell without a state was a
+    ``KeyError`` in the Support panel's table; now it is one sentence, and ``load_measured``
+    measures again (it is only a cache). The fresh measurement is a stand-in here (named):
+    the probes themselves are tested above against the real libraries."""
+    from deploylens.core.errors import UserError
+
+    good = MeasuredMatrix(
+        LibraryAnswers({"ai.onnx::Relu::14::float": CellAnswer("builds")}, product="TensorRT-RTX"),
+        LibraryAnswers({"ai.onnx::Relu::14::float": CellAnswer("runs")}),
+        versions={"probes": "quick", "target": "sm89"},
+    )
+    path = tmp_path / "measured.json"
+    path.write_text(good.to_json())
+    back = measure.read_measured(path)
+    assert back.cached and back.trt.cells == good.trt.cells and back.ort.cells == good.ort.cells
+    broken = good.to_dict()
+    del broken["trt"]["cells"]["ai.onnx::Relu::14::float"]["state"]
+    path.write_text(json.dumps(broken))
+    with pytest.raises(UserError, match=r"cells\.ai\.onnx::Relu::14::float: 'state' is required"):
+        measure.read_measured(path)
+    path.write_text('{"trt": {"cels": {}}}')
+    with pytest.raises(UserError, match="did you mean 'cells'"):
+        measure.read_measured(path)
+    path.write_bytes(b"{not json")
+    with pytest.raises(UserError, match="unreadable"):
+        measure.read_measured(path)
+    monkeypatch.setattr(measure, "cache_path", lambda quick=False: path)
+    monkeypatch.setattr(measure, "measure", lambda *args: good)  # STAND-IN for the probe run
+    again = measure.load_measured(quick=True)
+    assert again is good and measure.read_measured(path).trt.cells == good.trt.cells
