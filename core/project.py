@@ -17,11 +17,31 @@ import tomli_w
 from deploylens.core.errors import ProjectFileError, UserError
 from deploylens.core.files import SETTINGS_LIMIT, atomic_write_text, parse_toml, read_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PROJECT_SUFFIX = ".deploylens.toml"
 
+
+def _requests_in_tables(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2: the [build] and [surgery] tables hold their job's request (``request``, the
+    request's own project table, read as strictly as the worker reads one) instead of the
+    panels' own keys. [validate] has held its request since schema 1."""
+    build = data.get("build")
+    if isinstance(build, dict) and "request" not in build:
+        request = {}
+        if "trt_version" in build:
+            request["version"] = build.pop("trt_version")
+        if "settings" in build:
+            request["settings"] = build.pop("settings")
+        if request:
+            build["request"] = request
+    surgery = data.get("surgery")
+    if isinstance(surgery, dict) and "request" not in surgery and "base" in surgery:
+        surgery["request"] = {"model": surgery.pop("base"), "steps": surgery.pop("steps", [])}
+    return data
+
+
 # schema N -> function migrating a raw dict from N to N+1
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _requests_in_tables}
 
 
 @dataclass

@@ -64,7 +64,13 @@ class Request:
         and a model it reads must keep its external data in its own folder (``core/guard``)."""
         if cls.READS_WEIGHTS:
             check_model_inputs(cls.FILES, params)
-        return typed.from_dict(cls, params, f"the {cls.JOB} request")
+        return cls.from_fields(params, f"the {cls.JOB} request")
+
+    @classmethod
+    def from_fields(cls: type[R], data: Any, where: str) -> R:
+        """The request from its fields, every one checked (one reader for the worker's params
+        and a project's table; a request whose fields travel in another layout overrides it)."""
+        return typed.from_dict(cls, data, where)
 
     # -- TOML (a project table, a saved request) -----------------------------------------------
     def to_toml(self) -> str:
@@ -98,7 +104,7 @@ class Request:
 
         if not isinstance(table, dict):
             raise UserError(f"The project's {what} settings are not a table.")
-        return typed.from_dict(cls, {**table, **given}, f"The project's {what} settings")
+        return cls.from_fields({**table, **given}, f"The project's {what} settings")
 
     # -- the command line ---------------------------------------------------------------------
     @classmethod

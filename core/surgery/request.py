@@ -6,18 +6,20 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, input_file, output_path, read_text
 from deploylens.core.requests import Request
 from deploylens.core.surgery.patterns import PATTERNS
-from deploylens.core.surgery.steps import Step, steps_from_toml
+from deploylens.core.surgery.steps import Step, step_table, steps_from_toml
 
 
 @dataclass
 class SurgeryRequest(Request):
     FILES: ClassVar[dict[str, str]] = {"model": "in", "output": "out", "script": "out"}
+    # a project keeps the chain and the model it applies to (the panel picks the output)
+    PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("output", "script")
 
     model: str
     steps: list[Step] = field(default_factory=list)
@@ -28,6 +30,20 @@ class SurgeryRequest(Request):
 
     def output_path(self) -> str:
         return self.output or default_output(self.model)
+
+    def to_params(self) -> dict[str, Any]:
+        """Each step with only the fields that differ from its defaults (as a steps file)."""
+        params = super().to_params()
+        params["steps"] = [step_table(step) for step in self.steps]
+        return params
+
+    @classmethod
+    def from_fields(cls, data: Any, where: str) -> SurgeryRequest:
+        """Every step checked as a steps file's are (an op's fields it ignores are refused)."""
+        request = super().from_fields(data, where)
+        for step in request.steps:
+            step.check()
+        return request
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

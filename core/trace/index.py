@@ -13,12 +13,13 @@ window is one binary search away — no scan, at any zoom."""
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from deploylens.core.trace.memory import release_free_memory
-from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, Lane, Trace, member
+from deploylens.core.trace.model import COPY_KINDS, GPU_KINDS, KIND, Event, Lane, Trace, member
 
 MAX_DEPTH = 12
 # Rows with at least this many events get a coverage grid (below it, painting events is cheap).
@@ -62,6 +63,20 @@ class Coverage:
         at = self.cum[:, i] * (1 - f) + self.cum[:, i + 1] * f
         result: np.ndarray = np.diff(at, axis=1) * np.float32(width / (t1 - t0))
         return result
+
+
+@dataclass(frozen=True)
+class EventDetails:
+    """What the details pane shows of one event: the event, where it starts in the capture,
+    its copy bandwidth, its correlated partner (a kernel's launch) and its enclosing ranges."""
+
+    event: Event
+    index: int
+    relative_start_us: float
+    bandwidth_gbps: float | None  # bytes / ns of a copy (None: not a copy, or no duration)
+    correlated: Event | None
+    correlated_index: int  # -1: none
+    parents: list[str]  # the NVTX ranges and CPU ops around it, outermost first
 
 
 class TimelineIndex:
@@ -232,18 +247,19 @@ class TimelineIndex:
             found += sorted(same, key=lambda c: -int(trace.dur[c]))
         return list(dict.fromkeys(found))
 
-    def details(self, index: int) -> dict[str, Any]:
+    def details(self, index: int) -> EventDetails:
         trace = self.trace
         event = trace.event(index)
-        event["relative_start_us"] = (event["start_ns"] - self.span[0]) / 1e3
-        event["dur_us"] = event["dur_ns"] / 1e3
-        if event["bytes"] and event["dur_ns"]:
-            event["bandwidth_gbps"] = event["bytes"] / event["dur_ns"]
         partner = self.partner(index)
-        if partner >= 0:
-            event["correlated"] = {**trace.event(partner), "index": partner}
-        event["parents"] = [trace.names[int(trace.name[p])] for p in self.parents(index)]
-        return event
+        return EventDetails(
+            event=event,
+            index=index,
+            relative_start_us=(event.start_ns - self.span[0]) / 1e3,
+            bandwidth_gbps=event.bytes / event.dur_ns if event.bytes and event.dur_ns else None,
+            correlated=trace.event(partner) if partner >= 0 else None,
+            correlated_index=partner,
+            parents=[trace.names[int(trace.name[p])] for p in self.parents(index)],
+        )
 
     # -- search --------------------------------------------------------------------------------
     def matches(self, text: str) -> np.ndarray:

@@ -72,6 +72,22 @@ def member(column: np.ndarray, ids: Any, size: int = len(KINDS)) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Event:
+    """One event, for the details pane, the tooltip and tests (the trace itself is columns)."""
+
+    name: str
+    kind: str
+    start_ns: int
+    dur_ns: int
+    lane: str
+    device: int
+    stream: int
+    correlation: int  # -1: none
+    bytes: int
+    detail: str  # a copy's memory kinds, a kernel's grid, an ONNX Runtime node's op
+
+
+@dataclass(frozen=True)
 class Lane:
     group: str  # "GPU 0", "process 1234"
     name: str  # "stream 7", "thread 5678", "NVTX thread 5678"
@@ -113,21 +129,21 @@ class Trace:
     def mask(self, *kinds: str) -> np.ndarray:
         return member(self.kind, [KIND[k] for k in kinds])
 
-    def event(self, index: int) -> dict[str, Any]:
-        """One event as a dict, for the details pane and tests."""
+    def event(self, index: int) -> Event:
+        """One event, for the details pane and tests."""
         lane = self.lanes[int(self.lane[index])]
-        return {
-            "name": self.names[int(self.name[index])],
-            "kind": KINDS[int(self.kind[index])],
-            "start_ns": int(self.start[index]),
-            "dur_ns": int(self.dur[index]),
-            "lane": lane.title,
-            "device": lane.device,
-            "stream": lane.stream,
-            "correlation": int(self.corr[index]),
-            "bytes": int(self.nbytes[index]),
-            "detail": self.names[int(self.detail[index])],
-        }
+        return Event(
+            name=self.names[int(self.name[index])],
+            kind=KINDS[int(self.kind[index])],
+            start_ns=int(self.start[index]),
+            dur_ns=int(self.dur[index]),
+            lane=lane.title,
+            device=lane.device,
+            stream=lane.stream,
+            correlation=int(self.corr[index]),
+            bytes=int(self.nbytes[index]),
+            detail=self.names[int(self.detail[index])],
+        )
 
     def take(self, rows: np.ndarray, clip: tuple[int, int] | None = None) -> Trace:
         """The events ``rows`` (in trace order) as a trace of their own, times clipped to

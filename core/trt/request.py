@@ -11,7 +11,6 @@ from typing import Any, ClassVar
 from deploylens.core import typed
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
-from deploylens.core.guard import check_model_inputs
 from deploylens.core.requests import Request, flag
 from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
 
@@ -28,6 +27,11 @@ class BuildRequest(Request):
         "settings.calibration.data": "in",
         "settings.calibration.cache": "inout",
     }
+
+    # a project keeps the settings and the release; the model is its own, the rest the CLI's
+    PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = (
+        "model", "engine", "settings_file", "target_cc", "profile"
+    )  # fmt: skip
 
     model: str
     engine: str = ""  # default: MODEL.engine
@@ -49,13 +53,11 @@ class BuildRequest(Request):
         return result
 
     @classmethod
-    def from_params(cls, params: Any) -> BuildRequest:
-        where = f"the {cls.JOB} request"
-        if not isinstance(params, dict):
-            raise UserError(f"{where} must be a table, not {typed.kind(params)}.")
-        check_model_inputs(cls.FILES, params)
-        settings = BuildSettings.from_dict(params.get("settings") or {}, f"{where}.settings")
-        rest = typed.from_dict(_Fields, {k: v for k, v in params.items() if k != "settings"}, where)
+    def from_fields(cls, data: Any, where: str) -> BuildRequest:
+        if not isinstance(data, dict):
+            raise UserError(f"{where} must be a table, not {typed.kind(data)}.")
+        settings = BuildSettings.from_dict(data.get("settings") or {}, f"{where}.settings")
+        rest = typed.from_dict(_Fields, {k: v for k, v in data.items() if k != "settings"}, where)
         return cls(settings=settings, **typed.to_dict(rest))
 
     @classmethod

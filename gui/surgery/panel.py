@@ -40,8 +40,6 @@ from deploylens.core.surgery.result import GraphDiff, SurgeryResult
 from deploylens.core.surgery.steps import (
     Step,
     reproducer_script,
-    step_table,
-    steps_from_list,
     steps_from_toml,
     steps_to_toml,
 )
@@ -186,14 +184,14 @@ class SurgeryPanel(QWidget):
         if path in (self.current, self.base) and self.base and not table:
             return  # our own output, or the original we apply every step to
         self.current = path
-        if table and table.get("base"):
-            self.base = str(table["base"])
+        if table and "request" in table:  # the chain's own request, read strictly
             try:
-                self.steps = steps_from_list(table.get("steps", []), "the project's surgery")
+                request = SurgeryRequest.from_project(table["request"], "surgery")
             except UserError as exc:
-                self.steps = []
+                self.base, self.steps = path, []
                 self._set_banner(exc.message, BAD_STYLE)
                 return
+            self.base, self.steps = request.model, request.steps
         else:
             self.base, self.steps = path, []
         self.redo_stack = []
@@ -238,7 +236,9 @@ class SurgeryPanel(QWidget):
             self.set_chosen(self.selection_source())
 
     def project_table(self) -> dict[str, Any]:
-        return {"base": self.base, "steps": [step_table(s) for s in self.steps]}
+        """The chain as its surgery request's own project table (the model it applies to and
+        its steps)."""
+        return {"request": SurgeryRequest(model=self.base, steps=self.steps).project_table()}
 
     def populate_menu(self, menu: QMenu) -> None:
         """The graph's context menu gets the surgery actions (the shell wires it)."""

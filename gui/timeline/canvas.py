@@ -495,7 +495,7 @@ class TimelineCanvas(QWidget):
             info = self.index.trace.event(found)
             QToolTip.showText(
                 event.globalPosition().toPoint(),
-                f"{info['name']}\n{info['kind']} · {format_ns(info['dur_ns'])} · {info['lane']}",
+                f"{info.name}\n{info.kind} · {format_ns(info.dur_ns)} · {info.lane}",
                 self,
             )
         else:

@@ -5,8 +5,8 @@ streams, copies, idle gaps) and one event with the graph nodes it belongs to (sp
 from __future__ import annotations
 
 import html
-from typing import Any
 
+from deploylens.core.trace.index import EventDetails
 from deploylens.core.trace.stats_types import TraceStats
 from deploylens.gui.timeline.canvas import format_ns
 
@@ -73,34 +73,35 @@ def summary_html(stats: TraceStats, top: int = 0) -> str:
     return "".join(parts) or "<i>No GPU streams in this trace.</i>"
 
 
-def details_html(info: dict[str, Any], nodes: list[str]) -> str:
+def details_html(info: EventDetails, nodes: list[str]) -> str:
     esc = html.escape
+    event = info.event
     rows = [
-        ("Name", esc(info["name"])),
-        ("Kind", info["kind"]),
-        ("Lane", esc(info["lane"])),
-        ("Start", f"{info['relative_start_us']:,.3f} µs"),
-        ("Duration", format_ns(info["dur_ns"])),
+        ("Name", esc(event.name)),
+        ("Kind", event.kind),
+        ("Lane", esc(event.lane)),
+        ("Start", f"{info.relative_start_us:,.3f} µs"),
+        ("Duration", format_ns(event.dur_ns)),
     ]
-    if info["detail"]:
-        rows.append(("Detail", esc(info["detail"])))
-    if info["bytes"]:
-        rows.append(("Bytes", f"{info['bytes']:,}"))
-    if "bandwidth_gbps" in info:
-        rows.append(("Bandwidth", f"{info['bandwidth_gbps']:.2f} GB/s"))
-    if info["correlation"] >= 0:
-        rows.append(("Correlation", str(info["correlation"])))
-    partner = info.get("correlated")
-    if partner:
+    if event.detail:
+        rows.append(("Detail", esc(event.detail)))
+    if event.bytes:
+        rows.append(("Bytes", f"{event.bytes:,}"))
+    if info.bandwidth_gbps is not None:
+        rows.append(("Bandwidth", f"{info.bandwidth_gbps:.2f} GB/s"))
+    if event.correlation >= 0:
+        rows.append(("Correlation", str(event.correlation)))
+    partner = info.correlated
+    if partner is not None:
         rows.append(
             (
                 "Correlated",
-                f"<a href='event:{partner['index']}'>{esc(partner['name'])}</a> "
-                f"({partner['kind']}, {format_ns(partner['dur_ns'])}, {esc(partner['lane'])})",
+                f"<a href='event:{info.correlated_index}'>{esc(partner.name)}</a> "
+                f"({partner.kind}, {format_ns(partner.dur_ns)}, {esc(partner.lane)})",
             )
         )
-    if info["parents"]:
-        rows.append(("NVTX / ranges", " › ".join(map(esc, info["parents"]))))
+    if info.parents:
+        rows.append(("NVTX / ranges", " › ".join(map(esc, info.parents))))
     if nodes:
         rows.append(("ONNX nodes", esc(", ".join(nodes[:8]))))
     return (

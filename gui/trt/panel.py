@@ -170,13 +170,13 @@ class BuildPanel(QWidget):
         the last model's tensors and layers (profiles, per-layer types, calibration data)."""
         self.model_path, self.inputs = path, inputs
         table = table or {}
-        if table.get("trt_version"):
-            self.version.setCurrentText(str(table["trt_version"]))
-        if table:
+        if "request" in table:  # the request's own fields, read strictly (core/project.py)
             try:
-                self.form.set_settings(BuildSettings.from_dict(table.get("settings") or {}))
-            except (UserError, TypeError) as exc:
-                self.sig_message.emit(f"The project's build settings could not be read: {exc}")
+                request = BuildRequest.from_project(table["request"], "build", model=path)
+                self.version.setCurrentText(request.version)
+                self.form.set_settings(request.settings)
+            except UserError as exc:
+                self.sig_message.emit(exc.message)
         else:
             try:
                 self.form.set_settings(model_free(self.form.settings()))
@@ -191,9 +191,14 @@ class BuildPanel(QWidget):
                 self.sig_message.emit(exc.message)
 
     def project_table(self) -> dict[str, Any]:
-        table: dict[str, Any] = {"trt_version": self.version.currentText()}
+        """The build request through its own project table (a form mid-edit that does not read
+        as settings is not saved: its problems list says why), and the engine shown."""
+        table: dict[str, Any] = {}
         try:
-            table["settings"] = self.form.settings().to_dict()
+            request = BuildRequest(
+                self.model_path, settings=self.form.settings(), version=self.version.currentText()
+            )
+            table["request"] = request.project_table()
         except UserError:
             pass
         if self.engine_view.info is not None:

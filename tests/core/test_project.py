@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deploylens.core.errors import ProjectFileError
+from deploylens.core.errors import ProjectFileError, UserError
 from deploylens.core.project import SCHEMA_VERSION, Project, load_project
 
 
@@ -68,3 +68,33 @@ def test_failed_save_keeps_the_old_file_and_leaves_no_temp(
         Project(model_path=tmp_path / "b.onnx").save(path)
     assert path.read_text() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.deploylens.toml"]
+
+
+def test_a_schema_1_project_opens_with_its_panels_tables_as_requests(tmp_path: Path) -> None:
+    """Schema 2 keeps each job's request in its table; a project saved before (the Build and
+    Surgery panels' own keys) is migrated on opening and reads back as the same requests."""
+    from deploylens.core.surgery.request import SurgeryRequest
+    from deploylens.core.trt.request import BuildRequest
+
+    path = tmp_path / "old.deploylens.toml"
+    path.write_text(
+        '[deploylens]\nschema = 1\n[model]\npath = "m.onnx"\n'
+        '[build]\ntrt_version = "10.16"\nlayers_json = "m.layers.json"\n'
+        '[build.settings]\nprecisions = ["fp16"]\nworkspace_mb = 512\n'
+        '[surgery]\nbase = "/models/m.onnx"\n[[surgery.steps]]\nop = "fold"\n'
+    )
+    project = load_project(path)
+    build = BuildRequest.from_project(project.tables["build"]["request"], "build", model="m.onnx")
+    assert build.version == "10.16" and build.settings.precisions == ["fp16"]
+    assert build.settings.workspace_mb == 512
+    assert project.tables["build"]["layers_json"] == "m.layers.json"  # the panel's own, kept
+    surgery = SurgeryRequest.from_project(project.tables["surgery"]["request"], "surgery")
+    assert surgery.model == "/models/m.onnx" and [s.op for s in surgery.steps] == ["fold"]
+    project.save()
+    assert "schema = 2" in path.read_text()
+    again = load_project(path)
+    assert again.tables["build"] == project.tables["build"]  # read as saved: nothing to migrate
+    # a request field a shared project misspells is said, never dropped
+    again.tables["surgery"]["request"]["stepz"] = []
+    with pytest.raises(UserError, match="unknown setting 'stepz' \\(did you mean 'steps'\\?\\)"):
+        SurgeryRequest.from_project(again.tables["surgery"]["request"], "surgery")

@@ -48,7 +48,7 @@ def test_every_kineto_trace_imports_with_gpu_lanes_and_exact_times(artifacts: Pa
                     np.argmin(trace.start[trace.kind == KIND["kernel"]])
                 ]
             )
-            assert trace.event(index)["name"] == first["name"]
+            assert trace.event(index).name == first["name"]
             assert abs(trace.start[index] - round(float(first["ts"]) * 1000)) < 300
         # statistics hold on every real trace (HTA's annotated trace has instant copies, which
         # once drove the busy-stream count below zero)
@@ -62,13 +62,11 @@ def test_copy_directions_memory_kinds_and_kernel_details(artifacts: Path) -> Non
     copies = np.flatnonzero(trace.kind == KIND["memcpy_h2d"])
     event = trace.event(int(copies[0]))
     assert (
-        event["detail"] == "Pageable → Device"
-        and event["bytes"] > 0
-        and event["lane"].startswith("GPU 0")
+        event.detail == "Pageable → Device" and event.bytes > 0 and event.lane.startswith("GPU 0")
     )
     kernel = trace.event(int(np.flatnonzero(trace.kind == KIND["kernel"])[0]))
-    assert kernel["detail"].startswith("grid (") and kernel["correlation"] > 0
-    api = np.flatnonzero((trace.kind == KIND["cuda_api"]) & (trace.corr == kernel["correlation"]))
+    assert kernel.detail.startswith("grid (") and kernel.correlation > 0
+    api = np.flatnonzero((trace.kind == KIND["cuda_api"]) & (trace.corr == kernel.correlation))
     assert api.size == 1  # the launch that queued it: the flow arrow's other end
 
 
@@ -187,14 +185,14 @@ def test_odd_but_readable_chrome_events(tmp_path: Path) -> None:
     trace = load_trace(path)
     assert len(trace) == 2
     op = trace.event(int(np.flatnonzero(trace.kind == KIND["cpu_op"])[0]))
-    assert (op["name"], op["start_ns"], op["dur_ns"], op["lane"]) == (
+    assert (op.name, op.start_ns, op.dur_ns, op.lane) == (
         "42",
         100_500,
         2000,
         "process 1 / worker",
     )
     kernel = trace.event(int(np.flatnonzero(trace.kind == KIND["kernel"])[0]))
-    assert (kernel["dur_ns"], kernel["detail"]) == (1250, "grid (4, 1, 1) block ()")
+    assert (kernel.dur_ns, kernel.detail) == (1250, "grid (4, 1, 1) block ()")
 
 
 def test_bad_files_are_explained(tmp_path: Path) -> None:

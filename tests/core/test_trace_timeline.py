@@ -145,7 +145,7 @@ def test_trtexec_times_and_profile_as_traces(artifacts: Path) -> None:
     assert profile.meta["synthetic_times"] and profile.meta["format"] == "trtexec-profile"
     latency = node_latency(profile)
     assert "/conv1/Conv" in latency and "/relu/Relu" in latency
-    mapped = [i for i in range(len(profile)) if "Reformatting" not in profile.event(i)["name"]]
+    mapped = [i for i in range(len(profile)) if "Reformatting" not in profile.event(i).name]
     assert sum(latency.values()) == pytest.approx(profile.dur[mapped].sum() / 1e6, rel=1e-6)
     hits = events_of_node(profile, "/conv1/Conv")
     assert profile.names[int(profile.name[hits[0]])] == "/conv1/Conv + /relu/Relu"
@@ -176,11 +176,11 @@ def test_index_windows_picks_search_and_details() -> None:
     assert index.visible(row, 0, 299).size == 0 and index.visible(row, 0, 300).size == 1
     assert index.event_at(1, 550, 60) == copy_event
     details = index.details(kernel)
-    assert details["correlated"]["name"] == "cudaLaunchKernel"
-    assert details["parents"] == ["Conv_0 + Relu_1", "aten::conv2d"]
+    assert details.correlated is not None and details.correlated.name == "cudaLaunchKernel"
+    assert details.parents == ["Conv_0 + Relu_1", "aten::conv2d"]
     assert event_nodes(index, kernel) == ["Conv_0", "Relu_1"]
     copy = index.details(int(np.flatnonzero(trace.kind == KIND["memcpy_d2h"])[0]))
-    assert copy["bandwidth_gbps"] == pytest.approx(4.0)
+    assert copy.bandwidth_gbps == pytest.approx(4.0)
     assert index.step("GEMM", -1) == kernel and index.step("gemm", 400) == kernel  # wraps
     assert index.in_range(550, 650).size == 3  # the copy, the NVTX range and the CPU op
     part = trace.take(index.in_range(550, 650), clip=(550, 650))
