@@ -245,3 +245,14 @@ def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> M
 def inspect_model(path: str | Path, check: bool = True) -> ModelSummary:
     """Open ``path`` without its weights and summarize it (raises ``ModelLoadError``)."""
     return summarize(read_model(path), path, check=check)
+
+
+def model_inputs(model: str) -> dict[str, list[Any]]:
+    """``{input: dims}`` with ints for fixed dims and names for symbolic ones (weights stay on
+    disk; initializers listed as inputs are not inputs): what build settings are checked
+    against."""
+    graph = read_model(model).graph
+    initializers = {i.name for i in graph.initializer}
+    return {
+        v.name: describe_type(v.type)[2] or [] for v in graph.input if v.name not in initializers
+    }

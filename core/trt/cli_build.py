@@ -37,6 +37,7 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from deploylens.core.model.summary import model_inputs
     from deploylens.core.trt.checks import check
     from deploylens.core.trt.commands import (
         engine_command,
@@ -45,7 +46,6 @@ def cmd_build(args: argparse.Namespace) -> int:
         trtexec_command,
     )
     from deploylens.core.trt.flags import is_rtx
-    from deploylens.core.trt.job import model_inputs
 
     request = BuildRequest.from_args(args)
     if args.build:  # the worker reads the model (once) and says what is wrong with it

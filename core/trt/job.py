@@ -17,19 +17,6 @@ from deploylens.core.trt.result import BuildResult
 from deploylens.core.trt.settings import BuildSettings
 
 
-def model_inputs(model: str) -> dict[str, list[Any]]:
-    """``{input: dims}`` with ints for fixed dims and names for symbolic ones (weights stay on
-    disk; initializers listed as inputs are not inputs)."""
-    from deploylens.core.model.loading import read_model
-    from deploylens.core.model.summary import describe_type
-
-    graph = read_model(model).graph
-    initializers = {i.name for i in graph.initializer}
-    return {
-        v.name: describe_type(v.type)[2] or [] for v in graph.input if v.name not in initializers
-    }
-
-
 def calibration_batches(inputs: dict[str, list[Any]], settings: BuildSettings) -> tuple[Any, int]:
     from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
 
