@@ -29,7 +29,7 @@ class Flag:
     type: Callable[[str], Any] | None = None  # argparse's: int, float
     choices: tuple[str, ...] | None = None
     path: bool = False  # a file or folder: given as a path, kept as text ("" for none)
-    option: str = ""  # the flag when it is not the field's name (--host-buffers for host)
+    option: str = ""  # the flag when it is not the field's (--field-name by default)
 
     @property
     def name(self) -> str:

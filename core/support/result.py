@@ -86,13 +86,24 @@ class ParserProbe(Result):
         )
 
 
+@dataclass(frozen=True)
+class RegisteredPlugin:
+    """A plugin creator in an installed TensorRT's registry."""
+
+    name: str
+    version: str
+    namespace: str = ""
+
+
 @dataclass
 class OperatorImporters(Result):
-    """``support.tensorrt_ops``: which ONNX op types the installed parser has an importer for."""
+    """``support.tensorrt_ops``: which ONNX op types the installed parser has an importer for,
+    and the plugins its registry holds (None: it could not be asked)."""
 
     product: str
     version: str
     ops: dict[str, bool]
+    plugins: list[RegisteredPlugin] | None = None
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from deploylens.core.errors import UserError
 from deploylens.core.plugin_api import OpPlugin
-from deploylens.core.support.result import ParserFinding
+from deploylens.core.support.result import ParserFinding, RegisteredPlugin
 
 # onnx-tensorrt's two spellings (10.x/RTX importers), e.g.
 # "… using pluginName: customOp2, pluginVersion: 1, pluginNamespace: custom_domain"
@@ -61,8 +61,40 @@ def _plugin_for(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> OpPlugi
     return None
 
 
-def explain(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> str:
-    """The fix for one finding, naming the plugin library and the reference status."""
+def registry_note(
+    name: str, version: str, registered: list[RegisteredPlugin] | None, product: str
+) -> str:
+    """That no plugin of that name ships with the installed TensorRT, and what its registry
+    holds ("" where it holds the name, or was not asked)."""
+    if registered is None:
+        return ""
+    if any(p.name == name for p in registered):
+        return ""  # there under another version: ``version_fix`` says so
+    names = ", ".join(f"{p.name} v{p.version}" for p in registered) or "none"
+    return f"; {product}'s own plugin registry (asked live) holds only: {names}"
+
+
+def version_fix(
+    name: str, version: str, registered: list[RegisteredPlugin] | None, product: str
+) -> str:
+    """The fix when the registry holds the plugin under another version only ("" otherwise)."""
+    same = sorted({p.version for p in (registered or []) if p.name == name})
+    if not same or version in same:
+        return ""
+    return (
+        f"{product} registers {name} as version {'/'.join(same)}, not {version}: set the node's "
+        f'plugin_version attribute to "{same[-1]}" (graph surgery)'
+    )
+
+
+def explain(
+    finding: ParserFinding,
+    plugins: dict[str, OpPlugin],
+    registered: list[RegisteredPlugin] | None = None,
+    product: str = "TensorRT",
+) -> str:
+    """The fix for one finding, naming the plugin library, the reference status and what the
+    installed TensorRT's registry holds (``registered``, asked live; None: not asked)."""
     if not finding.plugin_not_found:
         return "see the op-support matrix for this op's restrictions, or replace the node"
     wanted = finding.plugin_searched[-1] if finding.plugin_searched else None
@@ -72,10 +104,15 @@ def explain(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> str:
         if wanted
         else f"a plugin named {finding.op}"
     )
+    name = wanted["name"] if wanted else finding.op
+    version = (wanted["version"] or "1") if wanted else "1"
+    if fix := version_fix(name, version, registered, product):
+        return f"the parser looked for {asked}: {fix}"
+    shipped = registry_note(name, version, registered, product)
     plugin = _plugin_for(finding, plugins)
     if plugin is None:
         return (
-            f"the parser looked for {asked}: load a plugin library that registers it "
+            f"the parser looked for {asked}{shipped}: load a plugin library that registers it "
             "(build setting plugins = ['lib….so']); no DeployLens plugin covers this op, so "
             "there is no reference implementation to validate it with either"
         )
@@ -88,11 +125,14 @@ def explain(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> str:
     ref = plugin.tensorrt_plugin_for(finding.op)
     if not ref:
         return (
-            f"the parser looked for {asked}: {reference} but names no TensorRT plugin library — "
-            "write one (IPluginV3) registered under that name and list it in plugins"
+            f"the parser looked for {asked}{shipped}: {reference} but names no TensorRT plugin "
+            "library — write one (IPluginV3) registered under that name and list it in plugins"
         )
     library = ref.get("library", "")
-    text = f"the parser looked for {asked}: load {library} (plugins = ['…/{library}']); {reference}"
+    text = (
+        f"the parser looked for {asked}{shipped}: load {library} (plugins = ['…/{library}']); "
+        f"{reference}"
+    )
     if wanted and ref.get("name") and ref["name"] != wanted["name"]:
         text += (
             f"; that library registers '{ref['name']}', not '{wanted['name']}': rename the node "
@@ -101,7 +141,12 @@ def explain(finding: ParserFinding, plugins: dict[str, OpPlugin]) -> str:
     return text
 
 
-def explained(findings: list[ParserFinding], plugins: dict[str, OpPlugin]) -> list[ParserFinding]:
+def explained(
+    findings: list[ParserFinding],
+    plugins: dict[str, OpPlugin],
+    registered: list[RegisteredPlugin] | None = None,
+    product: str = "TensorRT",
+) -> list[ParserFinding]:
     for finding in findings:
-        finding.fix = explain(finding, plugins)
+        finding.fix = explain(finding, plugins, registered, product)
     return findings

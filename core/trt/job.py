@@ -106,8 +106,10 @@ def build_engine(
 
             read_model(model)  # a model-level failure: our sentence when the file is the cause
         from deploylens.core.plugin_api import load_plugins
+        from deploylens.core.trt.plugin_registry import registered_plugins
 
-        findings = explained(rejected.findings, load_plugins()[0])
+        registered = registered_plugins(adapter.trt)
+        findings = explained(rejected.findings, load_plugins()[0], registered, adapter.product)
         return BuildResult(
             built=False,
             message=rejected.message,

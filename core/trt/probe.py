@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from deploylens.core.support.result import OperatorImporters, ParserProbe
+from deploylens.core.trt.plugin_registry import registered_plugins
 from deploylens.core.trt.tensorrt_adapter import CLASSIC, TensorRTAdapter, load_tensorrt
 
 
@@ -17,9 +18,10 @@ def probe_model(path: str, trt: Any = None, module: str = CLASSIC) -> ParserProb
     from deploylens.core.plugin_api import load_plugins
     from deploylens.core.trt.findings import explained
 
-    answer = TensorRTAdapter(trt if trt is not None else load_tensorrt(module)).probe(path)
-    probe = typed.from_dict(ParserProbe, answer, "the parser's answer")
-    explained(probe.findings, load_plugins()[0])
+    adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt(module))
+    probe = typed.from_dict(ParserProbe, adapter.probe(path), "the parser's answer")
+    registered = registered_plugins(adapter.trt)
+    explained(probe.findings, load_plugins()[0], registered, adapter.product)
     return probe
 
 
@@ -43,4 +45,6 @@ def tensorrt_ops_job(ctx: Any, params: dict[str, Any]) -> OperatorImporters:
     ctx.progress(0.2, f"importing {request.module}")
     adapter = TensorRTAdapter(load_tensorrt(request.module))
     ops = sorted({s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ""})
-    return OperatorImporters(adapter.product, adapter.version, adapter.operators(ops))
+    return OperatorImporters(
+        adapter.product, adapter.version, adapter.operators(ops), registered_plugins(adapter.trt)
+    )

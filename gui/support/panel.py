@@ -286,8 +286,12 @@ class OpSupportPanel(QWidget):
         release = ".".join(answer.version.split(".")[:2])
         self.live_note = (
             f"{answer.product} {answer.version} (live): "
-            f"{sum(answer.ops.values())} of {len(answer.ops)} ONNX ops have an importer."
+            f"{sum(answer.ops.values())} of {len(answer.ops)} ONNX ops have an importer"
         )
+        if answer.plugins is not None:  # what its registry holds, not the classic library's list
+            names = ", ".join(f"{p.name} v{p.version}" for p in answer.plugins) or "none"
+            self.live_note += f"; its plugin registry holds {names}"
+        self.live_note += "."
         if self.table_model is not None:
             self.table_model.set_live(f"RTX {release} live", answer.ops)
             set_widths(self.table, {self.table_model.live_column: 72})

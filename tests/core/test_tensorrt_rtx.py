@@ -208,6 +208,52 @@ def test_plugin_nodes_name_the_library_and_the_reference(
     assert text.returncode == 1 and "fix: the parser looked for" in text.stdout
 
 
+def _plugin_node_model(path: Path, op: str, **attributes: Any) -> str:
+    """One node of ``op`` in the trt.plugins domain, shaped as ROIAlign's (features, rois,
+    batch indices)."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, ["x", "rois", "idx"], ["y"], domain="trt.plugins", **attributes)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+         helper.make_tensor_value_info("rois", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("idx", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 2, 2])],
+    )  # fmt: skip
+    opsets = [onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("trt.plugins", 1)]
+    onnx.save(onnx.helper.make_model(graph, opset_imports=opsets, ir_version=10), path)
+    return str(path)
+
+
+def test_a_plugin_fix_names_what_the_installed_registry_holds(rtx: Any, tmp_path: Path) -> None:
+    """TensorRT-RTX's registry, asked live, holds ROIAlign_TRT version 2 and none of the classic
+    plugin library's other names: a node asking for EfficientNMS_TRT (classic ships it) is told
+    so, and one asking for ROIAlign_TRT version 1 (classic's) is told to ask for version 2 —
+    which gets it past "plugin not found" in a real parse."""
+    from deploylens.core.trt.plugin_registry import registered_plugins
+    from deploylens.core.trt.probe import probe_model
+
+    registered = registered_plugins(rtx)
+    assert registered is not None and ("ROIAlign_TRT", "2") in {
+        (p.name, p.version) for p in registered
+    }
+    nms = probe_model(_plugin_node_model(tmp_path / "nms.onnx", "EfficientNMS_TRT"), rtx)
+    (finding,) = nms.findings
+    assert finding.plugin_not_found
+    assert "TensorRT-RTX's own plugin registry (asked live) holds only: ROIAlign_TRT v2" in (
+        finding.fix
+    )
+    old = probe_model(_plugin_node_model(tmp_path / "r1.onnx", "ROIAlign_TRT", plugin_version="1"),
+                      rtx)  # fmt: skip
+    (finding,) = old.findings
+    assert 'set the node\'s plugin_version attribute to "2"' in finding.fix
+    fixed = probe_model(
+        _plugin_node_model(tmp_path / "r2.onnx", "ROIAlign_TRT", plugin_version="2"), rtx
+    )
+    assert not any(f.plugin_not_found for f in fixed.findings)  # the registry's creator found
+
+
 def test_layer_normalization_at_opset_17_builds(rtx: Any, tmp_path: Path) -> None:
     onnx.save(layer_norm_model(17), tmp_path / "ln.onnx")
     report = build_json(tmp_path / "ln.onnx", tmp_path / "ln.engine", "--target-cc", "sm89")

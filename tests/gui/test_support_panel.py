@@ -111,6 +111,7 @@ def test_the_live_tensorrt_rtx_parser_is_a_column_and_the_default_target(
     assert model.data(model.index(row, model.live_column)) == "✓"
     assert panel.target.currentText() == "trt-rtx (live)"
     assert "TensorRT-RTX 1." in panel.status.text()
+    assert "its plugin registry holds ROIAlign_TRT v2" in panel.status.text()  # asked live
     with (
         qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS),
         qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS),
