@@ -39,7 +39,7 @@ from deploylens.core.support.measured_types import (
 )
 from deploylens.core.support.result import MeasuredCache
 
-MEASURED_SCHEMA = 6  # bump when a cell's meaning changes (6: attribute variants)
+MEASURED_SCHEMA = 7  # bump when a cell's meaning changes (7: importers and plugin registry)
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
 # A fixed sample for CI's --quick: ops whose cells span every state seen in a full probe.
 QUICK_OPS = (
@@ -326,6 +326,8 @@ def predict(
             mark = "" if use.signature == family.base else f"@{use.signature}"
             asked = runtime.get(family.key + mark) or asked
         said = asked or cells.get(use.key)
+        if said is None and use.key.split("::")[2] == "0" and level.startswith("trt"):
+            said = lib.plugin_answer(use.key.split("::")[1])  # no schema here: a custom op
         state = said.state if said else "not measured"
         message = said.message if said else data.unprobed.get(use.key, "")
         cell = use.key

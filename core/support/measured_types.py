@@ -15,6 +15,7 @@ from typing import Any
 
 from deploylens.core import typed
 from deploylens.core.results import Result, Verdict
+from deploylens.core.support.result import RegisteredPlugin
 
 TRT_OK = ("builds",)
 ORT_OK = ("runs", "loads")
@@ -45,15 +46,39 @@ class LibraryAnswers:
     product: str = ""  # "TensorRT-RTX" (ONNX Runtime's is implied)
     version: str = ""  # "" where it is not installed
     missing: str = ""  # why it could not be asked
+    # TensorRT: which default-domain op types the parser has an importer for, and the plugin
+    # creators its registry holds (None: not asked) — what a node of another domain meets
+    importers: dict[str, bool] = field(default_factory=dict)
+    plugins: list[RegisteredPlugin] | None = None
 
     def merge(self, other: LibraryAnswers) -> None:
         """``other``'s answers joined to these (a crash-halving's second half)."""
         self.cells.update(other.cells)
         self.variants.update(other.variants)
         self.runtime.update(other.runtime)
+        self.importers.update(other.importers)
         self.product = self.product or other.product
         self.version = self.version or other.version
         self.missing = self.missing or other.missing
+        self.plugins = self.plugins if self.plugins is not None else other.plugins
+
+    def plugin_answer(self, op: str) -> CellAnswer | None:
+        """What the parser does with a node of a domain it has no importers for (a custom op):
+        it looks the op type up as a plugin. Not registered and no importer of that name: it
+        fails ("Plugin not found") unless a plugin library registers it. None where the
+        registry was not asked, or holds the op, or an importer of that name exists: then only
+        a parse can tell."""
+        if self.plugins is None or self.importers.get(op) or not self.importers:
+            return None
+        if any(plugin.name == op for plugin in self.plugins):
+            return None
+        held = ", ".join(f"{p.name} v{p.version}" for p in self.plugins) or "none"
+        return CellAnswer(
+            "plugin-not-registered",
+            f"{self.product or 'TensorRT'} has no importer for {op} and its plugin registry no "
+            f"creator of that name (it holds: {held}): the parser fails with 'Plugin not found' "
+            "unless a plugin library registers it",
+        )
 
     def states(self) -> Counter[str]:
         return Counter(cell.state for cell in self.cells.values())

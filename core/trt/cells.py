@@ -12,6 +12,7 @@ from typing import Any
 
 from deploylens.core.support.measure import TARGET_CC
 from deploylens.core.support.measured_types import CellAnswer, LibraryAnswers, MeasuredMatrix
+from deploylens.core.trt.plugin_registry import registered_plugins
 
 
 def _ort_cell(probe: Any, ort: Any, options: Any) -> CellAnswer:
@@ -45,7 +46,10 @@ def _first_line(exc: Exception) -> str:
 
 
 def measure_job(ctx: Any, params: dict[str, Any]) -> MeasuredMatrix:
-    """Measure the cells in ``params["keys"]`` (all, when empty) on both libraries."""
+    """Measure the cells in ``params["keys"]`` (all, when empty) on both libraries, with the
+    parser's importers and the plugin registry it falls back to."""
+    import onnx
+
     from deploylens.core.support.probes import generate
     from deploylens.core.support.request import MeasureRequest
 
@@ -68,6 +72,9 @@ def measure_job(ctx: Any, params: dict[str, Any]) -> MeasuredMatrix:
 
         adapter = TensorRTAdapter(load_tensorrt("tensorrt_rtx"))
         trt.product, trt.version = adapter.product, adapter.version
+        trt.plugins = registered_plugins(adapter.trt)
+        names = sorted({s.name for s in onnx.defs.get_all_schemas_with_history()})
+        trt.importers = adapter.operators(names)
     except Exception as exc:  # the column then says why it is empty
         trt.missing = _first_line(exc)
     try:

@@ -96,6 +96,9 @@ def test_cells_say_what_the_real_libraries_did(measured: tuple[MeasuredMatrix, P
     data, _ = measured
     trt, ort = data.trt.cells, data.ort.cells
     assert data.trt.product == "TensorRT-RTX"
+    assert data.trt.importers["Relu"] and not data.trt.importers["DeformConv"]
+    assert data.trt.plugins is not None  # its registry, asked while measuring
+    assert ("ROIAlign_TRT", "2") in {(p.name, p.version) for p in data.trt.plugins}
     assert trt["ai.onnx::Relu::14::float"].state == "builds"
     assert ort["ai.onnx::Relu::14::float"].state == "runs"
     refused = trt["ai.onnx::Squeeze::13::uint16"]  # a type TensorRT cannot hold
@@ -153,7 +156,7 @@ def test_a_model_verdict_from_the_cells_matches_a_real_parse(
     assert adapter.try_model(path.read_bytes())["state"] == "parse-fails"
 
 
-def test_an_op_outside_the_probed_domains_is_unknown_not_fine(
+def test_an_op_outside_the_probed_domains_is_never_fine(
     measured: tuple[MeasuredMatrix, Path],
 ) -> None:
     data, _ = measured
@@ -171,10 +174,12 @@ def test_an_op_outside_the_probed_domains_is_unknown_not_fine(
         opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("my.ops", 1)],
         ir_version=10,
     )
-    for level in ("trt-parse", "trt-build", "ort-run"):
+    guess = measure.predict(model, data, "ort-run")  # ONNX Runtime: a custom op's library?
+    assert guess.ok is None
+    assert [n.cell for n in guess.not_measured] == ["my.ops::Mine::0::none"]
+    for level in ("trt-parse", "trt-build"):  # TensorRT looks it up in its registry: not there
         guess = measure.predict(model, data, level)
-        assert guess.ok is None
-        assert [n.cell for n in guess.not_measured] == ["my.ops::Mine::0::none"]
+        assert guess.ok is False and [n.state for n in guess.blocked] == ["plugin-not-registered"]
 
 
 def test_the_cli_prints_the_measured_row(measured: tuple[MeasuredMatrix, Path]) -> None:
@@ -391,3 +396,43 @@ def test_a_measured_cache_is_read_strictly_and_a_broken_one_is_measured_again(
     monkeypatch.setattr(measure, "measure", lambda *args: good)  # STAND-IN for the probe run
     again = measure.load_measured(quick=True)
     assert again is good and measure.read_measured(path).trt.cells == good.trt.cells
+
+
+def test_a_custom_op_the_registry_lacks_is_blocked_not_unknown() -> None:
+    """A node of a domain TensorRT has no importers for is looked up as a plugin: where the
+    registry (asked when measuring) has no creator of that name and no importer has it, the
+    parse fails — predicted as blocked with why, not left inconclusive. A registered name, or
+    one with a native importer, stays for a parse to tell; ONNX Runtime's levels are unchanged.
+    The matrix here is made by the test (the probes are tested against the real libraries
+    above; the real registry in test_tensorrt_rtx.py)."""
+    from deploylens.core.support.result import RegisteredPlugin
+
+    relu = {"ai.onnx::Relu::14::float": CellAnswer("builds")}
+    data = MeasuredMatrix(
+        LibraryAnswers(dict(relu), product="TensorRT-RTX", importers={"Relu": True},
+                       plugins=[RegisteredPlugin("ROIAlign_TRT", "2")]),
+        LibraryAnswers({"ai.onnx::Relu::14::float": CellAnswer("runs")}),
+    )  # fmt: skip
+
+    def model(op: str, domain: str) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            [
+                helper.make_node("Relu", ["x"], ["r"]),
+                helper.make_node(op, ["r"], ["y"], domain=domain),
+            ],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        )
+        opsets = [helper.make_opsetid("", 14), helper.make_opsetid(domain, 1)]
+        return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+    custom = measure.predict(model("Tokenize", "ai.onnx.contrib"), data, "trt-parse")
+    assert custom.ok is False
+    (node,) = custom.blocked
+    assert node.state == "plugin-not-registered" and "it holds: ROIAlign_TRT v2" in node.message
+    for op, domain in (("ROIAlign_TRT", "trt.plugins"), ("Relu", "my.ops")):
+        assert measure.predict(model(op, domain), data, "trt-build").ok is None, op
+    assert measure.predict(model("Tokenize", "ai.onnx.contrib"), data, "ort-run").ok is None
+    data.trt.plugins = None  # a cache measured before the registry was asked: no guess
+    assert measure.predict(model("Tokenize", "ai.onnx.contrib"), data, "trt-parse").ok is None
