@@ -41,7 +41,7 @@ class Verdict:
 PASS = Verdict("PASS", "pass", 0)
 
 
-class Result:
+class Result(typed.AsDict):
     """Base of the job results (each is a ``@dataclass``)."""
 
     JOB: ClassVar[str] = ""  # from the job table, by the class's own path
@@ -53,11 +53,6 @@ class Result:
         job = job_for_result(f"{cls.__module__}:{cls.__qualname__}")
         if job is not None:
             cls.JOB = job.name
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (what the worker sends and a saved result holds)."""
-        found: dict[str, Any] = typed.to_dict(self)
-        return found
 
     def to_json(self) -> str:
         """The result as the CLI's ``--json`` prints it (NaN as JSON's ``NaN`` token)."""

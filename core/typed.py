@@ -171,3 +171,12 @@ def to_dict(instance: Any) -> Any:
     if isinstance(instance, dict):
         return {k: to_dict(v) for k, v in instance.items()}
     return instance
+
+
+class AsDict:
+    """``to_dict()`` for a dataclass: its fields as JSON/TOML-ready values (what a result, a
+    report row or a ``--json`` prints)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = to_dict(self)
+        return found

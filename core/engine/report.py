@@ -6,20 +6,12 @@ empty cell."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from deploylens.core import typed
-
-
-class _Json:
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``deploylens engine --json``)."""
-        found: dict[str, Any] = typed.to_dict(self)
-        return found
+from deploylens.core.typed import AsDict
 
 
 @dataclass(frozen=True)
-class LayerRow(_Json):
+class LayerRow(AsDict):
     """One engine layer, in the order TensorRT runs them, with its profiled time."""
 
     index: int  # 1-based engine order
@@ -44,7 +36,7 @@ class LayerRow(_Json):
 
 
 @dataclass
-class Share(_Json):
+class Share(AsDict):
     """One row of a breakdown (by layer type, by precision): its layers and their time."""
 
     name: str
@@ -54,7 +46,7 @@ class Share(_Json):
 
 
 @dataclass
-class EngineSummary(_Json):
+class EngineSummary(AsDict):
     path: str
     layers: int
     detailed: bool
@@ -69,7 +61,7 @@ class EngineSummary(_Json):
 
 
 @dataclass(frozen=True)
-class FusionChange(_Json):
+class FusionChange(AsDict):
     """ONNX nodes one engine fused into layer ``a`` and the other into layer ``b``."""
 
     a: str
@@ -78,7 +70,7 @@ class FusionChange(_Json):
 
 
 @dataclass(frozen=True)
-class PrecisionChange(_Json):
+class PrecisionChange(AsDict):
     a: str
     b: str
     before: str  # layer a's output precision
@@ -86,7 +78,7 @@ class PrecisionChange(_Json):
 
 
 @dataclass(frozen=True)
-class TimeDelta(_Json):
+class TimeDelta(AsDict):
     layer: str
     a_ms: float
     b_ms: float
@@ -94,7 +86,7 @@ class TimeDelta(_Json):
 
 
 @dataclass
-class TimeDeltas(_Json):
+class TimeDeltas(AsDict):
     total_a_ms: float
     total_b_ms: float
     common: list[TimeDelta]  # layers both profiles time, largest change first
@@ -103,7 +95,7 @@ class TimeDeltas(_Json):
 
 
 @dataclass
-class EngineDiff(_Json):
+class EngineDiff(AsDict):
     """What changed from engine ``a`` to engine ``b``."""
 
     added: list[str]

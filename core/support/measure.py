@@ -187,7 +187,7 @@ def measured_row(data: MeasuredMatrix, op: str, domain: str = "") -> MeasuredRow
         op=op,
         domain=domain or "ai.onnx",
         tensorrt_rtx=data.trt_name(),
-        onnxruntime=ort.version or "(not installed)",
+        onnxruntime=data.ort_version(),
         target=data.versions.get("target", TARGET_CC),
         cells=cells,
         variants=variants,
@@ -203,6 +203,7 @@ class NodeCell:
     key: str  # the measured cell: ai.onnx::ReduceMean::18::float
     runtime: bool = False  # an input the probe gives as a constant is computed at run time here
     signature: str = ""  # its attributes and optional inputs/outputs (probes.signature)
+    custom: str = ""  # the op type of a node no ONNX schema has here (the parser's plugin lookup)
 
 
 def _constants(graphs: list[Any]) -> set[str]:
@@ -243,12 +244,14 @@ def model_cells(model: Any) -> list[NodeCell]:
             domain = "" if node.domain == "ai.onnx" else node.domain
             name = node.name or f"{node.op_type}_{index}"
             if domain not in DOMAINS:  # not probed: its cell is unknown, never "fine"
-                cells.append(NodeCell(name, f"{domain}::{node.op_type}::0::none"))
+                key = f"{domain}::{node.op_type}::0::none"
+                cells.append(NodeCell(name, key, custom=node.op_type))
                 continue
             try:
                 schema = onnx.defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
             except onnx.defs.SchemaError:
-                cells.append(NodeCell(name, f"{domain or 'ai.onnx'}::{node.op_type}::0::none"))
+                key = f"{domain or 'ai.onnx'}::{node.op_type}::0::none"
+                cells.append(NodeCell(name, key, custom=node.op_type))
                 continue
             first = types.get(node.input[0]) if node.input and node.input[0] else None
             dtype = first[len("tensor(") : -1] if first else ("none" if not node.input else "?")
@@ -326,8 +329,8 @@ def predict(
             mark = "" if use.signature == family.base else f"@{use.signature}"
             asked = runtime.get(family.key + mark) or asked
         said = asked or cells.get(use.key)
-        if said is None and use.key.split("::")[2] == "0" and level.startswith("trt"):
-            said = lib.plugin_answer(use.key.split("::")[1])  # no schema here: a custom op
+        if said is None and use.custom:  # TensorRT looks it up as a plugin (only TensorRT's
+            said = lib.plugin_answer(use.custom)  # answers hold a registry to ask)
         state = said.state if said else "not measured"
         message = said.message if said else data.unprobed.get(use.key, "")
         cell = use.key
@@ -458,10 +461,6 @@ def verdict(model: Any, data: MeasuredMatrix, level: str) -> Prediction:
     set), for ``deploylens support MODEL --target trt-rtx-measured|ort-cpu-measured``."""
     lib = level.split("-")[0]
     found = predict(model, data, level)
-    said = (
-        data.trt_name()
-        if lib == "trt"
-        else f"ONNX Runtime CPU {data.ort.version or '(not installed)'}"
-    )
+    said = data.trt_name() if lib == "trt" else f"ONNX Runtime CPU {data.ort_version()}"
     found.source = f"measured cells: {said}, {data.versions.get('probes', '?')} probe set"
     return found

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from deploylens.core import typed
 from deploylens.core.results import Result, Verdict
-from deploylens.core.support.result import RegisteredPlugin
+from deploylens.core.support.result import RegisteredPlugin, plugin_list
+from deploylens.core.typed import AsDict
 
 TRT_OK = ("builds",)
 ORT_OK = ("runs", "loads")
@@ -72,7 +71,7 @@ class LibraryAnswers:
             return None
         if any(plugin.name == op for plugin in self.plugins):
             return None
-        held = ", ".join(f"{p.name} v{p.version}" for p in self.plugins) or "none"
+        held = plugin_list(self.plugins)
         return CellAnswer(
             "plugin-not-registered",
             f"{self.product or 'TensorRT'} has no importer for {op} and its plugin registry no "
@@ -117,6 +116,9 @@ class MeasuredMatrix(Result):
     def trt_name(self) -> str:
         return f"{self.trt.product or 'TensorRT-RTX'} {self.trt.version or '(not installed)'}"
 
+    def ort_version(self) -> str:
+        return self.ort.version or "(not installed)"
+
     def summary_text(self) -> str:
         trt, ort = self.trt.states(), self.ort.states()
         took = "cached" if self.cached else f"measured in {self.seconds:.0f} s"
@@ -139,7 +141,7 @@ class MeasuredMatrix(Result):
         return (
             f"measured here ({self.versions.get('probes', '?')} probe set, "
             f"{len(self.trt.cells)} probes): {self.trt_name()} and ONNX Runtime "
-            f"{self.ort.version or '(not installed)'} CPU"
+            f"{self.ort_version()} CPU"
         )
 
 
@@ -156,7 +158,7 @@ class MeasuredCell:
 
 
 @dataclass
-class MeasuredRow:
+class MeasuredRow(AsDict):
     """``deploylens support --op NAME --measured``: an op's cells and what each library said."""
 
     op: str
@@ -167,10 +169,6 @@ class MeasuredRow:
     cells: list[MeasuredCell]
     variants: list[MeasuredCell]
     not_probed: dict[str, str]  # "since::dtype" → why no probe could be made
-
-    def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = typed.to_dict(self)
-        return found
 
     def text(self) -> str:
         """The row as a table, each refusal followed by the library's own words."""
@@ -219,7 +217,7 @@ class NodeAnswer:
 
 
 @dataclass
-class Prediction:
+class Prediction(AsDict):
     """A model judged from the measured cells: ``ok`` is None where a node's cell was not
     measured, so a guess is never passed off as a measurement."""
 
@@ -228,10 +226,6 @@ class Prediction:
     not_measured: list[NodeAnswer]
     nodes: int
     source: str = ""  # "measured cells: TensorRT-RTX 1.x, full probe set"
-
-    def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = typed.to_dict(self)
-        return found
 
     def verdict(self) -> Verdict:
         if self.ok:

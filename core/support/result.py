@@ -95,6 +95,11 @@ class RegisteredPlugin:
     namespace: str = ""
 
 
+def plugin_list(plugins: list[RegisteredPlugin]) -> str:
+    """ "ROIAlign_TRT v2, …" (or "none"): what a registry holds, as every message says it."""
+    return ", ".join(f"{p.name} v{p.version}" for p in plugins) or "none"
+
+
 @dataclass
 class OperatorImporters(Result):
     """``support.tensorrt_ops``: which ONNX op types the installed parser has an importer for,

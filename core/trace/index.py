@@ -71,7 +71,6 @@ class EventDetails:
     its copy bandwidth, its correlated partner (a kernel's launch) and its enclosing ranges."""
 
     event: Event
-    index: int
     relative_start_us: float
     bandwidth_gbps: float | None  # bytes / ns of a copy (None: not a copy, or no duration)
     correlated: Event | None
@@ -253,7 +252,6 @@ class TimelineIndex:
         partner = self.partner(index)
         return EventDetails(
             event=event,
-            index=index,
             relative_start_us=(event.start_ns - self.span[0]) / 1e3,
             bandwidth_gbps=event.bytes / event.dur_ns if event.bytes and event.dur_ns else None,
             correlated=trace.event(partner) if partner >= 0 else None,

@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from deploylens.core import typed
 from deploylens.core.trace.diagnosis import Diagnosis
+from deploylens.core.typed import AsDict
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Overlap:
 
 
 @dataclass
-class TraceStats:
+class TraceStats(AsDict):
     """Everything the timeline says of a trace (or of a range of it)."""
 
     source: str
@@ -103,15 +103,6 @@ class TraceStats:
     unknown_categories: dict[str, int] = field(default_factory=dict)
     range_ns: tuple[int, int] | None = None  # the range a range view covers
     import_s: float | None = None  # seconds to import the file (the CLI's)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``deploylens trace --json``)."""
-        found: dict[str, Any] = typed.to_dict(self)
-        return found
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "trace statistics") -> TraceStats:
-        return typed.from_dict(cls, data, where)
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """The CSV export's tables, one row per line (columns: the rows' fields)."""

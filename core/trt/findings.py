@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from deploylens.core.errors import UserError
 from deploylens.core.plugin_api import OpPlugin
-from deploylens.core.support.result import ParserFinding, RegisteredPlugin
+from deploylens.core.support.result import ParserFinding, RegisteredPlugin, plugin_list
 
 # onnx-tensorrt's two spellings (10.x/RTX importers), e.g.
 # "… using pluginName: customOp2, pluginVersion: 1, pluginNamespace: custom_domain"
@@ -70,8 +70,7 @@ def registry_note(
         return ""
     if any(p.name == name for p in registered):
         return ""  # there under another version: ``version_fix`` says so
-    names = ", ".join(f"{p.name} v{p.version}" for p in registered) or "none"
-    return f"; {product}'s own plugin registry (asked live) holds only: {names}"
+    return f"; {product}'s own plugin registry (asked live) holds only: {plugin_list(registered)}"
 
 
 def version_fix(

@@ -39,7 +39,12 @@ from deploylens.core.support.request import (
     TensorRTOpsRequest,
     TensorRTProbeRequest,
 )
-from deploylens.core.support.result import MeasuredCache, OperatorImporters, RegistryCache
+from deploylens.core.support.result import (
+    MeasuredCache,
+    OperatorImporters,
+    RegistryCache,
+    plugin_list,
+)
 from deploylens.core.support.tensorrt_table import table_versions
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
@@ -289,8 +294,7 @@ class OpSupportPanel(QWidget):
             f"{sum(answer.ops.values())} of {len(answer.ops)} ONNX ops have an importer"
         )
         if answer.plugins is not None:  # what its registry holds, not the classic library's list
-            names = ", ".join(f"{p.name} v{p.version}" for p in answer.plugins) or "none"
-            self.live_note += f"; its plugin registry holds {names}"
+            self.live_note += f"; its plugin registry holds {plugin_list(answer.plugins)}"
         self.live_note += "."
         if self.table_model is not None:
             self.table_model.set_live(f"RTX {release} live", answer.ops)

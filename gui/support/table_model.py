@@ -224,7 +224,7 @@ class MeasuredCells:
                 "set)"
             )
         return (
-            f"measured on this machine: ONNX Runtime {self.data.ort.version or '?'} "
+            f"measured on this machine: ONNX Runtime {self.data.ort_version()} "
             f"CPU made a session and ran each probe ({probes} probe set)"
         )
 
