@@ -79,6 +79,35 @@ def test_pieces_on_two_workers_make_the_sequential_trace(
     assert children() <= before  # every worker has ended
 
 
+def test_a_gzipped_file_is_weighed_by_its_inflated_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace compresses ~10×: the compressed size alone kept a 3 GB trace in one process."""
+    plain = write_chrome(make_trace(2000), tmp_path / "t.json")
+    data = Path(plain).read_bytes()
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert chrome_parallel.inflated_size(gz) == len(data)
+    assert chrome_parallel.inflated_size(Path(plain)) == len(data)
+    monkeypatch.setenv(import_workers.WORKERS_ENV, "2")
+    monkeypatch.setattr(chrome_parallel, "PARALLEL_FROM", len(data))
+    assert gz.stat().st_size < len(data) and chrome_parallel.worth_it(gz)
+
+
+def test_lists_after_the_events_go_to_the_sequential_reader(
+    small_pieces: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kineto ends a file with more lists of objects (``},{`` outside the events; here 2.5 KB,
+    a third of a piece): the last inflated block is never cut, so the pass stays parallel."""
+    events = json.loads(Path(write_chrome(make_trace(3000), tmp_path / "t.json")).read_text())
+    events["deviceProperties"] = [{"id": i, "name": "NVIDIA H100 " * 20} for i in range(8)]
+    gz = tmp_path / "t.json.gz"
+    gz.write_bytes(gzip.compress(json.dumps(events).encode()))
+    state = chrome.ChromeImport()
+    assert chrome_parallel.load_parallel(gz, state, None, 2)
+    same(state.finish(gz), sequential(gz, monkeypatch))
+
+
 def test_a_cut_inside_a_string_reads_the_file_again_in_one_process(
     small_pieces: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
