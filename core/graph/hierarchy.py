@@ -45,7 +45,10 @@ def path_from_node_name(name: str) -> tuple[str, ...]:
     """``/layer1/layer1.0/conv1/Conv`` → ``('layer1', 'layer1.0', 'conv1')``."""
     if not name.startswith("/"):
         return ()
-    return tuple(p[:MAX_SCOPE_NAME] for p in name.split("/")[1:-1][:MAX_SCOPE_DEPTH] if p)
+    parts = name.split("/")[1:-1][:MAX_SCOPE_DEPTH]
+    if "" in parts or max(map(len, parts), default=0) > MAX_SCOPE_NAME:
+        return tuple(p[:MAX_SCOPE_NAME] for p in parts if p)
+    return tuple(parts)
 
 
 @dataclass
@@ -81,31 +84,38 @@ class GroupTree:
 
 
 def build_group_tree(
-    paths: Sequence[tuple[str, ...]], max_children: int = MAX_CHILDREN
+    paths: Sequence[tuple[str, ...]],
+    max_children: int = MAX_CHILDREN,
+    node_path: Sequence[int] | None = None,
 ) -> GroupTree:
+    """Groups of nodes by module path: one path per node, or with ``node_path`` each node's
+    index into ``paths`` (a path shared by many nodes is then looked at once). Groups get ids
+    in order of first use."""
     parent = [-1]
     names = [""]
     full = [""]
     depth = [0]
     synthetic = [False]
     index: dict[tuple[str, ...], int] = {(): ROOT}
-    groups: list[int] = []  # a list, then one array: a NumPy item store per node costs ~3×
-    get = index.get
-    for path in paths:
-        group = get(path)
-        if group is None:
-            for cut in range(1, len(path) + 1):
-                prefix = path[:cut]
-                if prefix not in index:
-                    index[prefix] = len(names)
-                    parent.append(index[prefix[:-1]])
-                    names.append(prefix[-1])
-                    full.append("/".join(prefix))
-                    depth.append(cut)
-                    synthetic.append(False)
-            group = index[path]
-        groups.append(group)
-    node_group = np.array(groups, dtype=np.int32)
+    used = paths if node_path is None else [paths[i] for i in dict.fromkeys(node_path)]
+    for path in dict.fromkeys(used):  # each distinct path once, in order of first use
+        missing = []
+        while path not in index:  # up to the nearest known ancestor
+            missing.append(path)
+            path = path[:-1]
+        for prefix in reversed(missing):
+            index[prefix] = len(names)
+            parent.append(index[prefix[:-1]])
+            names.append(prefix[-1])
+            full.append("/".join(prefix))
+            depth.append(len(prefix))
+            synthetic.append(False)
+    # a list, then one array: a NumPy item store per node costs ~3×
+    if node_path is None:
+        node_group = np.array([index[path] for path in paths], dtype=np.int32)
+    else:
+        group_of = np.array([index.get(path, ROOT) for path in paths] or [ROOT], np.int32)
+        node_group = group_of[np.asarray(node_path, dtype=np.int64)]
     tree = GroupTree(
         np.array(parent, dtype=np.int32),
         names,

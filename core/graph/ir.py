@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 
 import numpy as np
 import onnx
@@ -114,7 +115,11 @@ def _csr(keys: np.ndarray, values: np.ndarray, count: int) -> tuple[np.ndarray, 
     return offsets, values[order]
 
 
-def _hierarchy_paths(nodes: list[onnx.NodeProto]) -> tuple[str, list[tuple[str, ...]]]:
+def _hierarchy_paths(
+    nodes: list[onnx.NodeProto], names: list[str]
+) -> tuple[str, list[tuple[str, ...]], list[int]]:
+    """(source, paths, each node's index into paths): the paths of distinct name prefixes are
+    made once each, and no node's path tuple is hashed again."""
     scoped: list[tuple[str, ...]] = []
     found_scopes = any(
         prop.key == NAME_SCOPES_KEY for node in nodes[:64] for prop in node.metadata_props
@@ -128,18 +133,15 @@ def _hierarchy_paths(nodes: list[onnx.NodeProto]) -> tuple[str, list[tuple[str, 
                 break
         scoped.append(path)
     if found_scopes:
-        return "name_scopes", scoped
-    cache: dict[str, tuple[str, ...]] = {}
-    named = []
-    for node in nodes:
-        prefix = node.name.rpartition("/")[0]
-        found = cache.get(prefix)
-        if found is None:
-            found = cache[prefix] = path_from_node_name(node.name)
-        named.append(found)
-    if nodes and sum(1 for path in named if path) >= 0.5 * len(nodes):
-        return "node_names", named
-    return "flat", [() for _ in nodes]
+        return "name_scopes", scoped, list(range(len(scoped)))
+    prefixes = [name.rpartition("/")[0] for name in names]
+    where = {prefix: i for i, prefix in enumerate(dict.fromkeys(prefixes))}
+    paths = [path_from_node_name(prefix + "/") for prefix in where]  # a prefix's path
+    node_path = [where[prefix] for prefix in prefixes]
+    scoped_nodes = np.array([bool(path) for path in paths] or [False])[node_path].sum()
+    if nodes and scoped_nodes >= 0.5 * len(nodes):
+        return "node_names", paths, node_path
+    return "flat", [()], [0] * len(nodes)
 
 
 def build_ir(
@@ -147,8 +149,12 @@ def build_ir(
     functions: dict[FunctionKey, onnx.FunctionProto] | None = None,
     title: str = "",
 ) -> GraphIR:
-    """IR of a graph or a function body; values from an outer scope become ``outer`` nodes."""
+    """IR of a graph or a function body; values from an outer scope become ``outer`` nodes.
+
+    Built column by column (list comprehensions over the protos' fields, edges from flattened
+    input lists): a 100k-node model's per-node loop was most of its first view."""
     strings = StringTable()
+    ids = strings.ids
     nodes = list(graph.node)
     is_function = isinstance(graph, onnx.FunctionProto)
     initializers = {} if is_function else {t.name: t for t in graph.initializer}
@@ -168,77 +174,89 @@ def build_ir(
                 initializer.name,
                 (element_type_name(initializer.data_type), list(initializer.dims)),
             )
-    hierarchy, paths = _hierarchy_paths(nodes)
-    folded = {} if is_function else weight_nodes(nodes, initializers, set(outputs))
+    op_types = [node.op_type for node in nodes]
+    node_names = [node.name for node in nodes]
+    node_domains = [node.domain for node in nodes]
+    hierarchy, paths, node_path = _hierarchy_paths(nodes, node_names)
+    paths.append(())  # the pseudo nodes' (last: a path's first use decides its group's id)
+    root = len(paths) - 1
+    folded = {} if is_function else weight_nodes(nodes, initializers, set(outputs), op_types)
     skipped = set(folded.values())
+    kept = [i for i in range(len(nodes)) if i not in skipped]
+    empty = ids[""]
     kind: list[int] = []
     names: list[int] = []
     ops: list[int] = []
     domains: list[int] = []
     proto_index: list[int] = []
-    group_paths: list[tuple[str, ...]] = []
-    producer: dict[str, int] = {}
-    empty = strings.intern("")
+    group_paths: list[int] = []  # index into paths
 
-    def add(
-        node_kind: int, label: str, op: str, domain: int, index: int, path: tuple[str, ...]
-    ) -> int:
+    def add(node_kind: int, label: str, op: str, index: int = -1) -> int:
         kind.append(node_kind)
-        names.append(strings.intern(label))
-        ops.append(strings.intern(op))
-        domains.append(domain)
+        names.append(ids[label])
+        ops.append(ids[op])
+        domains.append(empty)
         proto_index.append(index)
-        group_paths.append(path)
+        group_paths.append(root)
         return len(kind) - 1
 
-    for name in inputs:
-        producer[name] = add(GRAPH_INPUT, name, "Input", empty, -1, ())
-    subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
-    src: list[int] = []
-    dst: list[int] = []
-    tensor: list[int] = []
-    pending: list[tuple[int, str]] = []
-    intern = strings.intern
-    for index, node in enumerate(nodes):
-        if index in skipped:
+    producer = {name: add(GRAPH_INPUT, name, "Input") for name in inputs}
+    first = len(kind)
+    kind += [OP] * len(kept)
+    names += strings.intern_all([node_names[i] or f"{op_types[i]}_{i}" for i in kept])
+    ops += [ids[op_types[i]] for i in kept]
+    domains += [ids[node_domains[i] or "ai.onnx"] for i in kept]
+    proto_index += kept
+    group_paths += [node_path[i] for i in kept]
+    me = np.arange(first, first + len(kept))
+    produced = [nodes[i].output for i in kept]
+    unnamed = producer.get("")
+    producer.update(
+        zip(
+            chain.from_iterable(produced),
+            np.repeat(me, list(map(len, produced))).tolist(),
+            strict=True,
+        )
+    )
+    if unnamed is None:
+        producer.pop("", None)  # an absent optional output ("") is no tensor
+    else:
+        producer[""] = unnamed
+    consumed = [nodes[i].input for i in kept]
+    consumer = np.repeat(me, list(map(len, consumed)))
+    wanted = list(chain.from_iterable(consumed))
+    source = [producer.get(name, -1) for name in wanted]
+    for k in [k for k, found in enumerate(source) if found < 0 or not wanted[k]]:
+        name = wanted[k]
+        if not name or name in initializers or name in folded:
+            source[k] = -1  # an absent optional input; weights are properties of the node
             continue
-        op_type = node.op_type
-        domain = node.domain
-        me = len(kind)
-        kind.append(OP)
-        names.append(intern(node.name or f"{op_type}_{index}"))
-        ops.append(intern(op_type))
-        domains.append(intern(domain or "ai.onnx"))
-        proto_index.append(index)
-        group_paths.append(paths[index])
-        for output in node.output:
-            if output:
-                producer[output] = me
-        pending.extend((me, name) for name in node.input if name)
-        if op_type not in CONTROL_FLOW and not domain:
+        found = producer.get(name)
+        if found is None:
+            found = producer[name] = add(OUTER_VALUE, name, "Outer")
+        source[k] = found
+    sources = np.array(source, np.int64)
+    edges = np.flatnonzero(sources >= 0)
+    src = sources[edges].tolist()
+    dst = consumer[edges].tolist()
+    tensor = strings.intern_all([wanted[k] for k in edges.tolist()])
+    subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
+    for j, i in enumerate(kept):
+        if op_types[i] not in CONTROL_FLOW and not node_domains[i]:
             continue  # only control flow (and custom ops) carry graph attributes
-        for attribute in node.attribute:
+        for attribute in nodes[i].attribute:
             if attribute.type == onnx.AttributeProto.GRAPH:
-                subgraphs.setdefault(me, []).append((attribute.name, attribute.g))
+                subgraphs.setdefault(first + j, []).append((attribute.name, attribute.g))
             elif attribute.type == onnx.AttributeProto.GRAPHS:
                 for k, sub in enumerate(attribute.graphs):
-                    subgraphs.setdefault(me, []).append((f"{attribute.name}[{k}]", sub))
-    for consumer, name in pending:
-        source = producer.get(name)
-        if source is None:
-            if name in initializers or name in folded:
-                continue  # weights are properties of the node, not edges
-            source = producer[name] = add(OUTER_VALUE, name, "Outer", empty, -1, ())
-        src.append(source)
-        dst.append(consumer)
-        tensor.append(intern(name))
+                    subgraphs.setdefault(first + j, []).append((f"{attribute.name}[{k}]", sub))
     for name in outputs:
-        sink = add(GRAPH_OUTPUT, name, "Output", empty, -1, ())
-        source = producer.get(name)
-        if source is not None:
-            src.append(source)
+        sink = add(GRAPH_OUTPUT, name, "Output")
+        found = producer.get(name)
+        if found is not None:
+            src.append(found)
             dst.append(sink)
-            tensor.append(strings.intern(name))
+            tensor.append(ids[name])
     return GraphIR(
         title=title or getattr(graph, "name", "") or "graph",
         proto=graph,
@@ -251,7 +269,7 @@ def build_ir(
         edge_src=np.array(src, dtype=np.int32),
         edge_dst=np.array(dst, dtype=np.int32),
         edge_tensor=np.array(tensor, dtype=np.int32),
-        groups=build_group_tree(group_paths),
+        groups=build_group_tree(paths, node_path=group_paths),
         hierarchy=hierarchy,
         subgraphs=subgraphs,
         functions=dict(functions or {}),
@@ -265,13 +283,18 @@ WEIGHT_OPS = ("Identity", "Constant")
 
 
 def weight_nodes(
-    nodes: list[onnx.NodeProto], initializers: dict[str, onnx.TensorProto], outputs: set[str]
+    nodes: list[onnx.NodeProto],
+    initializers: dict[str, onnx.TensorProto],
+    outputs: set[str],
+    op_types: list[str] | None = None,
 ) -> dict[str, int]:
     """Nodes that only make a weight: a Constant, or an Identity of an initializer (TorchScript
     writes one per shared weight) — tensor → node index. A graph output stays a node."""
     found: dict[str, int] = {}
-    for index, node in enumerate(nodes):
-        if node.op_type not in WEIGHT_OPS or node.domain or len(node.output) != 1:
+    op_types = [node.op_type for node in nodes] if op_types is None else op_types
+    for index in [i for i, op in enumerate(op_types) if op in WEIGHT_OPS]:
+        node = nodes[index]
+        if node.domain or len(node.output) != 1:
             continue
         if node.output[0] in outputs or not node.output[0]:
             continue

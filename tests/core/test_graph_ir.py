@@ -150,3 +150,73 @@ def test_nodes_that_only_make_a_weight_are_drawn_inside_their_consumer() -> None
     rows = {row[0]: row for section in node_sections(ir, conv) for row in section.rows}
     assert rows["w_shared"][2] == "weight (Identity w)" and "[4, 3, 1, 1]" in rows["w_shared"][1]
     assert rows["bias"][2].startswith("weight (Constant")
+
+
+def test_column_built_ir_matches_one_node_at_a_time() -> None:
+    """The IR is built column by column (interning whole columns, edges from flattened input
+    lists); here checked against the plain per-node reading of the same graph, with the cases
+    the columns must keep: a folded Identity weight, an absent optional input (""), a value
+    from nowhere (an outer value), a graph output that is also consumed, duplicate names."""
+    from onnx import TensorProto, helper
+
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0])
+    nodes = [
+        helper.make_node("Identity", ["w"], ["w_id"], name="/enc/Identity"),
+        helper.make_node("Add", ["x", "w_id"], ["a"], name="/enc/layer/Add"),
+        helper.make_node("Clip", ["a", "", "outer"], ["c"], name="/enc/layer/Clip"),
+        helper.make_node("Relu", ["c"], ["r"], name="/dec/Relu"),
+        helper.make_node("Relu", ["r"], ["r2"], name="/dec/Relu"),  # same name twice
+        helper.make_node("Mul", ["r2", "outer"], ["y"], name=""),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in ("y", "r")],
+        [weight],
+    )
+    ir = build_ir(graph)
+    ops = [ir.op_type(i) for i in range(ir.node_count)]
+    assert ops == ["Input", "Add", "Clip", "Relu", "Relu", "Mul", "Outer", "Output", "Output"]
+    assert ir.folded == {"w_id": 0} and ir.label(5) == "Mul_5"
+    edges = {(ir.label(s), ir.label(d), ir.strings[t])
+             for s, d, t in zip(ir.edge_src, ir.edge_dst, ir.edge_tensor, strict=True)}  # fmt: skip
+    expected = [
+        ("x", "/enc/layer/Add", "x"),
+        ("/enc/layer/Add", "/enc/layer/Clip", "a"),
+        ("outer", "/enc/layer/Clip", "outer"),
+        ("/enc/layer/Clip", "/dec/Relu", "c"),
+        ("/dec/Relu", "/dec/Relu", "r"),
+        ("/dec/Relu", "Mul_5", "r2"),
+        ("outer", "Mul_5", "outer"),
+        ("Mul_5", "y", "y"),
+        ("/dec/Relu", "r", "r"),
+    ]
+    assert edges == set(expected) and len(ir.edge_src) == len(expected)
+    assert [ir.groups.path[g] for g in ir.groups.node_group] == [
+        "",
+        "enc/layer",
+        "enc/layer",
+        "dec",
+        "dec",
+        "",
+        "",
+        "",
+        "",
+    ]
+    strings = ir.strings
+    assert strings.intern_all(["y", "new", "new", "x"]) == [
+        strings.find("y"),
+        len(strings) - 1,
+        len(strings) - 1,
+        strings.find("x"),
+    ]
+
+
+def test_group_tree_from_shared_paths_equals_one_path_per_node() -> None:
+    per_node = [("a", "b"), (), ("a",), ("c", "d", "e"), ("a", "b"), ("c",)]
+    shared = [("c", "d", "e"), ("a", "b"), (), ("a",), ("c",)]
+    index = [1, 2, 3, 0, 1, 4]
+    one, two = build_group_tree(per_node), build_group_tree(shared, node_path=index)
+    assert one.name == two.name and one.path == two.path
+    assert np.array_equal(one.parent, two.parent) and np.array_equal(one.node_group, two.node_group)
