@@ -47,7 +47,7 @@ class Coverage:
         for k, kind_id in enumerate(self.kinds):
             on = kind == kind_id
             s = (start[on] - origin).astype(np.float64)  # start-sorted within the row
-            e = np.sort(s + np.maximum(dur[on], self.step / 4))
+            e = np.sort(s + np.maximum(dur[on], self.step / 4), kind="stable")  # nearly sorted
             # Σ over events of overlap with [0, g] = Σ_{s<g} (g - s) - Σ_{e<g} (g - e)
             n_s, n_e = np.searchsorted(s, grid), np.searchsorted(e, grid)
             sum_s = np.concatenate([[0.0], np.cumsum(s)])[n_s]
@@ -101,7 +101,7 @@ class TimelineIndex:
             offset = 0
             for number, part in enumerate(parts):
                 starts = trace.start[a:b][part]
-                ends = np.sort(end[a:b][part])
+                ends = np.sort(end[a:b][part], kind="stable")  # timsort: ends nearly sorted
                 open_before = np.arange(part.size) - np.searchsorted(ends, starts, "right")
                 levels = np.clip(open_before, 0, MAX_DEPTH - 1)
                 depth[a + part] = offset + levels

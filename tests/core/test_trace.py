@@ -241,3 +241,18 @@ def test_real_torch_cpu_capture(tmp_path: Path) -> None:
     trace = load_trace(summary.trace)
     ops = {trace.names[i] for i in trace.name[trace.kind == KIND["cpu_op"]]}
     assert "aten::conv2d" in ops and (trace.kind == KIND["nvtx"]).sum() == 3  # record_function
+
+
+def test_lane_start_order_is_lexsorts_order_sorted_or_not() -> None:
+    """finish() takes a radix sort by lane when each lane already runs by start; whatever the
+    file's order, the rows come out as the full lexsort puts them (stable on ties)."""
+    from deploylens.core.trace.model import lane_start_order
+
+    rng = np.random.default_rng(3)
+    lane = rng.integers(0, 6, 5000).astype(np.int32)
+    in_order = np.sort(rng.integers(0, 400, 5000))  # by start, lanes interleaved, with ties
+    shuffled = rng.integers(0, 400, 5000)
+    for start in (in_order, shuffled):
+        assert np.array_equal(lane_start_order(start, lane), np.lexsort((start, lane)))
+    wide = lane + 40_000  # past what the int16 radix sort holds
+    assert np.array_equal(lane_start_order(in_order, wide), np.lexsort((in_order, wide)))
