@@ -23,6 +23,7 @@ def test_views_grow_and_the_answer_does_not_change(
     flavour: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(partial, "FIRST_VIEW_S", 0.0)
+    monkeypatch.setattr(partial, "VIEW_PACE", 0.0)
     monkeypatch.setattr(chrome_file, "SEQUENTIAL_CHUNK", 32 << 10)
     monkeypatch.setattr(nsys, "BATCH", 256)
     monkeypatch.setenv("DEPLOYLENS_IMPORT_WORKERS", "1")
@@ -50,3 +51,21 @@ def test_no_view_for_a_file_that_loads_at_once(tmp_path: Path) -> None:
     views: list[Trace] = []
     load_trace(path, partial=views.append)
     assert views == []
+
+
+def test_views_are_paced_by_their_own_cost() -> None:
+    """A view that takes t seconds holds the next one back VIEW_PACE × t, whatever the growth:
+    the views never cost more than about a fifth of the load. Driven with a fake clock."""
+    now = [100.0]
+    shown: list[int] = []
+
+    def slow_view(trace: Trace) -> None:
+        shown.append(len(shown))
+        now[0] += 2.0  # each view costs 2 s
+
+    views = partial.PartialViews(slow_view, lambda: make_trace(10), lambda: now[0])
+    for events in range(1, 60):
+        now[0] += 0.5  # a chunk read every 0.5 s, the events growing by 1000 each
+        views(events * 1000, 0.01 * events)
+    # first at 1 s; then each ≥ 8 s (4 × 2 s) after the last view ended, doubled or not
+    assert len(shown) == 3, shown
