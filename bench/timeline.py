@@ -2,15 +2,17 @@
 synthetic traces (1M events, and 10M without --quick, on 16 lanes, as Chrome JSON, gzipped
 Chrome JSON and nsys SQLite) and the largest real traces in ../shared/artifacts; beside each
 Chrome file, measured in the same run, the decode floor (msgspec's typed decode of the same
-bytes in one process, the fastest a single process reads them) and ``json.load`` (1M only: at
-10M it passed 12 GB and was killed); plus the naive one-QGraphicsRectItem-per-event view at 20k
+bytes in one process, the fastest a single process reads them), ``json.load`` and Holistic Trace
+Analysis's parse (1M only: at 10M both passed 12 GB and were killed; HTA only where an
+interpreter with ``holistictraceanalysis`` is given or this one has it — it pulls in jupyterlab,
+so it lives in a venv of its own); plus the naive one-QGraphicsRectItem-per-event view at 20k
 events for the ratio.
 
 Each trace is measured in a child process (clean peak RSS). Targets (issues 8 and 35): 1M events
 interactive ≤ 3 s from open, repaint ≤ 16 ms, memory ≤ 2× file size; 10M events: first paint
 ≤ 3 s while loading, complete import ≤ 1.2× the decode floor, ≤ 1.5 GB peak.
 
-    python bench/timeline.py [--quick] [--json out.json]
+    python bench/timeline.py [--quick] [--json out.json] [--hta-python VENV/bin/python]
 """
 
 from __future__ import annotations
@@ -146,6 +148,40 @@ def json_load(path: str) -> dict:
             "peak_mb": rss_mb()}  # fmt: skip
 
 
+HTA_SCRIPT = """
+import json, sys, time
+from hta.trace_analysis import TraceAnalysis
+start = time.perf_counter()
+analysis = TraceAnalysis(trace_files={0: sys.argv[1]}, trace_dir=sys.argv[2])
+rows = len(analysis.t.get_trace(0))
+seconds = time.perf_counter() - start
+peak = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+print(json.dumps({"hta_s": seconds, "rows": rows,
+                  "peak_mb": int(peak[0].split()[1]) / 1024 if peak else None}))
+"""
+
+
+def hta_python(asked: str | None) -> str | None:
+    """The interpreter that runs HTA: the one asked for, else this one if it has HTA."""
+    if asked:
+        return asked
+    found = subprocess.run([sys.executable, "-c", "import hta.trace_analysis"],
+                           capture_output=True, check=False)  # fmt: skip
+    return sys.executable if found.returncode == 0 else None
+
+
+def hta_parse(python: str, path: str, work: Path, timeout: float = 900) -> dict:
+    """Holistic Trace Analysis's own parse of the file (its TraceAnalysis), in a child."""
+    try:
+        out = subprocess.run([python, "-c", HTA_SCRIPT, path, str(work)], capture_output=True,
+                             text=True, check=False, timeout=timeout)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    if out.returncode:
+        return {"error": out.stderr[-500:]}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def child(flag: str, path: str, timeout: float = 900) -> dict:
     try:
         out = subprocess.run([sys.executable, __file__, flag, path], capture_output=True,
@@ -212,6 +248,7 @@ def main() -> int:
     parser.add_argument("--naive", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--floor", help=argparse.SUPPRESS)
     parser.add_argument("--json-load", help=argparse.SUPPRESS)
+    parser.add_argument("--hta-python", help="an interpreter with holistictraceanalysis")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child)))
@@ -256,6 +293,7 @@ def main() -> int:
     cases += [(f"real {p.name}", p) for p in largest_json + largest_sqlite]
 
     results = {}
+    hta = hta_python(args.hta_python)
     for label, path in cases:
         out = subprocess.run(
             [sys.executable, __file__, "--child", str(path)],
@@ -274,6 +312,11 @@ def main() -> int:
                 child("--json-load", str(path)) if small else
                 {"error": "not run: at 10M events json.load passed 12 GB and was killed"}
             )  # fmt: skip
+            results[label]["hta"] = (
+                {"error": "not run: no interpreter with holistictraceanalysis (--hta-python)"}
+                if hta is None else hta_parse(hta, str(path), work) if small else
+                {"error": "not run: at 10M events HTA passed 12 GB and was killed"}
+            )  # fmt: skip
     out = subprocess.run(
         [sys.executable, __file__, "--naive"], capture_output=True, text=True, check=False
     )
@@ -285,8 +328,8 @@ def main() -> int:
 
     header = (
         f"{'trace':<36}{'events':>11}{'MB':>8}{'import s':>9}{'floor s':>8}{'×floor':>7}"
-        f"{'json.load s':>12}{'1st paint s':>12}{'complete s':>11}{'full ms':>8}{'5% ms':>7}"
-        f"{'0.1% ms':>8}{'peak MB':>8}{'mem×file':>9}"
+        f"{'json.load s':>12}{'HTA s':>8}{'1st paint s':>12}{'complete s':>11}{'full ms':>8}"
+        f"{'5% ms':>7}{'0.1% ms':>8}{'peak MB':>8}{'mem×file':>9}"
     )
     print(header)
     for label, r in results.items():
@@ -295,6 +338,7 @@ def main() -> int:
             continue
         floor_s = (r.get("floor") or {}).get("floor_s")
         loaded = (r.get("json_load") or {}).get("json_load_s")
+        hta_s = (r.get("hta") or {}).get("hta_s")
         print(
             f"{label[:35]:<36}{r['events']:>11,}{r['file_mb']:>8.1f}{r['import_s']:>9.2f}"
             + (
@@ -303,6 +347,7 @@ def main() -> int:
                 else f"{'–':>8}{'–':>7}"
             )
             + (f"{loaded:>12.2f}" if loaded else f"{'–':>12}")
+            + (f"{hta_s:>8.1f}" if hta_s else f"{'–':>8}")
             + f"{r['open_to_first_paint_s']:>12.2f}{r['open_to_complete_s']:>11.2f}"
             f"{r['repaint_full_ms']:>8.1f}{r['repaint_zoom_5pct_ms']:>7.1f}"
             f"{r['repaint_zoom_0.1pct_ms']:>8.1f}{r['peak_rss_over_baseline_mb']:>8.0f}"
