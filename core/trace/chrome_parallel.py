@@ -9,10 +9,9 @@ read themselves (this process only finds the cuts: a regex search near every ``P
 a memory map); a gzipped file is inflated here and each inflated block goes down the pipe as it
 came out of zlib (a view up to its last cut, plus the few bytes carried from the block before):
 copying a gigabyte of blocks into one buffer and out again cost this process more than the
-inflate itself. A cut between
-``}`` and ``{`` can fall inside a string (a name holding ``},{``): that piece is not JSON, its
-worker says so, and the file is read again sequentially — the answer never depends on where the
-cuts fell. The tail (the last piece and
+inflate itself. A cut between ``}`` and ``{`` can fall inside a string (a name holding
+``},{``): that piece is not JSON, its worker says so, and the file is read again sequentially —
+the answer never depends on where the cuts fell. The tail (the last ``TAIL`` bytes or so, with
 whatever follows the event list) is read by the sequential reader, which knows how lists end.
 """
 
@@ -31,6 +30,10 @@ from deploylens.core.trace.json_stream import _BETWEEN, _find_array, iter_chunks
 from deploylens.core.trace.model import BadTraceValue
 
 PIECE = 32 << 20
+# What the sequential reader keeps of a file's end: whatever follows the event list (Kineto's
+# trailing keys, a few kB) must fall in it. It was 1–2 pieces: 10–20 % of a 1M-event file read
+# in one process after the workers were done.
+TAIL = 4 << 20
 PARALLEL_FROM = 192 << 20  # smaller files: a worker's start (~0.4 s) costs more than it saves
 BadCut = BadPiece  # a piece that is not a JSON list of events: a cut fell inside a string
 
@@ -73,15 +76,15 @@ def _columns_of_range(path: str, start: int, end: int) -> chrome.Chunk:
     return _columns_of(data)
 
 
-def _plain_pieces(path: Path, piece: int) -> tuple[list[tuple[int, int]], int]:
-    """Byte ranges of whole events, and where the tail starts."""
+def _plain_pieces(path: Path, piece: int, tail: int) -> tuple[list[tuple[int, int]], int]:
+    """Byte ranges of whole events, and where the tail (its last ``tail`` bytes or so) starts."""
     with open_binary(path) as handle:
         rest = _find_array(handle, path)
         offset = handle.tell() - len(rest)
     with open(path, "rb") as raw, mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as view:
         size, at, ranges = len(view), offset, []
-        while size - at > 2 * piece:
-            found = _BETWEEN.search(view, at + piece)
+        while size - at > 2 * tail:
+            found = _BETWEEN.search(view, min(at + piece, size - tail))
             if found is None:
                 break
             ranges.append((at, found.start() + 1))
@@ -89,7 +92,9 @@ def _plain_pieces(path: Path, piece: int) -> tuple[list[tuple[int, int]], int]:
     return ranges, at
 
 
-def _gzip_pieces(path: Path, piece: int) -> Iterator[tuple[tuple[Any, ...] | None, int, bytes]]:
+def _gzip_pieces(
+    path: Path, piece: int, tail: int
+) -> Iterator[tuple[tuple[Any, ...] | None, int, bytes]]:
     """(the parts of one piece, compressed bytes read, ``b""``) per piece, then (None, read,
     tail). A block is cut only once the next one has come (the last block, where the event
     list ends, goes to the sequential reader with the tail)."""
@@ -99,7 +104,11 @@ def _gzip_pieces(path: Path, piece: int) -> Iterator[tuple[tuple[Any, ...] | Non
         block = handle.read(piece)
         while True:
             after = handle.read(piece)
-            if not after:
+            if not after:  # the last block: all but its last ``tail`` bytes or so to a worker
+                found = _BETWEEN.search(block, len(block) - tail) if len(block) > 2 * tail else None
+                if found is not None:
+                    yield (carry, block[: found.start() + 1]), raw.tell(), b""
+                    carry, block = b"", block[found.end() - 1 :]
                 yield None, raw.tell(), carry + block
                 return
             cut = _last_cut(block)
@@ -142,14 +151,14 @@ def load_parallel(path: Path, state: Any, report: Callable[[int], None] | None, 
     try:
         tail = b""
         if gzipped:
-            for parts, done, rest in _gzip_pieces(path, PIECE):
+            for parts, done, rest in _gzip_pieces(path, PIECE, TAIL):
                 if parts is None:
                     tail = rest
                     break
                 pool.send(("chrome-bytes", *parts), done)
                 drain(2 * count)
         else:
-            ranges, at = _plain_pieces(path, PIECE)
+            ranges, at = _plain_pieces(path, PIECE, TAIL)
             for start, end in ranges:
                 pool.send(("chrome-range", str(path), start, end), end)
                 drain(2 * count)

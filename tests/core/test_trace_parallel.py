@@ -33,6 +33,7 @@ COLUMNS = ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chrome_parallel, "PIECE", 8 << 10)
+    monkeypatch.setattr(chrome_parallel, "TAIL", 4 << 10)
     monkeypatch.setattr(chrome_parallel, "PARALLEL_FROM", 0)
     monkeypatch.setenv(import_workers.WORKERS_ENV, "2")
 
@@ -94,18 +95,30 @@ def test_a_gzipped_file_is_weighed_by_its_inflated_size(
     assert gz.stat().st_size < len(data) and chrome_parallel.worth_it(gz)
 
 
+@pytest.mark.parametrize("gzipped", [False, True])
+@pytest.mark.parametrize("piece", [8 << 10, 64 << 10])
 def test_lists_after_the_events_go_to_the_sequential_reader(
-    small_pieces: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small_pieces: None, gzipped: bool, piece: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Kineto ends a file with more lists of objects (``},{`` outside the events; here 2.5 KB,
-    a third of a piece): the last inflated block is never cut, so the pass stays parallel."""
+    under the 4 KB tail): the cuts stop a tail before the end — in the last inflated block too,
+    which is cut short of its end when it is long (64 KB pieces) — so the pass stays parallel
+    and nearly all of the file goes to the workers."""
+    monkeypatch.setattr(chrome_parallel, "PIECE", piece)
     events = json.loads(Path(write_chrome(make_trace(3000), tmp_path / "t.json")).read_text())
     events["deviceProperties"] = [{"id": i, "name": "NVIDIA H100 " * 20} for i in range(8)]
-    gz = tmp_path / "t.json.gz"
-    gz.write_bytes(gzip.compress(json.dumps(events).encode()))
+    data = json.dumps(events).encode()
+    path = tmp_path / ("t.json.gz" if gzipped else "t.json")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
     state = chrome.ChromeImport()
-    assert chrome_parallel.load_parallel(gz, state, None, 2)
-    same(state.finish(gz), sequential(gz, monkeypatch))
+    assert chrome_parallel.load_parallel(path, state, None, 2)
+    same(state.finish(path), sequential(path, monkeypatch))
+    if gzipped:
+        *_, (last, _, tail) = chrome_parallel._gzip_pieces(path, piece, chrome_parallel.TAIL)
+        assert last is None and len(tail) < 2 * chrome_parallel.TAIL
+    else:
+        _, at = chrome_parallel._plain_pieces(path, piece, chrome_parallel.TAIL)
+        assert len(data) - at < 2 * chrome_parallel.TAIL
 
 
 def test_a_cut_inside_a_string_reads_the_file_again_in_one_process(
