@@ -15,3 +15,7 @@ class InspectRequest(Request):
 
     path: str
     check: bool = True  # run onnx's checker and strict shape inference
+
+    # Its early data (``{PARSED: path}``): the worker has parsed the file and goes on to check
+    # and summarize it; the GUI may parse its own copy from then on.
+    PARSED: ClassVar[str] = "parsed"

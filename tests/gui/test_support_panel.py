@@ -82,6 +82,31 @@ def test_open_model_is_parsed_once_for_every_panel(
     assert window.graph_panel.loaded_path == calls[0] and window.graph_panel.model is not None
 
 
+def test_the_gui_parses_while_the_worker_summarizes_and_panels_see_the_summary_first(
+    qtbot, make_window, samples: Path
+) -> None:
+    """The worker says when it has parsed the file (InspectRequest.PARSED): the GUI's own parse
+    starts then — a file that crashes the parser has crashed the worker first — not after the
+    checker and summary; the panels still get the summary before the parsed model."""
+    window = make_window()
+    document = window.document
+    order: list[str] = []
+    started_before_summary: list[bool] = []
+    original = document._on_summary
+
+    def on_summary(job, summary) -> None:
+        started_before_summary.append(document.parses_started(summary.path))
+        original(job, summary)
+
+    document._on_summary = on_summary
+    document.sig_opened.connect(lambda summary: order.append("opened"))
+    document.sig_parsed.connect(lambda path, proto: order.append("parsed"))
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        window.open_path(samples / "asinh.dynamo.onnx")
+    assert started_before_summary == [True]
+    assert order == ["opened", "parsed"] and document.parses == 1
+
+
 def test_pytorch_ops_tab(qtbot, make_window) -> None:
     window = make_window()
     panel = window.support_panel
