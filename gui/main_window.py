@@ -166,6 +166,7 @@ class MainWindow(QMainWindow):
         self.document.sig_opened.connect(self._on_opened)
         self.document.sig_failed.connect(self._on_open_failed)
         self.document.sig_parsed.connect(self._on_parsed)
+        self.document.sig_parsed_ahead.connect(self.graph_panel.prepare)
         self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
         if persist_layout:
             self._restore_layout()

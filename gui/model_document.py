@@ -32,6 +32,9 @@ class ModelDocument(QObject):
     # path, onnx.ModelProto — or None when this process could not parse what the worker read:
     # the panels then read it themselves and show their own error
     sig_parsed = Signal(str, object)
+    # this process's parse, done before the worker's summary (sig_parsed follows the summary):
+    # panels may start their own work on it now
+    sig_parsed_ahead = Signal(str, object)
 
     def __init__(self, manager: JobManager, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -124,6 +127,8 @@ class ModelDocument(QObject):
         self.proto = proto
         if self.summary is None:
             self.parsed = (path, proto)  # emitted after the summary, in the order panels expect
+            if proto is not None:
+                self.sig_parsed_ahead.emit(path, proto)
             return
         self.sig_parsed.emit(path, proto)
 

@@ -218,6 +218,36 @@ def test_overlay_asked_for_before_the_parse_waits_for_it(qtbot, make_window, sam
     assert panel.overlays["early"].name == "early"
 
 
+def test_a_graph_laid_out_ahead_is_the_one_load_shows(
+    qtbot, make_window, samples: Path, monkeypatch
+) -> None:
+    """The document's parse, done before the worker's summary, is laid out at once
+    (``prepare``); ``load`` of that same parse shows that work instead of laying it out again,
+    and a load of another parse lays out its own."""
+    from deploylens.gui.graph import panel as panel_module
+
+    calls: list[str] = []
+    original = panel_module.load_graph
+
+    def counted(path, proto=None):
+        calls.append(path)
+        return original(path, proto)
+
+    monkeypatch.setattr(panel_module, "load_graph", counted)
+    panel = make_window().graph_panel
+    path = str((samples / "small_cnn.dynamo.onnx").resolve())
+    proto = onnx.load(path)
+    panel.prepare(path, proto)
+    panel.expect(path)  # the summary arrives meanwhile
+    with qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        panel.load(path, proto)
+    assert calls == [path] and panel.loaded_path == path and panel.model is not None
+    panel.prepare(path, proto)
+    with qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        panel.load(path, onnx.load(path))  # another parse: not the one laid out ahead
+    assert calls == [path, path, path] and panel.ahead is None
+
+
 def test_groups_and_nodes_share_one_scale_with_the_legend(
     qtbot, make_window, samples: Path
 ) -> None:
