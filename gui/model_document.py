@@ -69,6 +69,7 @@ class ModelDocument(QObject):
 
     def _on_failed(self, job: Any, failure: Any) -> None:
         if job is self.job:  # a newer open replaced it: its failure is not shown
+            self.parsed = None  # a parse made ahead of a summary that failed is not shown
             self.sig_failed.emit(failure)
 
     def _open_model(self, path: Path) -> None:
