@@ -86,6 +86,7 @@ class GraphPanel(QWidget):
         self.path: str | None = None
         self.loaded_path = ""
         self.ahead: tuple[str, Any, Future[GraphScene]] | None = None  # prepare()'s layout
+        self.shapes_job: Any = None  # the worker job inferring the shown model's shapes
         self.pending_overlays: list[tuple[Any, ...]] = []  # asked for while laying out
         self.menu_hooks: list[Any] = []  # callables(QMenu) adding actions (the shell sets them)
         self.stack: list[tuple[str, GraphScene]] = []
@@ -176,6 +177,11 @@ class GraphPanel(QWidget):
         validation that ends first) wait for it instead of failing."""
         if self.ahead is not None and self.ahead[0] != path:
             self.ahead = None  # laid out ahead for a model that is no longer opening
+        if self.shapes_job is not None and self.shapes_job.active:
+            # the shapes of a model no longer shown: its worker (seconds of shape inference on
+            # a large model) would take a core from the one being opened
+            self.shapes_job.cancel()
+        self.shapes_job = None
         if path != self.path:  # another model: the last one's search and depth go
             self.search_box.clear()
             self.results.clear()
@@ -232,6 +238,7 @@ class GraphPanel(QWidget):
         self.pending_overlays = []
         job = self.jobs.submit_request(ShapesRequest(path), f"Shapes of {Path(path).name}")
         job.sig_finished.connect(lambda payload: self._on_shapes(model, payload))
+        self.shapes_job = job
         self.sig_loaded.emit(model)
 
     def _on_load_failed(self, exc: BaseException, details: str) -> None:

@@ -248,6 +248,33 @@ def test_a_graph_laid_out_ahead_is_the_one_load_shows(
     assert calls == [path, path, path] and panel.ahead is None
 
 
+def test_opening_another_model_stops_the_last_ones_shapes_job(
+    qtbot, make_window, samples: Path
+) -> None:
+    """The shapes of a model no longer shown (seconds of shape inference on a large one) took a
+    core from the next open: the 100k-node model opened in 1.3, 1.9, then 2.8 s in a row. A
+    real worker that sleeps stands in for a long shapes job here."""
+    from deploylens.gui.worker_client import WorkerJob
+
+    window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    sleeper = WorkerJob("selftest.sleep", {"seconds": 60})
+    try:
+        with qtbot.waitSignal(sleeper.sig_progress, timeout=JOB_TIMEOUT_MS):
+            sleeper.start()
+        panel.shapes_job = sleeper
+        with (
+            qtbot.waitSignal(sleeper.sig_failed, timeout=JOB_TIMEOUT_MS),
+            qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS),
+        ):
+            window.open_path(samples / "small_cnn.dynamo.onnx")
+        assert sleeper.wait_done(5000) and not sleeper.active
+        assert panel.shapes_job is not sleeper  # the new model's own shapes job
+    finally:
+        if sleeper.active:  # stopped even when the test fails
+            sleeper.cancel()
+            sleeper.wait_done(5000)
+
+
 def test_groups_and_nodes_share_one_scale_with_the_legend(
     qtbot, make_window, samples: Path
 ) -> None:
