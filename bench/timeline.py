@@ -172,20 +172,17 @@ def hta_python(asked: str | None) -> str | None:
 
 def hta_parse(python: str, path: str, work: Path, timeout: float = 900) -> dict:
     """Holistic Trace Analysis's own parse of the file (its TraceAnalysis), in a child."""
-    try:
-        out = subprocess.run([python, "-c", HTA_SCRIPT, path, str(work)], capture_output=True,
-                             text=True, check=False, timeout=timeout)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {"error": f"over {timeout:.0f} s"}
-    if out.returncode:
-        return {"error": out.stderr[-500:]}
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return run_child([python, "-c", HTA_SCRIPT, path, str(work)], timeout)
 
 
 def child(flag: str, path: str, timeout: float = 900) -> dict:
+    return run_child([sys.executable, __file__, flag, path], timeout)
+
+
+def run_child(argv: list[str], timeout: float) -> dict:
+    """The JSON line a child process prints last, or {"error": why}."""
     try:
-        out = subprocess.run([sys.executable, __file__, flag, path], capture_output=True,
-                             text=True, check=False, timeout=timeout)  # fmt: skip
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"over {timeout:.0f} s"}
     if out.returncode:

@@ -96,8 +96,11 @@ def build_group_tree(
     full = [""]
     depth = [0]
     synthetic = [False]
+    if node_path is None:  # one path per node: each distinct one once, and an index per node
+        where = {path: i for i, path in enumerate(dict.fromkeys(paths))}
+        node_path, paths = [where[path] for path in paths], list(where)
     index: dict[tuple[str, ...], int] = {(): ROOT}
-    used = paths if node_path is None else [paths[i] for i in dict.fromkeys(node_path)]
+    used = [paths[i] for i in dict.fromkeys(node_path)]
     for path in dict.fromkeys(used):  # each distinct path once, in order of first use
         missing = []
         while path not in index:  # up to the nearest known ancestor
@@ -110,12 +113,8 @@ def build_group_tree(
             full.append("/".join(prefix))
             depth.append(len(prefix))
             synthetic.append(False)
-    # a list, then one array: a NumPy item store per node costs ~3×
-    if node_path is None:
-        node_group = np.array([index[path] for path in paths], dtype=np.int32)
-    else:
-        group_of = np.array([index.get(path, ROOT) for path in paths] or [ROOT], np.int32)
-        node_group = group_of[np.asarray(node_path, dtype=np.int64)]
+    group_of = np.array([index.get(path, ROOT) for path in paths] or [ROOT], np.int32)
+    node_group = group_of[np.asarray(node_path, dtype=np.int64)]
     tree = GroupTree(
         np.array(parent, dtype=np.int32),
         names,
