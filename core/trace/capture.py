@@ -308,7 +308,8 @@ def capture_torch_cuda(
         cuda.synchronize()
         profiled_s = time.perf_counter() - started
     prof.export_chrome_trace(out)
-    write_sidecar(out, settings.sidecar("torch", torch.cuda.get_device_name()))
+    capture = settings.sidecar("torch", torch.cuda.get_device_name())
+    write_sidecar(out, {**capture, "unprofiled_gpu_span_ms": span_ms})
     per_iteration = [[w / max(settings.iterations, 1)] * settings.iterations for w in walls]
     result = _summary(
         "torch-cuda",

@@ -17,6 +17,9 @@ KEYS = {
     "warmup": int,
     "iterations": int,
     "lab": str,
+    # the same iterations without the profiler, first start to last end on the device's clock:
+    # the diagnosis judges idle time against it (the profiler stretches the launch gaps)
+    "unprofiled_gpu_span_ms": float,
 }
 
 
@@ -51,8 +54,9 @@ def read_sidecar(trace: str | Path) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict):
         return None
-    return {
-        key: value
-        for key, value in data.items()
-        if key in KEYS and type(value) is KEYS[key]  # bool is not an int here
-    }
+    return {key: value for key, value in data.items() if key in KEYS and _typed(value, KEYS[key])}
+
+
+def _typed(value: Any, kind: type) -> bool:
+    """``value`` is of ``kind`` (bool is not an int here; an int is a float)."""
+    return type(value) is kind or (kind is float and type(value) is int)

@@ -123,6 +123,18 @@ def _launch_bound(torch: Any) -> Callable[[], None]:
     return one_batch
 
 
+def _unprofiled_span_ms(torch: Any, batch: Callable[[], None]) -> float:
+    """The profiled loop's batches without the profiler, timed by CUDA events on the stream
+    they run on: the diagnosis judges idle time against it."""
+    first, last = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    first.record()
+    for _ in range(ITERATIONS):
+        batch()
+    last.record()
+    torch.cuda.synchronize()
+    return float(first.elapsed_time(last))
+
+
 # One batch of each scenario on the GPU (real kernels and copies).
 _PROGRAMS: dict[str, Callable[[Any], Callable[[], None]]] = {
     "h2d-bound": _h2d_bound,
@@ -143,6 +155,7 @@ def run_lab(name: str, out: str, synthetic: bool = False) -> LabResult:
         raise UserError(f"No lab scenario '{name}': choose from {', '.join(SCENARIOS)}.")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     device = "none"
+    unprofiled: dict[str, float] = {}  # a real run's span without the profiler
     if not synthetic:
         try:
             import torch
@@ -159,6 +172,7 @@ def run_lab(name: str, out: str, synthetic: bool = False) -> LabResult:
         for _ in range(3):
             batch()
         torch.cuda.synchronize()
+        unprofiled["unprofiled_gpu_span_ms"] = _unprofiled_span_ms(torch, batch)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for _ in range(ITERATIONS):
                 with record_function(f"lab {name}"):
@@ -166,7 +180,8 @@ def run_lab(name: str, out: str, synthetic: bool = False) -> LabResult:
             torch.cuda.synchronize()
         prof.export_chrome_trace(out)
         device = torch.cuda.get_device_name()
-    write_sidecar(out, {"backend": "lab", "lab": name, "device": device, "mode": "serial",
-                        "streams": 1, "iterations": ITERATIONS})  # fmt: skip
+    capture = {"backend": "lab", "lab": name, "device": device, "mode": "serial", "streams": 1,
+               "iterations": ITERATIONS}  # fmt: skip
+    write_sidecar(out, {**capture, **unprofiled})
     found = diagnosis(load_trace(out))
     return LabResult(name, out, synthetic, device, found.pattern, found.findings)

@@ -221,6 +221,10 @@ def test_a_sidecar_of_another_shape_is_ignored(tmp_path: Path) -> None:
     trace = tmp_path / "t.json"
     sidecar_path(trace).write_text('{"mode": 3, "streams": true, "batch": 8, "evil": "x"}')
     assert read_sidecar(trace) == {"batch": 8}
+    sidecar_path(trace).write_text('{"unprofiled_gpu_span_ms": 46, "iterations": 2.0}')
+    assert read_sidecar(trace) == {"unprofiled_gpu_span_ms": 46}  # an int is a float here
+    sidecar_path(trace).write_text('{"unprofiled_gpu_span_ms": "46"}')
+    assert read_sidecar(trace) == {}
     sidecar_path(trace).write_text("[1, 2]")
     assert read_sidecar(trace) is None
     sidecar_path(trace).write_text("{not json")
@@ -308,3 +312,41 @@ def test_the_readmes_sweep_on_the_batched_sample_and_sweeps_that_measure_nothing
     assert wrong.returncode == 1 and "is an ONNX model" in wrong.stderr
     nothing = run_cli("sweep", model, "--mode", "pipelined", "--out", str(tmp_path / "c"))
     assert nothing.returncode == 1 and "nothing was measured" in nothing.stderr
+
+
+def test_idle_time_is_judged_without_the_profiler_where_the_capture_timed_it(
+    tmp_path: Path,
+) -> None:
+    """Eager resnet18 at batch 32 on an H200: 33 % idle in its trace, 3 % without the profiler
+    — the trace alone called it launch-bound. Here: small kernels with gaps as long as
+    themselves (50 % idle in the trace), judged against the capture's unprofiled span."""
+    from deploylens.core.trace.capture_sidecar import write_sidecar
+    from deploylens.core.trace.export import write_chrome
+    from deploylens.core.trace.load import load_trace
+    from deploylens.core.trace.model import KIND, Lane, TraceBuilder
+    from deploylens.core.trace.stats import trace_stats
+
+    builder = TraceBuilder()
+    stream = builder.lane(Lane("GPU 0", "stream 7", 0, 7))
+    thread = builder.lane(Lane("process 1", "thread 1"))
+    for k in range(400):  # 8 µs kernels, 8 µs apart: busy 3.2 ms of a 6.4 ms span
+        builder.add(16_000 * k, 5_000, thread, KIND["cuda_api"], "cudaLaunchKernel", k)
+        builder.add(16_000 * k + 6_000, 8_000, stream, KIND["kernel"], "small_kernel", k)
+    path = tmp_path / "t.json"
+    write_chrome(builder.finish(), path)
+    base = {"backend": "torch", "mode": "serial", "streams": 1, "batch": 32, "iterations": 20}
+
+    def judged(unprofiled_ms: float | None) -> tuple[str | None, str]:
+        extra = {} if unprofiled_ms is None else {"unprofiled_gpu_span_ms": unprofiled_ms}
+        write_sidecar(path, {**base, **extra})
+        found = trace_stats(load_trace(path)).diagnosis
+        return found.pattern, found.findings[0].claim if found.findings else ""
+
+    pattern, claim = judged(None)  # no unprofiled run: the trace's own span
+    assert pattern == "launch-bound" and "idle between kernels 50% of its span," in claim
+    pattern, claim = judged(3.4)  # busy 3.2 of 3.4 ms without the profiler
+    assert pattern == "compute-bound", claim
+    assert "busy 94% of its span without the profiler (50% in this trace)" in claim
+    # an unprofiled run slower than the trace is noise, and work that cannot fit in it is not
+    # the same work: both are judged on the trace's own span
+    assert judged(7.0)[0] == "launch-bound" and judged(2.0)[0] == "launch-bound"

@@ -52,3 +52,21 @@ def test_the_dry_run_says_what_it_carries_and_fits_its_budget() -> None:
     for part in ("install", "captures", "latency", "sweep", "lab", "pytest"):
         assert f"  {part}" in done.stdout
     assert "of the 480 s budget" in done.stdout and "msgspec" in done.stdout
+
+
+def test_a_busy_gpu_called_launch_bound_misses_its_target() -> None:
+    """The check that caught the first device run's sweep calling eager resnet18 at batch 32
+    launch-bound: its GPU was 96 % busy without the profiler, the gaps were the profiler's."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    from gpu_check import Report, busy_share, targets
+
+    assert busy_share([(0.0, 4.0), (2.0, 6.0), (8.0, 9.0)], 10.0) == 0.7
+    report = Report("a GPU", fake=False)
+    report.captures = {
+        "serial-b1-s1-pinned": {"pattern": "launch-bound", "unprofiled_busy": 0.3},
+        "serial-b32-s1-pinned": {"pattern": "launch-bound", "unprofiled_busy": 0.96},
+    }
+    verdict = targets(report)["diagnosis never calls a busy GPU launch-bound"]
+    assert not verdict["met"] and verdict["value"] == ["serial-b32-s1-pinned"]
+    report.captures["serial-b32-s1-pinned"]["pattern"] = "compute-bound"
+    assert targets(report)["diagnosis never calls a busy GPU launch-bound"]["met"]
