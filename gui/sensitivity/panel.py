@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -36,6 +35,7 @@ from deploylens.core.trt.settings import BuildSettings, default_engine
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
+from deploylens.gui.common.lazy_plot import LazyPlot
 from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
@@ -97,18 +97,28 @@ class SensitivityPanel(QWidget):
         self.table.cellClicked.connect(self._on_row)
         self.table.verticalHeader().setVisible(False)
         compact_rows(self.table)
-        self.plot = pg.PlotWidget(background="w")
-        self.plot.setLabel("bottom", "layers kept in FP32 (most sensitive first)")
-        self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.plot.getAxis("left").enableAutoSIPrefix(False)  # top-1 0.899, not "899 (x0.001)"
-        self.curve = self.plot.plot([], [], pen=pg.mkPen("#1f77b4", width=2), symbol="o",
-                                    symbolSize=6)  # fmt: skip
+        self.curve: Any = None  # the plot's items, made with it (``_plot_items``)
+        self.budget_line: Any = None
+        self.chosen: Any = None
+        self.plot_box = LazyPlot(self._plot_items)  # pyqtgraph: imported when first shown
+        self._build()
+
+    def _plot_items(self, pg: Any, plot: Any) -> None:
+        plot.setLabel("bottom", "layers kept in FP32 (most sensitive first)")
+        plot.showGrid(x=True, y=True, alpha=0.3)
+        plot.getAxis("left").enableAutoSIPrefix(False)  # top-1 0.899, not "899 (x0.001)"
+        self.curve = plot.plot([], [], pen=pg.mkPen("#1f77b4", width=2), symbol="o",
+                               symbolSize=6)  # fmt: skip
         dashed = pg.mkPen("#d62728", style=Qt.PenStyle.DashLine)
         self.budget_line = pg.InfiniteLine(angle=0, pen=dashed)
-        self.plot.addItem(self.budget_line)
+        plot.addItem(self.budget_line)
         self.chosen = pg.ScatterPlotItem(size=14, pen=pg.mkPen("#2ca02c", width=2), brush=None)
-        self.plot.addItem(self.chosen)
-        self._build()
+        plot.addItem(self.chosen)
+
+    @property
+    def plot(self) -> Any:
+        """The error-vs-kept plot (made on first use: see ``LazyPlot``)."""
+        return self.plot_box.plot
 
     def _build(self) -> None:
         form = QFormLayout()
@@ -141,7 +151,7 @@ class SensitivityPanel(QWidget):
         buttons.addStretch()
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
-        split.addWidget(self.plot)
+        split.addWidget(self.plot_box)
         split.setSizes([600, 400])
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -168,8 +178,9 @@ class SensitivityPanel(QWidget):
         self._busy(False)
         self.report = None
         self.table.setRowCount(0)
-        self.curve.setData([], [])
-        self.chosen.setData([], [])
+        if self.plot_box.built:
+            self.curve.setData([], [])
+            self.chosen.setData([], [])
         self.build_button.setEnabled(False)
         self._banner(f"{Path(path).name}: give calibration data, then Analyse.", IDLE_STYLE)
 
@@ -274,10 +285,11 @@ class SensitivityPanel(QWidget):
         fit_columns(self.table, stretch=1)
         kept = [p.kept for p in report.curve]
         values = [_metric(p.score, metric) or 0.0 for p in report.curve]
+        plot = self.plot  # made now if never shown: its items are set up with it
         self.curve.setData(kept, values)
         step = max(1, (max(kept, default=0) + 9) // 10)  # whole layers: no "0.2 layers" tick
-        self.plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
-        self.plot.setLabel("left", metric)
+        plot.getAxis("bottom").setTickSpacing(major=step, minor=step)
+        plot.setLabel("left", metric)
         self.budget_line.setValue(report.budget)
         plan = report.plan
         self.chosen.setData([len(plan.kept)], [_metric(plan.score, metric) or 0.0])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -37,6 +36,7 @@ from deploylens.core.trace.request import (
 )
 from deploylens.core.trace.result import SweepPoint, SweepResult
 from deploylens.gui.common.choices import word
+from deploylens.gui.common.lazy_plot import LazyPlot
 
 MODE_COLOURS = {"serial": "#1f77b4", "pipelined": "#2ca02c", "cudagraph": "#d62728",
                 "graph-pipelined": "#9467bd"}  # fmt: skip
@@ -162,24 +162,33 @@ class SweepView(QWidget):
         )
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.cellDoubleClicked.connect(lambda row, _: self._open(row))
-        self.plot = pg.PlotWidget(background="w")
-        self.plot.setLabel("bottom", "throughput (samples/s)")
-        self.plot.setLabel("left", "median latency (ms)")
-        self.scatter = pg.ScatterPlotItem(size=11)
-        self.scatter.sigClicked.connect(self._on_point)
-        self.plot.addItem(self.scatter)
+        self.scatter: Any = None  # made with the plot (``_plot_items``)
+        self.plot_box = LazyPlot(self._plot_items)  # pyqtgraph: imported when first shown
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
-        split.addWidget(self.plot)
+        split.addWidget(self.plot_box)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
+
+    def _plot_items(self, pg: Any, plot: Any) -> None:
+        plot.setLabel("bottom", "throughput (samples/s)")
+        plot.setLabel("left", "median latency (ms)")
+        self.scatter = pg.ScatterPlotItem(size=11)
+        self.scatter.sigClicked.connect(self._on_point)
+        plot.addItem(self.scatter)
+
+    @property
+    def plot(self) -> Any:
+        """The throughput-vs-latency plot (made on first use: see ``LazyPlot``)."""
+        return self.plot_box.plot
 
     def start(self) -> None:
         """A sweep was submitted: empty table, rows arrive as points finish (``add_point``)."""
         self.points = []
         self.table.setRowCount(0)
-        self.scatter.setData([])
+        if self.plot_box.built:
+            self.scatter.setData([])
 
     def add_point(self, point: SweepPoint) -> None:
         """One finished point, as the worker (or Ray) hands it over; the final result
@@ -199,6 +208,9 @@ class SweepView(QWidget):
         self._fill()
 
     def _fill(self) -> None:
+        import pyqtgraph as pg  # imported by ``self.plot`` below, if not before
+
+        _ = self.plot  # the scatter is made with it
         self.table.setRowCount(len(self.points))
         spots = []
         for row, point in enumerate(self.points):

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QBuffer, QIODevice, Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -47,6 +46,7 @@ from deploylens.core.trace.stats_types import KernelRow, TraceStats
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.columns import compact_rows, fit_columns, keep_fitted, name_floor
+from deploylens.gui.common.lazy_plot import LazyPlot
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
@@ -182,13 +182,11 @@ class TimelinePanel(QWidget):
         compact_rows(self.kernels)
         self.kernels.itemSelectionChanged.connect(self._on_kernel_row)
         keep_fitted(self.kernels, self._fit_kernels)
-        self.histogram = pg.PlotWidget(background="w")
-        self.histogram.setLabel("bottom", "duration", units="s")
-        self.histogram.setLabel("left", "count")
-        self.histogram.setMinimumHeight(120)
+        self.histogram_box = LazyPlot(_histogram_axes)
+        self.histogram_box.setMinimumHeight(120)
         kernels_tab = QSplitter(Qt.Orientation.Horizontal)
         kernels_tab.addWidget(self.kernels)
-        kernels_tab.addWidget(self.histogram)
+        kernels_tab.addWidget(self.histogram_box)
         kernels_tab.setSizes([600, 300])
         self.summary = QTextBrowser()
         self.range_view = QTextBrowser()
@@ -457,6 +455,11 @@ class TimelinePanel(QWidget):
         name = self.kernels.item(rows[0].row(), 0).text()
         self.show_distribution(name)
 
+    @property
+    def histogram(self) -> Any:
+        """The kernel-duration plot (made on first use: see ``LazyPlot``)."""
+        return self.histogram_box.plot
+
     def show_distribution(self, name: str) -> np.ndarray:
         """Histogram of one kernel's (or node's) durations."""
         assert self.trace is not None
@@ -584,3 +587,8 @@ class TimelinePanel(QWidget):
         self.grab().save(buffer, "PNG")
         atomic_write_bytes(path, bytes(buffer.data().data()))
         return Path(path)
+
+
+def _histogram_axes(_pg: Any, plot: Any) -> None:
+    plot.setLabel("bottom", "duration", units="s")
+    plot.setLabel("left", "count")
