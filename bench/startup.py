@@ -39,25 +39,24 @@ sys.stdout.write("shown\\n"); sys.stdout.flush()
 os._exit(0)
 """
 
-# The GUI opened on a model, from launch until its graph is laid out and painted (the window's
-# own open path: the worker's inspect, the document's parse, the graph's IR and layout).
+# The GUI launched on a model (``deploylens MODEL``: the app's own ``main``), from launch until
+# its graph is laid out and painted (the worker's inspect, the document's parse, the graph's IR
+# and layout).
 GUI_OPEN_SCRIPT = """
 import os, sys
-from deploylens.gui.app import application
-from deploylens.gui.main_window import MainWindow
-app = application()
-window = MainWindow()
-window.show()
+from deploylens.gui.app import main
 
-def loaded(graph):
-    window.graph_panel.canvas.grab()
-    sys.stdout.write("loaded\\n"); sys.stdout.flush()
-    os._exit(0)
+def watch(window):
+    def loaded(graph):
+        window.graph_panel.canvas.grab()
+        sys.stdout.write("loaded\\n"); sys.stdout.flush()
+        os._exit(0)
 
-window.graph_panel.sig_loaded.connect(loaded)
-window.document.sig_failed.connect(lambda failure: os._exit(3))
-window.open_path(sys.argv[1])
-app.exec()
+    window.graph_panel.sig_loaded.connect(loaded)
+    window.document.sig_failed.connect(lambda failure: os._exit(3))
+
+main([sys.argv[1]], on_window=watch)
+os._exit(4)
 """
 
 # A small launcher (python -S, ~10 MB) forks the measured command, so the peak RSS we read is the

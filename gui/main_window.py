@@ -87,7 +87,9 @@ KEYS_HELP = (
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, persist_layout: bool = True) -> None:
+    def __init__(self, persist_layout: bool = True, document: ModelDocument | None = None) -> None:
+        """``document``: one already opening (``app.open_early``), whose jobs this window takes
+        over; else an empty one."""
         super().__init__()
         self.setWindowTitle("DeployLens")
         self.setObjectName("DeployLensMainWindow")
@@ -97,8 +99,12 @@ class MainWindow(QMainWindow):
         self.persist_layout = persist_layout
         self._restored = False  # a saved layout was restored: keep the user's proportions
         self.front = "Start"  # the panel tab in front
-        self.jobs = JobManager(self)
-        self.document = ModelDocument(self.jobs, self)
+        if document is None:
+            document = ModelDocument(JobManager())
+        self.jobs = document.manager
+        self.jobs.setParent(self)
+        self.document = document
+        document.setParent(self)
         self.notification_bar = NotificationBar()
         self.notifier = Notifier(self.notification_bar, self)
         self.notification_bar.sig_choose_interpreter.connect(self.show_preferences)
@@ -170,6 +176,8 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
         if persist_layout:
             self._restore_layout()
+        if document.model_path is not None and document.summary is None:
+            self._on_loading(str(document.model_path))  # it began before this window was made
 
     # -- construction ----------------------------------------------------------------------
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:

@@ -70,6 +70,7 @@ class WorkerJob(QObject):
         self.failure: JobFailure | None = None
         self.payload: Any = None
         self.process = self._new_process()
+        self.run_sent = False  # the run message: with a local start, else after the hello
 
     def _new_process(self) -> QProcess:
         process = QProcess(self)
@@ -99,6 +100,18 @@ class WorkerJob(QObject):
             environment.insert(key, value)
         self.process.setProcessEnvironment(environment)
         self.process.start(self.argv[0], self.argv[1:])
+        if not self.host:
+            # our own code in a local process speaks our protocol: the job goes with the start,
+            # not after a round trip through the event loop (the hello is still checked)
+            self._send(protocol.run(self.id, self.method, self.params))
+            self.run_sent = True
+
+    def flush(self, timeout_ms: int = 2000) -> bool:
+        """Hand what was written to the process now, not when the event loop next runs (a job
+        started before the window exists: ``app.open_early``)."""
+        return self.process.waitForStarted(timeout_ms) and self.process.waitForBytesWritten(
+            timeout_ms
+        )
 
     # -- remote: the slow steps in a thread, their answers back on the GUI thread --------------
     def _in_thread(self, work: Callable[[], Any], then: Callable[[Any], None]) -> None:
@@ -231,6 +244,7 @@ class WorkerJob(QObject):
             threading.Thread(target=self.remote_files.clean, daemon=True).start()
             self.remote_files = None
         self.session = WorkerSession(self.session.python, self.host)
+        self.run_sent = False
         self.params = self._request_params
         self._set_state(STARTING)
         QTimer.singleShot(500, self.start)
@@ -290,7 +304,9 @@ class WorkerJob(QObject):
                 self._end(JobFailure(protocol.CANCELLED, "cancelled"))
                 return
             self._set_state(RUNNING)
-            self._send(protocol.run(self.id, self.method, self.params))
+            if not self.run_sent:
+                self._send(protocol.run(self.id, self.method, self.params))
+                self.run_sent = True
         elif message.get("job") not in (self.id, None):
             return
         elif kind == "progress":

@@ -62,6 +62,8 @@ class JobsPanel(QWidget):
         self._clock.setInterval(250)
         self._clock.timeout.connect(self._tick)
         manager.sig_job_added.connect(self.add_job)
+        for job in manager.jobs:  # submitted before this panel was made (``app.open_early``)
+            self.add_job(job)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

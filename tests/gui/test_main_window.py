@@ -470,3 +470,47 @@ def test_the_panel_keeps_its_share_after_maximize_restart_and_a_moved_dock(
     again.resizeDocks([jobs], [int(0.5 * again.height())], Qt.Orientation.Vertical)
     qtbot.waitUntil(lambda: again.panel_share() >= PANEL_SHARE, timeout=2000)
     assert again.panel_share() >= PANEL_SHARE, round(again.panel_share(), 3)
+
+
+LAUNCH_SCRIPT = """
+import os, sys
+from deploylens.gui.app import main
+
+def watch(window):
+    jobs = [window.jobs_panel.table.item(r, 0).text()
+            for r in range(window.jobs_panel.table.rowCount())]
+    print("jobs", jobs, flush=True)
+
+    def loaded(graph):
+        print("loaded", window.graph_panel.path, "pyqtgraph" in sys.modules, flush=True)
+        os._exit(0)
+
+    window.graph_panel.sig_loaded.connect(loaded)
+    window.document.sig_failed.connect(lambda failure: (print(failure.message), os._exit(3)))
+
+main([sys.argv[1]], on_window=watch)
+os._exit(4)
+"""
+
+
+def test_a_model_on_the_command_line_opens_before_the_window_and_without_pyqtgraph(
+    tmp_path: Path,
+) -> None:
+    """``deploylens MODEL``: the model's worker starts before the window's modules are imported
+    (``app.open_early``), the window takes its jobs over (listed in Jobs / Log) and shows the
+    graph; no panel imported pyqtgraph to get there (0.2–0.3 s of the start)."""
+    import os
+    import subprocess
+
+    import onnx
+
+    from tests.helpers.onnx_models import chain_model
+
+    path = tmp_path / "launched.onnx"
+    onnx.save(chain_model(), path)
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DEPLOYLENS_CONFIG_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", LAUNCH_SCRIPT, str(path)], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "jobs ['Open launched.onnx']" in done.stdout
+    assert f"loaded {path} False" in done.stdout
