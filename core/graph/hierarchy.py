@@ -83,44 +83,71 @@ class GroupTree:
         return table
 
 
+SEP = "\x1f"  # joins a path's parts into one key: a module's name may hold "/", not this
+
+
+def path_key(path: Sequence[str]) -> str:
+    """The key of a module path: each part led by ``SEP`` (``()`` → ``""``, the root)."""
+    return "".join(SEP + part.replace(SEP, " ") for part in path)
+
+
+def name_prefix_key(prefix: str) -> str:
+    """The key (led by "/") of a node name's prefix (``/a/b`` of ``/a/b/Conv``) as
+    ``path_from_node_name`` reads it, ``""`` when it names no module: a clean prefix is its
+    own key, so a 100k-node model's 54k prefixes make no tuple each."""
+    if not prefix.startswith("/"):
+        return ""
+    clean = len(prefix) <= MAX_SCOPE_NAME and prefix.count("/") <= MAX_SCOPE_DEPTH
+    if clean and "//" not in prefix and not prefix.endswith("/"):
+        return prefix
+    return "".join("/" + part for part in path_from_node_name(prefix + "/"))
+
+
 def build_group_tree(
     paths: Sequence[tuple[str, ...]],
     max_children: int = MAX_CHILDREN,
     node_path: Sequence[int] | None = None,
 ) -> GroupTree:
     """Groups of nodes by module path: one path per node, or with ``node_path`` each node's
-    index into ``paths`` (a path shared by many nodes is then looked at once). Groups get ids
-    in order of first use."""
+    index into ``paths`` (a path shared by many nodes is then looked at once)."""
+    if node_path is None:  # one path per node: each distinct one once, and an index per node
+        where = {path: i for i, path in enumerate(dict.fromkeys(paths))}
+        node_path, paths = [where[path] for path in paths], list(where)
+    return tree_from_keys([path_key(path) for path in paths], node_path, SEP, max_children)
+
+
+def tree_from_keys(
+    keys: Sequence[str], node_key: Sequence[int], sep: str, max_children: int = MAX_CHILDREN
+) -> GroupTree:
+    """Groups of nodes by path key (each part led by ``sep``; ``""`` is the root), each node
+    given by its index into ``keys``. Groups get ids in order of first use; a group's parent
+    is its key up to the last ``sep``."""
     parent = [-1]
     names = [""]
     full = [""]
     depth = [0]
-    synthetic = [False]
-    if node_path is None:  # one path per node: each distinct one once, and an index per node
-        where = {path: i for i, path in enumerate(dict.fromkeys(paths))}
-        node_path, paths = [where[path] for path in paths], list(where)
-    index: dict[tuple[str, ...], int] = {(): ROOT}
-    used = [paths[i] for i in dict.fromkeys(node_path)]
-    for path in dict.fromkeys(used):  # each distinct path once, in order of first use
+    index: dict[str, int] = {"": ROOT}
+    used = [keys[i] for i in dict.fromkeys(node_key)]
+    for key in dict.fromkeys(used):  # each distinct key once, in order of first use
         missing = []
-        while path not in index:  # up to the nearest known ancestor
-            missing.append(path)
-            path = path[:-1]
-        for prefix in reversed(missing):
+        while key not in index:  # up to the nearest known ancestor
+            up, _, name = key.rpartition(sep)
+            missing.append((key, up, name))
+            key = up
+        for prefix, up, name in reversed(missing):
             index[prefix] = len(names)
-            parent.append(index[prefix[:-1]])
-            names.append(prefix[-1])
-            full.append("/".join(prefix))
-            depth.append(len(prefix))
-            synthetic.append(False)
-    group_of = np.array([index.get(path, ROOT) for path in paths] or [ROOT], np.int32)
-    node_group = group_of[np.asarray(node_path, dtype=np.int64)]
+            parent.append(index[up])
+            names.append(name)
+            full.append(prefix[1:] if sep == "/" else prefix[1:].replace(sep, "/"))
+            depth.append(prefix.count(sep))
+    group_of = np.array([index.get(key, ROOT) for key in keys] or [ROOT], np.int32)
+    node_group = group_of[np.asarray(node_key, dtype=np.int64)]
     tree = GroupTree(
         np.array(parent, dtype=np.int32),
         names,
         full,
         np.array(depth, dtype=np.int32),
-        np.array(synthetic, dtype=bool),
+        np.zeros(len(names), dtype=bool),
         node_group,
     )
     return _cap_levels(tree, max_children)

@@ -17,10 +17,12 @@ import onnx
 
 from deploylens.core.graph.hierarchy import (
     NAME_SCOPES_KEY,
+    SEP,
     GroupTree,
-    build_group_tree,
+    name_prefix_key,
     parse_name_scopes,
-    path_from_node_name,
+    path_key,
+    tree_from_keys,
 )
 from deploylens.core.graph.strings import StringTable
 from deploylens.core.model.dtypes import element_type_name
@@ -115,33 +117,33 @@ def _csr(keys: np.ndarray, values: np.ndarray, count: int) -> tuple[np.ndarray, 
     return offsets, values[order]
 
 
-def _hierarchy_paths(
+def _hierarchy_keys(
     nodes: list[onnx.NodeProto], names: list[str]
-) -> tuple[str, list[tuple[str, ...]], list[int]]:
-    """(source, paths, each node's index into paths): the paths of distinct name prefixes are
-    made once each, and no node's path tuple is hashed again."""
-    scoped: list[tuple[str, ...]] = []
+) -> tuple[str, list[str], list[int], str]:
+    """(source, path keys, each node's index into them, the keys' separator): the key of each
+    distinct name prefix is made once, and no path tuple per node."""
+    scoped: list[str] = []
     found_scopes = any(
         prop.key == NAME_SCOPES_KEY for node in nodes[:64] for prop in node.metadata_props
     )
     for node in nodes if found_scopes else ():
-        path: tuple[str, ...] = ()
+        key = ""
         for prop in node.metadata_props:
             if prop.key == NAME_SCOPES_KEY:
-                path = parse_name_scopes(prop.value)
+                key = path_key(parse_name_scopes(prop.value))
                 found_scopes = True
                 break
-        scoped.append(path)
+        scoped.append(key)
     if found_scopes:
-        return "name_scopes", scoped, list(range(len(scoped)))
+        return "name_scopes", scoped, list(range(len(scoped))), SEP
     prefixes = [name.rpartition("/")[0] for name in names]
     where = {prefix: i for i, prefix in enumerate(dict.fromkeys(prefixes))}
-    paths = [path_from_node_name(prefix + "/") for prefix in where]  # a prefix's path
-    node_path = [where[prefix] for prefix in prefixes]
-    scoped_nodes = np.array([bool(path) for path in paths] or [False])[node_path].sum()
+    keys = [name_prefix_key(prefix) for prefix in where]
+    node_key = [where[prefix] for prefix in prefixes]
+    scoped_nodes = np.array([bool(key) for key in keys] or [False])[node_key].sum()
     if nodes and scoped_nodes >= 0.5 * len(nodes):
-        return "node_names", paths, node_path
-    return "flat", [()], [0] * len(nodes)
+        return "node_names", keys, node_key, "/"
+    return "flat", [""], [0] * len(nodes), SEP
 
 
 def build_ir(
@@ -177,9 +179,9 @@ def build_ir(
     op_types = [node.op_type for node in nodes]
     node_names = [node.name for node in nodes]
     node_domains = [node.domain for node in nodes]
-    hierarchy, paths, node_path = _hierarchy_paths(nodes, node_names)
-    paths.append(())  # the pseudo nodes' (last: a path's first use decides its group's id)
-    root = len(paths) - 1
+    hierarchy, keys, node_key, sep = _hierarchy_keys(nodes, node_names)
+    keys.append("")  # the pseudo nodes' (last: a key's first use decides its group's id)
+    root = len(keys) - 1
     folded = {} if is_function else weight_nodes(nodes, initializers, set(outputs), op_types)
     skipped = set(folded.values())
     kept = [i for i in range(len(nodes)) if i not in skipped]
@@ -189,7 +191,7 @@ def build_ir(
     ops: list[int] = []
     domains: list[int] = []
     proto_index: list[int] = []
-    group_paths: list[int] = []  # index into paths
+    group_keys: list[int] = []  # index into keys
 
     def add(node_kind: int, label: str, op: str, index: int = -1) -> int:
         kind.append(node_kind)
@@ -197,7 +199,7 @@ def build_ir(
         ops.append(ids[op])
         domains.append(empty)
         proto_index.append(index)
-        group_paths.append(root)
+        group_keys.append(root)
         return len(kind) - 1
 
     producer = {name: add(GRAPH_INPUT, name, "Input") for name in inputs}
@@ -207,7 +209,7 @@ def build_ir(
     ops += [ids[op_types[i]] for i in kept]
     domains += [ids[node_domains[i] or "ai.onnx"] for i in kept]
     proto_index += kept
-    group_paths += [node_path[i] for i in kept]
+    group_keys += [node_key[i] for i in kept]
     me = np.arange(first, first + len(kept))
     produced = [nodes[i].output for i in kept]
     unnamed = producer.get("")
@@ -269,7 +271,7 @@ def build_ir(
         edge_src=np.array(src, dtype=np.int32),
         edge_dst=np.array(dst, dtype=np.int32),
         edge_tensor=np.array(tensor, dtype=np.int32),
-        groups=build_group_tree(paths, node_path=group_paths),
+        groups=tree_from_keys(keys, group_keys, sep),
         hierarchy=hierarchy,
         subgraphs=subgraphs,
         functions=dict(functions or {}),

@@ -220,3 +220,25 @@ def test_group_tree_from_shared_paths_equals_one_path_per_node() -> None:
     one, two = build_group_tree(per_node), build_group_tree(shared, node_path=index)
     assert one.name == two.name and one.path == two.path
     assert np.array_equal(one.parent, two.parent) and np.array_equal(one.node_group, two.node_group)
+
+
+def test_a_name_prefix_key_reads_the_module_path_as_the_node_name_does() -> None:
+    """The clean prefix is its own key (no tuple per prefix); every other one goes through
+    ``path_from_node_name`` — empty parts, a part over 512 characters, over 256 levels."""
+    from deploylens.core.graph.hierarchy import name_prefix_key, path_from_node_name, tree_from_keys
+
+    prefixes = ["/a/b", "/a//b", "a/b", "/", "", "/a/b/", "/x" * 300, "/" + "p" * 600 + "/q",
+                "/layers.0/attn", "//lead"]  # fmt: skip
+    for prefix in prefixes:
+        path = path_from_node_name(prefix + "/")
+        assert name_prefix_key(prefix) == "".join("/" + part for part in path), prefix
+    # the keys' tree is the tuples' tree: same groups, parents and node groups
+    paths = [path_from_node_name(prefix + "/") for prefix in prefixes]
+    keys = [name_prefix_key(prefix) for prefix in prefixes]
+    node_key = [3, 0, 1, 6, 2, 8, 0, 9, 7, 4, 5]
+    by_key = tree_from_keys(keys, node_key, "/")
+    by_tuple = build_group_tree(paths, node_path=node_key)
+    assert by_key.path == by_tuple.path and by_key.name == by_tuple.name
+    assert np.array_equal(by_key.parent, by_tuple.parent)
+    assert np.array_equal(by_key.node_group, by_tuple.node_group)
+    assert np.array_equal(by_key.depth, by_tuple.depth)
