@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deploylens.gui.common.qt_app import application, require_display
 
 if TYPE_CHECKING:
+    from deploylens.gui.job_manager import JobManager
     from deploylens.gui.main_window import MainWindow
-    from deploylens.gui.model_document import ModelDocument
+    from deploylens.gui.worker_client import WorkerJob
 
 # bench/startup.py and bench/package.py time process start → window painted: with this set, the
 # app writes "shown" and leaves once the event loop has painted the window the first time.
@@ -22,13 +25,22 @@ def main(argv: list[str], on_window: Callable[[MainWindow], Any] | None = None) 
     """The window, on ``argv[0]`` if given. ``on_window`` (bench/startup.py) sees the window
     before its event loop starts."""
     require_display()
-    app = application()
-    document = open_early(argv[0]) if argv else None
+    app = application()  # first: a QProcess made before it never hears from its process
+    early = open_early(argv[0]) if argv else None
     # the panels' modules (~0.4 s) are imported while the worker reads and checks the model
     from deploylens.gui.main_window import MainWindow
+    from deploylens.gui.model_document import ModelDocument
     from deploylens.gui.notifications import install_excepthook
 
+    document = None
+    if early is not None:
+        manager, job = early
+        document = ModelDocument(manager)
+        document.adopt(argv[0], job)
     window = MainWindow(document=document)
+    # what the imports and the window made lives as long as the app: out of the collector's
+    # walks (its first walk of them took 0.04–0.08 s in the middle of the first model's open)
+    gc.freeze()
     install_excepthook(window.notifier)
     window.show()
     if argv and document is None:
@@ -47,11 +59,12 @@ def main(argv: list[str], on_window: Callable[[MainWindow], Any] | None = None) 
     return app.exec()
 
 
-def open_early(path: str) -> ModelDocument | None:
-    """An ONNX model named on the command line starts opening before the window's modules are
-    imported: its worker reads and checks it meanwhile (a 100k-node model's summary came ~0.4 s
-    after the window, now beside it). Anything else (a project, a trace, an engine's JSON, a
-    file that is not there) is opened by the window, which says what is wrong with it."""
+def open_early(path: str) -> tuple[JobManager, WorkerJob] | None:
+    """The inspect job of an ONNX model named on the command line, started before the Qt
+    application and the window's modules: its worker reads and checks the model meanwhile (a
+    100k-node model's summary came ~0.4 s after the window, now beside it). Anything else (a
+    project, a trace, an engine's JSON, a file that is not there): ``None``, and the window
+    opens it and says what is wrong with it."""
     from deploylens.core.errors import UserError
     from deploylens.core.file_kind import ONNX, file_kind
 
@@ -60,11 +73,10 @@ def open_early(path: str) -> ModelDocument | None:
             return None
     except (UserError, OSError):
         return None
+    from deploylens.core.model.request import inspect_request
     from deploylens.gui.job_manager import JobManager
-    from deploylens.gui.model_document import ModelDocument
 
-    document = ModelDocument(JobManager())
-    document.open(path)
-    if document.job is not None:
-        document.job.flush()  # no event loop runs until the window is made
-    return document
+    manager = JobManager()
+    job = manager.submit_request(*inspect_request(Path(path).resolve()))
+    job.flush()  # no event loop runs until the window is made
+    return manager, job

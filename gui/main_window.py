@@ -173,6 +173,7 @@ class MainWindow(QMainWindow):
         self.document.sig_failed.connect(self._on_open_failed)
         self.document.sig_parsed.connect(self._on_parsed)
         self.document.sig_parsed_ahead.connect(self.graph_panel.prepare)
+        self.graph_panel.sig_loaded.connect(self._on_graph_shown)
         self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
         if persist_layout:
             self._restore_layout()
@@ -493,6 +494,12 @@ class MainWindow(QMainWindow):
         if summary.problems:
             self.notifier.user_message("; ".join(summary.problems))
 
+    def _on_graph_shown(self, _scene: object) -> None:
+        """A graph laid out ahead of its summary comes to the front as the summary would have
+        brought it (the start page has done its job)."""
+        if self.front == "Start":
+            self.docks["Graph"].raise_()
+
     def _on_parsed(self, path: str, proto: Any) -> None:
         """The panels that read the protobuf share the document's one parse (a ``ModelProto``;
         the signal carries ``object`` so the window imports no onnx at start)."""
@@ -500,6 +507,8 @@ class MainWindow(QMainWindow):
         self.support_panel.set_model(path, proto)
 
     def _on_open_failed(self, failure: JobFailure) -> None:
+        if self.document.model_path is not None:  # shown from our parse ahead of the summary
+            self.graph_panel.forget(str(self.document.model_path), failure.message)
         self.summary_panel.show_error(failure.message)
         self.statusBar().showMessage("Could not open the model", 5000)
         self.notifier.failure(failure, "Open")

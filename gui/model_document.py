@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Signal
 
 from deploylens.core.errors import ProjectFileError
 from deploylens.core.model.loading import read_model
-from deploylens.core.model.request import InspectRequest
+from deploylens.core.model.request import InspectRequest, inspect_request
 from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX, Project, load_project
 from deploylens.core.worker.client import JobFailure
@@ -72,14 +72,22 @@ class ModelDocument(QObject):
             self.parsed = None  # a parse made ahead of a summary that failed is not shown
             self.sig_failed.emit(failure)
 
-    def _open_model(self, path: Path) -> None:
+    def adopt(self, path: str | Path, job: WorkerJob) -> None:
+        """Open the ONNX model ``path`` whose inspect ``job`` (``inspect_request``) was started
+        before this document existed (``app.open_early``)."""
+        path = Path(path).resolve()
+        self.project = Project(model_path=path)
+        self._open_model(path, job)
+
+    def _open_model(self, path: Path, job: WorkerJob | None = None) -> None:
         if self.job is not None and self.job.active:
             self.job.cancel()
         self.model_path = path
         self.proto = None
         self.opened += 1
         self.sig_loading.emit(str(path))
-        job = self.manager.submit_request(InspectRequest(str(path)), f"Open {path.name}")
+        if job is None:
+            job = self.manager.submit_request(*inspect_request(path))
         self.job = job
         self.summary = None
         self.parsed = None  # this process's parse when it finished before the summary

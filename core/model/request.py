@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from deploylens.core.requests import Request
@@ -19,3 +20,9 @@ class InspectRequest(Request):
     # Its early data (``{PARSED: path}``): the worker has parsed the file and goes on to check
     # and summarize it; the GUI may parse its own copy from then on.
     PARSED: ClassVar[str] = "parsed"
+
+
+def inspect_request(path: Path) -> tuple[InspectRequest, str]:
+    """The job that opens a model in the GUI, and its title in Jobs / Log (``app.open_early``
+    starts it before the document exists)."""
+    return InspectRequest(str(path)), f"Open {path.name}"

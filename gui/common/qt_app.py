@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from PySide6.QtWidgets import QApplication
 
@@ -21,6 +24,24 @@ def gc_on_gui_thread(app: QApplication) -> None:
         app._deploylens_gc = GuiThreadCollector(500)  # type: ignore[attr-defined]
 
 
+@contextmanager
+def collections_paused() -> Iterator[None]:
+    """Around a build that makes millions of short-lived objects and frees them by reference
+    counts (a 100k-node graph's IR): the GUI-thread collector waits for its end instead of
+    walking them half-way (0.08–0.1 s of the 100k-node model's open)."""
+    collector = getattr(QApplication.instance(), "_deploylens_gc", None)
+    if collector is None:
+        yield
+        return
+    with collector.lock:
+        collector.paused += 1
+    try:
+        yield
+    finally:
+        with collector.lock:
+            collector.paused -= 1
+
+
 class GuiThreadCollector:
     """Automatic collection off; every ``interval_ms`` on the GUI thread, each generation whose
     count passed the threshold Python would have used is collected (youngest first, an older
@@ -33,6 +54,8 @@ class GuiThreadCollector:
         from PySide6.QtCore import QTimer
 
         self.threshold = gc.get_threshold()
+        self.paused = 0  # builds running now (``collections_paused``)
+        self.lock = threading.Lock()
         gc.disable()
         self.timer = QTimer()
         self.timer.timeout.connect(self.check)
@@ -41,6 +64,8 @@ class GuiThreadCollector:
     def check(self) -> None:
         import gc
 
+        if self.paused:
+            return
         for generation, (count, limit) in enumerate(
             zip(gc.get_count(), self.threshold, strict=False)
         ):

@@ -6,9 +6,7 @@ initializer statistics come from the worker.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +47,7 @@ from deploylens.core.graph.search import search
 from deploylens.core.model.loading import read_model
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
+from deploylens.gui.common.qt_app import collections_paused
 from deploylens.gui.graph.canvas import GraphCanvas
 from deploylens.gui.graph.export import export_png, export_svg
 from deploylens.gui.graph.legend import Legend
@@ -68,8 +67,9 @@ NO_OVERLAY = "(no overlay)"
 def load_graph(path: str, proto: onnx.ModelProto | None = None) -> GraphScene:
     """Build the IR of the document's parsed model (or parse it: weights stay on disk) and lay
     out the top level."""
-    model = GraphScene(build_model_ir(proto if proto is not None else read_model(path)))
-    model.scene()
+    with collections_paused():
+        model = GraphScene(build_model_ir(proto if proto is not None else read_model(path)))
+        model.scene()
     return model
 
 
@@ -85,7 +85,8 @@ class GraphPanel(QWidget):
         self.jobs = jobs
         self.path: str | None = None
         self.loaded_path = ""
-        self.ahead: tuple[str, Any, Future[GraphScene]] | None = None  # prepare()'s layout
+        self.proto: Any = None  # the parse the graph shown (or being laid out) comes from
+        self.load_task: BackgroundTask | None = None  # the layout of that parse
         self.shapes_job: Any = None  # the worker job inferring the shown model's shapes
         self.pending_overlays: list[tuple[Any, ...]] = []  # asked for while laying out
         self.menu_hooks: list[Any] = []  # callables(QMenu) adding actions (the shell sets them)
@@ -174,9 +175,10 @@ class GraphPanel(QWidget):
     # -- loading ----------
     def expect(self, path: str) -> None:
         """``path`` is being opened and parsed for this view: overlays asked for meanwhile (a
-        validation that ends first) wait for it instead of failing."""
-        if self.ahead is not None and self.ahead[0] != path:
-            self.ahead = None  # laid out ahead for a model that is no longer opening
+        validation that ends first) wait for it instead of failing. A graph of ``path`` that
+        is already shown or being laid out (``prepare`` came first) is kept."""
+        if path == self.path and self.proto is not None:
+            return
         if self.shapes_job is not None and self.shapes_job.active:
             # the shapes of a model no longer shown: its worker (seconds of shape inference on
             # a large model) would take a core from the one being opened
@@ -193,40 +195,32 @@ class GraphPanel(QWidget):
         self.pages.setCurrentWidget(self.empty)
 
     def prepare(self, path: str, proto: onnx.ModelProto) -> None:
-        """Lay ``path`` out ahead of ``load`` — the document has parsed it while the worker
-        still checks it — so that ``load`` of the same parse takes this work instead of starting
-        its own (the 100k-node model's graph waited ~0.8 s for the summary)."""
-        ahead: Future[GraphScene] = Future()
-
-        def work() -> None:
-            try:
-                ahead.set_result(load_graph(path, proto))
-            except Exception as exc:  # handed to ``load``'s task, which reports it
-                ahead.set_exception(exc)
-
-        self.ahead = (path, proto, ahead)
-        threading.Thread(target=work, name="deploylens-graph-ahead", daemon=True).start()
+        """Lay ``path`` out and show it from the document's parse, made while the worker still
+        checks the model: the graph does not wait for the summary (a 100k-node model's
+        checker takes ~0.8 s), and ``load`` of the same parse then has nothing to do."""
+        self.load(path, proto)
 
     def load(self, path: str, proto: onnx.ModelProto | None = None) -> BackgroundTask:
         """Show ``path``; ``proto`` is the open document's parsed model (the shell parses it
-        once for every panel), read here only when none is given."""
+        once for every panel), read here only when none is given. The same parse shown or
+        being laid out already is not laid out again."""
+        if proto is not None and proto is self.proto and path == self.path and self.load_task:
+            return self.load_task
         if path != self.path or self.loaded_path:
+            self.proto = None
             self.expect(path)  # overlays queued since ``expect(path)`` are kept
+        self.proto = proto
         self.empty.setText(f"Laying out {Path(path).name} …")
         self.pages.setCurrentWidget(self.empty)
-        ahead, self.ahead = self.ahead, None
-        if ahead is not None and ahead[0] == path and ahead[1] is proto and proto is not None:
-            future = ahead[2]
-            task = BackgroundTask(future.result, self)
-        else:
-            task = BackgroundTask(lambda: load_graph(path, proto), self)
-        task.sig_done.connect(lambda model: self._on_loaded(path, model))
+        task = BackgroundTask(lambda: load_graph(path, proto), self)
+        task.sig_done.connect(lambda model: self._on_loaded(path, model, task))
         task.sig_failed.connect(self._on_load_failed)
         self.tasks.append(task)
+        self.load_task = task
         return task.start()
 
-    def _on_loaded(self, path: str, model: GraphScene) -> None:
-        if path != self.path:
+    def _on_loaded(self, path: str, model: GraphScene, task: BackgroundTask) -> None:
+        if task is not self.load_task:
             return  # a newer load replaced this one
         self.stack = [(model.ir.title, model)]
         self._show_level(model)
@@ -240,6 +234,18 @@ class GraphPanel(QWidget):
         job.sig_finished.connect(lambda payload: self._on_shapes(model, payload))
         self.shapes_job = job
         self.sig_loaded.emit(model)
+
+    def forget(self, path: str, message: str) -> None:
+        """``path`` could not be opened after all (its summary failed after both parses):
+        its graph, shown or being laid out, goes, and ``message`` says why."""
+        if path != self.path:
+            return
+        self.load_task = None  # a layout still running is not shown
+        self.proto = None
+        self.stack = []
+        self.loaded_path = ""
+        self.empty.setText(f"{Path(path).name} could not be opened:\n{message}")
+        self.pages.setCurrentWidget(self.empty)
 
     def _on_load_failed(self, exc: BaseException, details: str) -> None:
         message = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"

@@ -218,12 +218,12 @@ def test_overlay_asked_for_before_the_parse_waits_for_it(qtbot, make_window, sam
     assert panel.overlays["early"].name == "early"
 
 
-def test_a_graph_laid_out_ahead_is_the_one_load_shows(
+def test_a_graph_laid_out_ahead_is_shown_before_the_summary_and_kept(
     qtbot, make_window, samples: Path, monkeypatch
 ) -> None:
-    """The document's parse, done before the worker's summary, is laid out at once
-    (``prepare``); ``load`` of that same parse shows that work instead of laying it out again,
-    and a load of another parse lays out its own."""
+    """The document's parse, done before the worker's summary, is laid out and shown at once
+    (``prepare``); the summary (``expect``) keeps it, ``load`` of that same parse lays out
+    nothing, a load of another parse lays out its own, and a failed open takes it away."""
     from deploylens.gui.graph import panel as panel_module
 
     calls: list[str] = []
@@ -237,15 +237,18 @@ def test_a_graph_laid_out_ahead_is_the_one_load_shows(
     panel = make_window().graph_panel
     path = str((samples / "small_cnn.dynamo.onnx").resolve())
     proto = onnx.load(path)
-    panel.prepare(path, proto)
-    panel.expect(path)  # the summary arrives meanwhile
     with qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
-        panel.load(path, proto)
-    assert calls == [path] and panel.loaded_path == path and panel.model is not None
-    panel.prepare(path, proto)
+        panel.prepare(path, proto)
+    panel.expect(path)  # the summary arrives after the graph
+    assert panel.pages.currentIndex() == 1 and panel.loaded_path == path
+    panel.load(path, proto)  # the document's sig_parsed, after the summary
+    assert calls == [path] and panel.model is not None
     with qtbot.waitSignal(panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
-        panel.load(path, onnx.load(path))  # another parse: not the one laid out ahead
-    assert calls == [path, path, path] and panel.ahead is None
+        panel.load(path, onnx.load(path))  # another parse: laid out again
+    assert calls == [path, path]
+    panel.forget(path, "the worker died")
+    assert panel.pages.currentWidget() is panel.empty and panel.model is None
+    assert "could not be opened" in panel.empty.text() and "the worker died" in panel.empty.text()
 
 
 def test_opening_another_model_stops_the_last_ones_shapes_job(

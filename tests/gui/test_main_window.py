@@ -514,3 +514,35 @@ def test_a_model_on_the_command_line_opens_before_the_window_and_without_pyqtgra
     assert done.returncode == 0, done.stdout + done.stderr
     assert "jobs ['Open launched.onnx']" in done.stdout
     assert f"loaded {path} False" in done.stdout
+
+
+def test_the_gui_thread_collector_waits_while_a_build_runs(make_window) -> None:
+    """``collections_paused`` around a build that allocates much (a 100k-node graph's IR):
+    the collector's timer skips while it runs and collects as usual after."""
+    import gc
+
+    from deploylens.gui.common.qt_app import application, collections_paused
+
+    make_window()
+    collector = application()._deploylens_gc  # type: ignore[attr-defined]
+    walked: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            walked.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        cycles = []
+        for _ in range(collector.threshold[0] + 10):  # past the youngest generation's threshold
+            box: list = []
+            box.append(box)
+            cycles.append(box)
+        del cycles
+        with collections_paused():
+            collector.check()
+            assert walked == [] and collector.paused == 1
+        collector.check()
+        assert walked and walked[0] == 0 and collector.paused == 0
+    finally:
+        gc.callbacks.remove(seen)
