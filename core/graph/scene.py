@@ -187,12 +187,7 @@ class GraphScene:
             rep_d = np.where(self.node_depth[d] > depth, group_item[deeper[d]], item_of_node[d])
         else:
             rep_s, rep_d = item_of_node[s], item_of_node[d]
-        pairs = (
-            np.unique(np.stack([rep_s, rep_d], axis=1), axis=0)
-            if len(s)
-            else np.zeros((0, 2), dtype=np.int64)
-        )
-        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        pairs = _distinct_pairs(rep_s, rep_d, n)
         layout = layered_layout(n, pairs[:, 0], pairs[:, 1], width, height)
         level = _Level(
             items_node, items_group, width, height, layout, (pairs[:, 0], pairs[:, 1]), children
@@ -387,3 +382,13 @@ class GraphScene:
         if box >= 0 and self.scene().box_kind[box] == BOX_GROUP:
             return int(self.scene().box_ref[box])
         return -1
+
+
+def _distinct_pairs(src: np.ndarray, dst: np.ndarray, items: int) -> np.ndarray:
+    """The distinct (src, dst) item pairs, src ≠ dst, in (src, dst) order: [P, 2]. Edges
+    within one item go first and each pair is one integer (a 100k-node model's 190k edges as
+    rows through ``np.unique(axis=0)`` took 0.07 s of its first view)."""
+    keep = src != dst
+    width = np.int64(items + 1)  # -1 (no item) stays distinct from item 0
+    keys = np.unique((src[keep].astype(np.int64) + 1) * width + (dst[keep] + 1))
+    return np.stack([keys // width - 1, keys % width - 1], axis=1)

@@ -242,3 +242,16 @@ def test_a_name_prefix_key_reads_the_module_path_as_the_node_name_does() -> None
     assert np.array_equal(by_key.parent, by_tuple.parent)
     assert np.array_equal(by_key.node_group, by_tuple.node_group)
     assert np.array_equal(by_key.depth, by_tuple.depth)
+
+
+def test_distinct_item_pairs_are_the_rows_np_unique_gives() -> None:
+    """A level's edges between items, each pair once, self-pairs dropped, in row order: as
+    ``np.unique(axis=0)`` gave them, from random item ids (-1: none) the test makes."""
+    from deploylens.core.graph.scene import _distinct_pairs
+
+    rng = np.random.default_rng(7)
+    for items in (1, 3, 50, 1000):
+        src, dst = rng.integers(-1, items, 4000), rng.integers(-1, items, 4000)
+        rows = np.unique(np.stack([src, dst], axis=1), axis=0)
+        assert np.array_equal(_distinct_pairs(src, dst, items), rows[rows[:, 0] != rows[:, 1]])
+    assert _distinct_pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), 0).shape == (0, 2)
