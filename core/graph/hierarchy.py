@@ -173,8 +173,9 @@ def _chunk(tree: GroupTree, group: int, max_children: int) -> None:
     # items in topological (file) order: nodes by index, subgroups by their first node
     first = np.full(tree.count, np.iinfo(np.int32).max, dtype=np.int64)
     np.minimum.at(first, tree.node_group, np.arange(len(tree.node_group)))
-    for g in range(tree.count - 1, 0, -1):  # propagate first node up the tree
-        first[tree.parent[g]] = min(first[tree.parent[g]], first[g])
+    for level in range(int(tree.depth.max(initial=0)), 0, -1):  # up the tree, a level at once
+        at = np.flatnonzero(tree.depth == level)
+        np.minimum.at(first, tree.parent[at], first[at])
     keys = np.concatenate([members, first[subgroups]])
     is_group = np.concatenate([np.zeros(len(members), bool), np.ones(len(subgroups), bool)])
     ids = np.concatenate([members, subgroups])
