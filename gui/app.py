@@ -27,7 +27,7 @@ def main(argv: list[str], on_window: Callable[[MainWindow], Any] | None = None) 
     require_display()
     app = application()  # first: a QProcess made before it never hears from its process
     early = open_early(argv[0]) if argv else None
-    # the panels' modules (~0.4 s) are imported while the worker reads and checks the model
+    # the panels' modules (~0.3 s) are imported while the worker reads and checks the model
     from deploylens.gui.main_window import MainWindow
     from deploylens.gui.model_document import ModelDocument
     from deploylens.gui.notifications import install_excepthook
@@ -60,9 +60,10 @@ def main(argv: list[str], on_window: Callable[[MainWindow], Any] | None = None) 
 
 
 def open_early(path: str) -> tuple[JobManager, WorkerJob] | None:
-    """The inspect job of an ONNX model named on the command line, started before the Qt
-    application and the window's modules: its worker reads and checks the model meanwhile (a
-    100k-node model's summary came ~0.4 s after the window, now beside it). Anything else (a
+    """The inspect job of an ONNX model named on the command line, started as soon as the Qt
+    application exists and before the window's modules are imported: its worker reads and
+    checks the model meanwhile (a 100k-node model's summary came ~0.4 s after the window, now
+    beside it). Anything else (a
     project, a trace, an engine's JSON, a file that is not there): ``None``, and the window
     opens it and says what is wrong with it."""
     from deploylens.core.errors import UserError

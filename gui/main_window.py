@@ -173,6 +173,7 @@ class MainWindow(QMainWindow):
         self.document.sig_failed.connect(self._on_open_failed)
         self.document.sig_parsed.connect(self._on_parsed)
         self.document.sig_parsed_ahead.connect(self.graph_panel.prepare)
+        self.document.sig_model_failed.connect(self.graph_panel.forget)
         self.graph_panel.sig_loaded.connect(self._on_graph_shown)
         self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
         if persist_layout:
@@ -507,8 +508,6 @@ class MainWindow(QMainWindow):
         self.support_panel.set_model(path, proto)
 
     def _on_open_failed(self, failure: JobFailure) -> None:
-        if self.document.model_path is not None:  # shown from our parse ahead of the summary
-            self.graph_panel.forget(str(self.document.model_path), failure.message)
         self.summary_panel.show_error(failure.message)
         self.statusBar().showMessage("Could not open the model", 5000)
         self.notifier.failure(failure, "Open")

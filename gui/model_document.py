@@ -29,6 +29,9 @@ class ModelDocument(QObject):
     sig_loading = Signal(str)  # path
     sig_opened = Signal(object)  # ModelSummary
     sig_failed = Signal(object)  # JobFailure (or a ProjectFileError wrapped in one)
+    # path, message: the model's own open failed (not a project file that named it) — a graph
+    # shown from the parse ahead of its summary must go
+    sig_model_failed = Signal(str, str)
     # path, onnx.ModelProto — or None when this process could not parse what the worker read:
     # the panels then read it themselves and show their own error
     sig_parsed = Signal(str, object)
@@ -70,6 +73,7 @@ class ModelDocument(QObject):
     def _on_failed(self, job: Any, failure: Any) -> None:
         if job is self.job:  # a newer open replaced it: its failure is not shown
             self.parsed = None  # a parse made ahead of a summary that failed is not shown
+            self.sig_model_failed.emit(str(self.model_path), failure.message)
             self.sig_failed.emit(failure)
 
     def adopt(self, path: str | Path, job: WorkerJob) -> None:

@@ -160,6 +160,28 @@ def test_project_save_and_reopen(qtbot, make_window, samples: Path, tmp_path: Pa
     assert other.document.summary.path == str(samples / "asinh.dynamo.onnx")
 
 
+def test_a_broken_project_keeps_the_model_shown_and_a_failed_open_takes_its_graph(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    """The graph shows a model from the GUI's parse before its summary: a project file that
+    fails to load names no model and leaves the shown one alone; the model's own failed open
+    (its worker's failure) takes the graph laid out from it away."""
+    from deploylens.core.worker.client import JobFailure
+
+    window = make_window()
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        window.open_path(samples / "asinh.dynamo.onnx")
+    broken = tmp_path / "broken.deploylens.toml"
+    broken.write_text("this is [not toml")
+    with qtbot.waitSignal(window.document.sig_failed, timeout=JOB_TIMEOUT_MS):
+        window.open_path(broken)
+    assert window.graph_panel.model is not None and window.graph_panel.pages.currentIndex() == 1
+    document = window.document
+    document._on_failed(document.job, JobFailure("crash", "the worker died"))  # its own job
+    assert window.graph_panel.model is None
+    assert "the worker died" in window.graph_panel.empty.text()
+
+
 def test_window_layout_is_persisted(make_window) -> None:
     first = make_window()
     first.docks["Timeline"].hide()
