@@ -1,6 +1,6 @@
 """A pyqtgraph plot made on first use. pyqtgraph costs 0.2–0.3 s to import — a third of the
 window's start — and only the Timeline's histogram, the sweep view and the sensitivity curve
-plot with it: the window opens without it, and a plot is made when it is first shown or
+plot with it: the window opens without it, and a plot is made when it is first painted or
 filled."""
 
 from __future__ import annotations
@@ -47,5 +47,5 @@ class LazyPlot(QWidget):
         """Seen: its axes and labels come, as an empty plot (filled when data comes). Not on
         ``showEvent``: a dock tabbed behind another is shown, only never painted."""
         super().paintEvent(event)
-        if self._plot is None:
-            QTimer.singleShot(0, lambda: self.plot)
+        if self._plot is None:  # not while painting; never once this widget is gone
+            QTimer.singleShot(0, self, lambda: self.plot)

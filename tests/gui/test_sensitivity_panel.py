@@ -46,3 +46,15 @@ def test_sensitivity_ranks_paints_plots_and_builds(
     panel.build_button.click()
     qtbot.waitUntil(lambda: panel.banner.text().startswith("Built"), timeout=JOB_TIMEOUT_MS)
     assert "TensorRT-RTX" in panel.banner.text() and "sm89" in panel.banner.text()
+
+
+def test_the_plot_is_made_when_its_panel_is_first_painted(qtbot, make_window) -> None:
+    """pyqtgraph comes with the first plot (``LazyPlot``): a dock tabbed behind another is
+    shown but never painted, so its plot waits until the dock comes to the front."""
+    window = make_window(persist_layout=False)
+    qtbot.wait(50)
+    box = window.sensitivity_panel.plot_box
+    assert not box.built and window.sensitivity_panel.curve is None
+    window.docks["Sensitivity"].raise_()
+    qtbot.waitUntil(lambda: box.built, timeout=5000)
+    assert window.sensitivity_panel.curve is not None and box.plot.parent() is box
