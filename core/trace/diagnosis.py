@@ -99,7 +99,8 @@ def _judged(m: dict[str, Any], share: float) -> str:
 
 
 def measures(trace: Trace) -> dict[str, Any]:
-    """The numbers the patterns are judged by (all from the trace's own events)."""
+    """The numbers the patterns are judged by: the trace's own events, and the span of the same
+    iterations without the profiler where the capture timed it (``_judged_span``)."""
     gpu_kinds = (KIND["kernel"], KIND["memcpy_h2d"], KIND["memcpy_d2h"], KIND["memcpy_d2d"],
                  KIND["memset"], KIND["memcpy_p2p"], KIND["memcpy"])  # fmt: skip
     gpu = member(trace.kind, gpu_kinds)
