@@ -103,19 +103,6 @@ def name_prefix_key(prefix: str) -> str:
     return "".join("/" + part for part in path_from_node_name(prefix + "/"))
 
 
-def build_group_tree(
-    paths: Sequence[tuple[str, ...]],
-    max_children: int = MAX_CHILDREN,
-    node_path: Sequence[int] | None = None,
-) -> GroupTree:
-    """Groups of nodes by module path: one path per node, or with ``node_path`` each node's
-    index into ``paths`` (a path shared by many nodes is then looked at once)."""
-    if node_path is None:  # one path per node: each distinct one once, and an index per node
-        where = {path: i for i, path in enumerate(dict.fromkeys(paths))}
-        node_path, paths = [where[path] for path in paths], list(where)
-    return tree_from_keys([path_key(path) for path in paths], node_path, SEP, max_children)
-
-
 def tree_from_keys(
     keys: Sequence[str], node_key: Sequence[int], sep: str, max_children: int = MAX_CHILDREN
 ) -> GroupTree:

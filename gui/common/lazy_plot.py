@@ -1,7 +1,7 @@
 """A pyqtgraph plot made on first use. pyqtgraph costs 0.2–0.3 s to import — a third of the
-window's start — and only the Timeline's histogram, the sweep view and the sensitivity curve
-plot with it: the window opens without it, and a plot is made when it is first painted or
-filled."""
+window's start — and only the Timeline's histogram, the sweep view, the sensitivity curve and
+the validation's error-vs-depth plot use it: the window opens without it, and a plot is made
+when it is first painted or filled."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ class SensitivityPanel(QWidget):
         self.curve: Any = None  # the plot's items, made with it (``_plot_items``)
         self.budget_line: Any = None
         self.chosen: Any = None
-        self.plot_box = LazyPlot(self._plot_items)  # pyqtgraph: imported when first shown
+        self.plot_box = LazyPlot(self._plot_items)  # pyqtgraph: imported when first painted
         self._build()
 
     def _plot_items(self, pg: Any, plot: Any) -> None:
@@ -114,11 +114,6 @@ class SensitivityPanel(QWidget):
         plot.addItem(self.budget_line)
         self.chosen = pg.ScatterPlotItem(size=14, pen=pg.mkPen("#2ca02c", width=2), brush=None)
         plot.addItem(self.chosen)
-
-    @property
-    def plot(self) -> Any:
-        """The error-vs-kept plot (made on first use: see ``LazyPlot``)."""
-        return self.plot_box.plot
 
     def _build(self) -> None:
         form = QFormLayout()
@@ -285,7 +280,7 @@ class SensitivityPanel(QWidget):
         fit_columns(self.table, stretch=1)
         kept = [p.kept for p in report.curve]
         values = [_metric(p.score, metric) or 0.0 for p in report.curve]
-        plot = self.plot  # made now if never shown: its items are set up with it
+        plot = self.plot_box.plot  # made now if never painted: its items come with it
         self.curve.setData(kept, values)
         step = max(1, (max(kept, default=0) + 9) // 10)  # whole layers: no "0.2 layers" tick
         plot.getAxis("bottom").setTickSpacing(major=step, minor=step)

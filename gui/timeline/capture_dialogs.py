@@ -163,7 +163,7 @@ class SweepView(QWidget):
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.cellDoubleClicked.connect(lambda row, _: self._open(row))
         self.scatter: Any = None  # made with the plot (``_plot_items``)
-        self.plot_box = LazyPlot(self._plot_items)  # pyqtgraph: imported when first shown
+        self.plot_box = LazyPlot(self._plot_items)  # pyqtgraph: imported when first painted
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.plot_box)
@@ -177,11 +177,6 @@ class SweepView(QWidget):
         self.scatter = pg.ScatterPlotItem(size=11)
         self.scatter.sigClicked.connect(self._on_point)
         plot.addItem(self.scatter)
-
-    @property
-    def plot(self) -> Any:
-        """The throughput-vs-latency plot (made on first use: see ``LazyPlot``)."""
-        return self.plot_box.plot
 
     def start(self) -> None:
         """A sweep was submitted: empty table, rows arrive as points finish (``add_point``)."""
@@ -208,9 +203,9 @@ class SweepView(QWidget):
         self._fill()
 
     def _fill(self) -> None:
-        import pyqtgraph as pg  # imported by ``self.plot`` below, if not before
+        import pyqtgraph as pg  # imported by the plot below, if not before
 
-        _ = self.plot  # the scatter is made with it
+        _ = self.plot_box.plot  # the scatter is made with it
         self.table.setRowCount(len(self.points))
         spots = []
         for row, point in enumerate(self.points):

@@ -455,11 +455,6 @@ class TimelinePanel(QWidget):
         name = self.kernels.item(rows[0].row(), 0).text()
         self.show_distribution(name)
 
-    @property
-    def histogram(self) -> Any:
-        """The kernel-duration plot (made on first use: see ``LazyPlot``)."""
-        return self.histogram_box.plot
-
     def show_distribution(self, name: str) -> np.ndarray:
         """Histogram of one kernel's (or node's) durations."""
         assert self.trace is not None
@@ -469,15 +464,14 @@ class TimelinePanel(QWidget):
         name_id = trace.names.index(name)
         mask = (trace.name == name_id) & member(trace.kind, (KIND["kernel"], KIND["ort_node"]))
         durations = trace.dur[mask].astype(np.float64) / 1e9
-        self.histogram.clear()
+        plot = self.histogram_box.plot  # made now if its tab was never painted
+        plot.clear()
         if durations.size:
             counts, edges = np.histogram(durations, bins=min(60, max(durations.size // 3, 5)))
-            self.histogram.plot(
-                edges, counts, stepMode="center", fillLevel=0, brush=(66, 133, 244, 120)
-            )
-            self.histogram.setTitle(f"{name[:60]} — {durations.size:,} launches")
-            self.histogram.enableAutoRange()
-            self.histogram.autoRange()  # a new kernel's durations are another scale
+            plot.plot(edges, counts, stepMode="center", fillLevel=0, brush=(66, 133, 244, 120))
+            plot.setTitle(f"{name[:60]} — {durations.size:,} launches")
+            plot.enableAutoRange()
+            plot.autoRange()  # a new kernel's durations are another scale
         return counts if durations.size else np.zeros(0)
 
     def _fill_kernels(self, rows: list[KernelRow]) -> None:

@@ -49,6 +49,7 @@ from deploylens.core.validate.tolerances import (
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.copy_request import CopyRequestButton
+from deploylens.gui.common.lazy_plot import LazyPlot
 from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
@@ -75,7 +76,6 @@ class ValidatePanel(QWidget):
         self.ran: ValidateRequest | None = None  # what made the result: what a project keeps
         self.result_path: Path | None = None
         self.job: Any = None
-        self.plot: Any = None
         self.torch_spec = QLineEdit()
         self.torch_spec.setPlaceholderText(
             "reference model: torchvision:resnet18, sample:NAME, FILE.py:factory, MODEL.pt2 — "
@@ -158,9 +158,7 @@ class ValidatePanel(QWidget):
         self.unmapped = QTableWidget(0, 2)
         self.unmapped.setHorizontalHeaderLabels(["Module call", "Why it is not compared"])
         self.unmapped.horizontalHeader().setStretchLastSection(True)
-        self.plot_host = QWidget()
-        self.plot_host.setLayout(QVBoxLayout())
-        self.plot_host.layout().setContentsMargins(0, 0, 0, 0)
+        self.plot_box = LazyPlot(_error_axes)  # pyqtgraph: imported when first painted
         self._build()
 
     def _build(self) -> None:
@@ -199,7 +197,7 @@ class ValidatePanel(QWidget):
         buttons.addStretch()
         tabs = QTabWidget()
         tabs.addTab(self.layers, "Layers")
-        tabs.addTab(self.plot_host, "Error vs depth")
+        tabs.addTab(self.plot_box, "Error vs depth")
         tabs.addTab(self.outputs, "Outputs")
         tabs.addTab(self.unmapped, "Unmapped")
         self.tabs = tabs
@@ -432,24 +430,16 @@ class ValidatePanel(QWidget):
         """Rel L2 error against topological position (log scale, decades on the axis — not a
         "×1e-09" factor), the limit a layer passes under as a dashed line, the first divergence
         marked."""
-        import pyqtgraph as pg  # ~200 ms to import: only once there is something to plot
+        plot = self.plot_box.plot  # made now if its tab was never painted
+        import pyqtgraph as pg  # imported with the plot
 
-        if self.plot is None:
-            self.plot = pg.PlotWidget(background="w")
-            self.plot.setLogMode(y=True)
-            self.plot.setLabel("bottom", "node position (topological)")
-            self.plot.setLabel("left", "rel L2 error")
-            self.plot.getAxis("left").enableAutoSIPrefix(False)
-            self.plot.getAxis("bottom").enableAutoSIPrefix(False)
-            self.plot.showGrid(x=True, y=True, alpha=0.3)
-            self.plot_host.layout().addWidget(self.plot)
-        self.plot.clear()
+        plot.clear()
         dashed = pg.mkPen("#d62728", width=1, style=Qt.PenStyle.DashLine)
         self.limit_line = pg.InfiniteLine(
             math.log10(limit), angle=0, pen=dashed, label=f"limit {limit:g}",
             labelOpts={"position": 0.05, "color": "#d62728"},
         )  # fmt: skip
-        self.plot.addItem(self.limit_line)
+        plot.addItem(self.limit_line)
         points = [
             (layer.index, max(layer.rel_l2, 1e-12))
             for layer in lw.layers
@@ -457,11 +447,11 @@ class ValidatePanel(QWidget):
         ]
         if points:
             xs, ys = zip(*points, strict=True)
-            self.plot.plot(list(xs), list(ys), pen=pg.mkPen("#1f77b4", width=2), symbol="o",
-                           symbolSize=5, symbolBrush="#1f77b4")  # fmt: skip
+            plot.plot(list(xs), list(ys), pen=pg.mkPen("#1f77b4", width=2), symbol="o",
+                      symbolSize=5, symbolBrush="#1f77b4")  # fmt: skip
         first = lw.first_diverging
         if first is not None:
-            self.plot.addItem(pg.InfiniteLine(first.index, pen=pg.mkPen("#d62728", width=2)))
+            plot.addItem(pg.InfiniteLine(first.index, pen=pg.mkPen("#d62728", width=2)))
         self.plot_points = points
 
     def _on_layer_clicked(self, index: Any) -> None:
@@ -500,3 +490,13 @@ class ValidatePanel(QWidget):
         if path.suffix.lower() == ".csv":
             return save_csv(self.result, path)
         return save_result(self.result, path)
+
+
+def _error_axes(_pg: Any, plot: Any) -> None:
+    """Rel L2 error on a log axis with decades, not a "×1e-09" factor."""
+    plot.setLogMode(y=True)
+    plot.setLabel("bottom", "node position (topological)")
+    plot.setLabel("left", "rel L2 error")
+    plot.getAxis("left").enableAutoSIPrefix(False)
+    plot.getAxis("bottom").enableAutoSIPrefix(False)
+    plot.showGrid(x=True, y=True, alpha=0.3)

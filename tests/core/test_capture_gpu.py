@@ -14,18 +14,28 @@ import pytest
 from deploylens.core.trace.capture import CaptureSettings, capture_torch
 
 
-def copy_hidden_by_intervals(trace_file: Path) -> float:
-    """Share of memcpy time during which some kernel runs, from the Kineto JSON directly."""
+def intervals(trace_file: Path, *categories: str) -> list[tuple[float, float]]:
+    """(start, end) in µs of the events of ``categories``, from the Kineto JSON directly."""
     events = json.loads(trace_file.read_text())["traceEvents"]
-    kernels = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "kernel")
-    copies = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "gpu_memcpy"]
-    merged: list[list[float]] = []
-    for a, b in kernels:
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
+    return [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in categories]
+
+
+def merged(spans: list[tuple[float, float]]) -> list[list[float]]:
+    """The union of ``spans`` as disjoint intervals, in order."""
+    out: list[list[float]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
         else:
-            merged.append([a, b])
-    hidden = sum(max(0.0, min(b, d) - max(a, c)) for a, b in copies for c, d in merged)
+            out.append([a, b])
+    return out
+
+
+def copy_hidden_by_intervals(trace_file: Path) -> float:
+    """Share of memcpy time during which some kernel runs."""
+    copies = intervals(trace_file, "gpu_memcpy")
+    kernels = merged(intervals(trace_file, "kernel"))
+    hidden = sum(max(0.0, min(b, d) - max(a, c)) for a, b in copies for c, d in kernels)
     return hidden / sum(b - a for a, b in copies)
 
 
@@ -97,16 +107,8 @@ def test_the_diagnosis_of_eager_batch_32_agrees_with_the_gpu_without_the_profile
     path = tmp_path / "serial.json"
     settings = CaptureSettings(iterations=20, mode="serial", batch=32, streams=1)
     result = capture_torch(module, torch.rand(1, 3, 224, 224), str(path), settings, device="cuda")
-    events = json.loads(path.read_text())["traceEvents"]
-    gpu = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                 if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))  # fmt: skip
-    merged: list[list[float]] = []
-    for a, b in gpu:
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    busy = sum(b - a for a, b in merged) / (1e3 * (result.gpu_span_ms or float("inf")))
+    gpu = merged(intervals(path, "kernel", "gpu_memcpy", "gpu_memset"))
+    busy = sum(b - a for a, b in gpu) / (1e3 * (result.gpu_span_ms or float("inf")))
     found = diagnosis(load_trace(path))
     assert found.measures["unprofiled"] == 1.0, found.measures
     assert found.measures["idle_percent"] == pytest.approx(100 * max(1 - busy, 0), abs=5)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from deploylens.core.graph.hierarchy import build_group_tree, parse_name_scopes
+from deploylens.core.graph.hierarchy import SEP, parse_name_scopes, path_key, tree_from_keys
 from deploylens.core.graph.ir import (
     GRAPH_INPUT,
     GRAPH_OUTPUT,
@@ -61,7 +61,7 @@ def test_flat_graph_and_level_cap() -> None:
 
 def test_level_cap_with_subgroups() -> None:
     paths = [(f"m{i}",) for i in range(2600)] + [()] * 10
-    tree = build_group_tree(paths, max_children=1000)
+    tree = tree_from_keys([path_key(p) for p in paths], range(len(paths)), SEP, max_children=1000)
     children = np.bincount(tree.parent[1:], minlength=tree.count) + np.bincount(
         tree.node_group, minlength=tree.count
     )
@@ -217,7 +217,8 @@ def test_group_tree_from_shared_paths_equals_one_path_per_node() -> None:
     per_node = [("a", "b"), (), ("a",), ("c", "d", "e"), ("a", "b"), ("c",)]
     shared = [("c", "d", "e"), ("a", "b"), (), ("a",), ("c",)]
     index = [1, 2, 3, 0, 1, 4]
-    one, two = build_group_tree(per_node), build_group_tree(shared, node_path=index)
+    one = tree_from_keys([path_key(p) for p in per_node], range(len(per_node)), SEP)
+    two = tree_from_keys([path_key(p) for p in shared], index, SEP)
     assert one.name == two.name and one.path == two.path
     assert np.array_equal(one.parent, two.parent) and np.array_equal(one.node_group, two.node_group)
 
@@ -225,7 +226,7 @@ def test_group_tree_from_shared_paths_equals_one_path_per_node() -> None:
 def test_a_name_prefix_key_reads_the_module_path_as_the_node_name_does() -> None:
     """The clean prefix is its own key (no tuple per prefix); every other one goes through
     ``path_from_node_name`` — empty parts, a part over 512 characters, over 256 levels."""
-    from deploylens.core.graph.hierarchy import name_prefix_key, path_from_node_name, tree_from_keys
+    from deploylens.core.graph.hierarchy import name_prefix_key, path_from_node_name
 
     prefixes = ["/a/b", "/a//b", "a/b", "/", "", "/a/b/", "/x" * 300, "/" + "p" * 600 + "/q",
                 "/layers.0/attn", "//lead"]  # fmt: skip
@@ -237,7 +238,7 @@ def test_a_name_prefix_key_reads_the_module_path_as_the_node_name_does() -> None
     keys = [name_prefix_key(prefix) for prefix in prefixes]
     node_key = [3, 0, 1, 6, 2, 8, 0, 9, 7, 4, 5]
     by_key = tree_from_keys(keys, node_key, "/")
-    by_tuple = build_group_tree(paths, node_path=node_key)
+    by_tuple = tree_from_keys([path_key(path) for path in paths], node_key, SEP)
     assert by_key.path == by_tuple.path and by_key.name == by_tuple.name
     assert np.array_equal(by_key.parent, by_tuple.parent)
     assert np.array_equal(by_key.node_group, by_tuple.node_group)

@@ -35,7 +35,7 @@ def test_sensitivity_ranks_paints_plots_and_builds(
     assert panel.table.item(0, 0).text() == "1"  # ranked, most sensitive first
     xs, _ = panel.curve.getData()
     assert xs[0] == 0 and panel.budget_line.value() == 0.05
-    axis = panel.plot.getAxis("bottom")
+    axis = panel.plot_box.plot.getAxis("bottom")
     ticks = [v for level in axis.tickValues(*axis.range, axis.width() or 400) for v in level[1]]
     assert ticks and all(float(v).is_integer() for v in ticks)  # whole layers only
     graph = window.graph_panel

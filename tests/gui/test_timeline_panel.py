@@ -301,10 +301,10 @@ def test_the_kernel_table_and_histogram_start_on_the_heaviest_kernel(qtbot, tmp_
     totals = [float(panel.kernels.item(r, 2).text()) for r in range(panel.kernels.rowCount())]
     assert totals == sorted(totals, reverse=True)  # not by name descending
     heaviest = panel.kernels.item(0, 0).text()
-    assert panel.histogram.plotItem.titleLabel.text.startswith(heaviest[:20])
-    (curve,) = panel.histogram.plotItem.listDataItems()
+    assert panel.histogram_box.plot.plotItem.titleLabel.text.startswith(heaviest[:20])
+    (curve,) = panel.histogram_box.plot.plotItem.listDataItems()
     xs, ys = curve.getData()
-    (x0, x1), (_, y1) = panel.histogram.plotItem.viewRange()
+    (x0, x1), (_, y1) = panel.histogram_box.plot.plotItem.viewRange()
     assert ys.max() > 0 and x0 <= xs.min() and xs.max() <= x1 and y1 >= ys.max()  # in view
 
 

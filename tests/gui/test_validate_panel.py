@@ -58,11 +58,11 @@ def test_broken_model_first_divergence_table_graph_and_project(
     overlay = graph.overlays[OVERLAY_NAME]
     assert graph.overlay_box.currentText() == OVERLAY_NAME and overlay.log_scale
     assert overlay.value_range()[1] > 1e-3
-    assert panel.plot is not None and len(panel.plot_points) == panel.layers_model.rowCount()
+    assert panel.plot_box.built and len(panel.plot_points) == panel.layers_model.rowCount()
     # the plot shows the limit a layer passes under and decades on its axis, not "×1e-09"
     limit = 10 ** panel.limit_line.value()
     assert limit == pytest.approx(Tolerances().rel_l2_for(""))
-    assert not panel.plot.getAxis("left").autoSIPrefix
+    assert not panel.plot_box.plot.getAxis("left").autoSIPrefix
     assert any(y > limit for _, y in panel.plot_points)  # the perturbed layers are above it
     # The project remembers the settings and the result; a re-open shows it again.
     assert panel.export_to(tmp_path / "layers.csv").read_text().startswith("index,node")
