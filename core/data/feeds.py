@@ -25,18 +25,18 @@ ORT_DTYPES = {
 
 
 def make_feeds(
-    sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
+    sess: Any, npz: str = "", seed: int = 0, preprocess: str = "", model: Any = None
 ) -> dict[str, np.ndarray]:
     """The first batch of ``feed_batches`` (layer-wise comparison, profiling)."""
-    return next(feed_batches(sess, npz, seed, preprocess))
+    return next(feed_batches(sess, npz, seed, preprocess, model))
 
 
 def feed_batches(
-    sess: Any, npz: str = "", seed: int = 0, preprocess: str = ""
+    sess: Any, npz: str = "", seed: int = 0, preprocess: str = "", model: Any = None
 ) -> Iterator[dict[str, np.ndarray]]:
     """Inputs batch by batch: every batch of a data folder (images with a preprocessing spec, or
     arrays), the one batch of an ``.npz`` (no pickles), or one seeded random batch matching the
-    model's inputs."""
+    model's inputs (``model``: its ModelProto, whose embeddings bound integer ids)."""
     metas = sess.get_inputs()
     if npz and Path(npz).is_dir():
         from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
@@ -62,8 +62,16 @@ def feed_batches(
         for part in _per_batch(arrays, metas, Path(npz).name):
             yield fitted_feeds(part, metas, Path(npz).name)
         return
+    yield random_feeds(metas, seed, integer_ranges(model, metas))
+
+
+def random_feeds(
+    metas: list[Any], seed: int, ranges: dict[str, tuple[int, int, str]]
+) -> dict[str, np.ndarray]:
+    """One seeded batch shaped from the model's inputs (a free dimension is 1): floats uniform
+    in [-1, 1], integers in the range ``integer_ranges`` gives them, booleans 0/1."""
     rng = np.random.default_rng(seed)
-    feeds = {}
+    feeds: dict[str, np.ndarray] = {}
     for meta in metas:
         dtype = ORT_DTYPES.get(meta.type)
         if dtype is None:
@@ -74,8 +82,78 @@ def feed_batches(
         elif dtype is np.bool_:
             feeds[meta.name] = rng.integers(0, 2, shape).astype(bool)
         else:
-            feeds[meta.name] = rng.integers(0, 10, shape).astype(dtype)
-    yield feeds
+            low, high, _ = ranges.get(meta.name, DEFAULT_INTEGERS)
+            feeds[meta.name] = rng.integers(low, high + 1, shape).astype(dtype)
+    return feeds
+
+
+DEFAULT_INTEGERS = (0, 9, "")
+
+
+def integer_ranges(model: Any, metas: list[Any]) -> dict[str, tuple[int, int, str]]:
+    """What each integer input holds, by its meaning: ids index an embedding (a Gather whose
+    table is a weight — [0, rows − 1], the vocabulary), a mask is all ones, token types 0;
+    else [0, 9]. Each with the words that say so."""
+    tables = _gathered_rows(model) if model is not None else {}
+    ranges: dict[str, tuple[int, int, str]] = {}
+    for meta in metas:
+        dtype = ORT_DTYPES.get(meta.type)
+        if dtype is None or not np.issubdtype(dtype, np.integer):
+            continue
+        name = meta.name.lower()
+        if meta.name in tables:
+            rows = tables[meta.name]
+            ranges[meta.name] = (0, rows - 1, f"the {rows} rows of the embedding it indexes")
+        elif "mask" in name:
+            ranges[meta.name] = (1, 1, "a mask")
+        elif "type" in name or "segment" in name:
+            ranges[meta.name] = (0, 0, "token types")
+    return ranges
+
+
+def _gathered_rows(model: Any) -> dict[str, int]:
+    """Graph inputs used as Gather indices into a weight (directly or through a Cast,
+    Reshape, Unsqueeze or Flatten): the weight's row count."""
+    graph = model.graph
+    weights = {t.name: list(t.dims) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output and node.attribute:
+            value = node.attribute[0]
+            if value.HasField("t"):
+                weights[node.output[0]] = list(value.t.dims)
+    passthrough = ("Cast", "Reshape", "Unsqueeze", "Flatten", "Squeeze")
+    origin = {i.name: i.name for i in graph.input}
+    rows: dict[str, int] = {}
+    for node in graph.node:
+        if node.op_type in passthrough and node.input and node.input[0] in origin:
+            for out in node.output:
+                origin[out] = origin[node.input[0]]
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in origin:
+            table = weights.get(node.input[0])
+            axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+            if table and axis == 0 and table[0] > 0:
+                source = origin[node.input[1]]
+                rows[source] = min(rows.get(source, table[0]), table[0])
+    return rows
+
+
+def random_sentence(metas: list[Any], seed: int, model: Any = None) -> str:
+    """What ``random_feeds`` drew, input by input (the report's "inputs used" line)."""
+    ranges = integer_ranges(model, metas) if model is not None else {}
+    parts = []
+    for meta in metas:
+        dtype = ORT_DTYPES.get(meta.type)
+        if dtype is None:
+            continue
+        if np.issubdtype(dtype, np.floating):
+            parts.append(f"{meta.name} uniform in [-1, 1]")
+        elif dtype is np.bool_:
+            parts.append(f"{meta.name} random booleans")
+        else:
+            low, high, why = ranges.get(meta.name, DEFAULT_INTEGERS)
+            span = f"all {low}" if low == high else f"integers in [{low}, {high}]"
+            parts.append(f"{meta.name} {span}" + (f" ({why})" if why else ""))
+    return f"one batch of seeded random inputs (seed {seed}): " + "; ".join(parts)
 
 
 def _per_batch(

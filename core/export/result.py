@@ -12,6 +12,7 @@ from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.settings import ExportSettings
 from deploylens.core.pytorch.source import ModelSource
 from deploylens.core.results import Result, Verdict
+from deploylens.core.validate.result import EXIT_INCONCLUSIVE
 from deploylens.core.validate.tolerances import Tolerances
 
 
@@ -27,6 +28,8 @@ class OrtSmoke:
     tolerances: Tolerances | None = None
     outputs: int = 0
     via: str = ""  # how custom ops ran (plugins' reference implementations)
+    inconclusive: list[str] = field(default_factory=list)  # outputs with nothing to compare
+    notes: list[str] = field(default_factory=list)  # how outputs were paired (detection sets)
 
 
 @dataclass
@@ -69,10 +72,16 @@ class ExportResult(Result):
             return Verdict(
                 f"{written}, but ONNX Runtime's smoke test did not run: {reason}.", "warn", 0
             )
-        if not ort.agrees:
+        if ort.disagreements or (not ort.agrees and not ort.inconclusive):
             first = (ort.disagreements or ["outside the tolerances"])[0]
             return Verdict(
                 f"{written}, but ONNX Runtime's outputs DIFFER from PyTorch's: {first}.", "fail", 1
+            )
+        if ort.inconclusive:
+            return Verdict(
+                f"{written}; ONNX Runtime's check is INCONCLUSIVE: {ort.inconclusive[0]}.",
+                "warn",
+                EXIT_INCONCLUSIVE,
             )
         worst = ort.max_abs_diff
         how = f" (max |Δ| {worst:.3g})" if worst is not None else ""
@@ -100,6 +109,14 @@ class ExportResult(Result):
                 f"✗ {finding.operator or finding.kind}: {finding.message}"
                 + (f"\n    called from {where}" if where else "")
             )
+            if finding.other_exporter:
+                other = "torchscript" if exporter == "dynamo" else "dynamo"
+                said = (
+                    "exports this model"
+                    if finding.other_exporter == "exports"
+                    else f"fails too: {finding.other_exporter}"
+                )
+                lines.append(f"    the {other} exporter, tried on the same model: {said}")
             for fix in finding.fixes:
                 lines.append(f"    {fix.step}. [{fix.rung}] {fix.title}")
                 if show_code and fix.code:
@@ -111,9 +128,12 @@ def smoke_text(ort: OrtSmoke | None) -> str:
     if ort is None or not ort.ok:
         return f"not run: {ort.reason if ort else 'the checker stopped first'}"
     worst = ort.max_abs_diff
+    if ort.inconclusive and not ort.disagreements:
+        return "inconclusive" + "".join(f"\n    ? {d}" for d in ort.inconclusive)
     return (
         ("agrees with torch" if ort.agrees else "DIFFERS from torch")
         + (f", max |Δ| {worst:.3g}" if worst is not None else "")
         + (f" ({ort.via})" if ort.via else "")
         + "".join(f"\n    ✗ {d}" for d in ort.disagreements)
+        + "".join(f"\n    note: {n}" for n in ort.notes)
     )

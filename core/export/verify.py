@@ -14,7 +14,7 @@ from deploylens.core.export.result import ExportResult, OrtSmoke
 from deploylens.core.model.domains import domain_name
 from deploylens.core.ort_session import plugin_session
 from deploylens.core.plugin_api import OpPlugin
-from deploylens.core.pytorch.outputs import to_numpy_list
+from deploylens.core.pytorch.outputs import flatten, to_numpy_list
 
 DYNAMO_MIN_OPSET = 18
 
@@ -74,49 +74,54 @@ def _ort_smoke(
 
     try:
         session, via = plugin_session(path, plugins, custom=custom)
-        names = [i.name for i in session.get_inputs()]
-        feeds = {name: array for name, array in zip(names, to_numpy_list(inputs), strict=False)}
+        feeds = _feeds(session, inputs, input_names)
         got = session.run(None, feeds)
     except UserError as exc:
         return OrtSmoke(False, exc.message)
     except Exception as exc:
         return OrtSmoke(False, str(exc).strip().splitlines()[0][:300])
-    want = to_numpy_list(expected)
     names = [o.name for o in session.get_outputs()]
-    smoke = agreement(names, list(got), want)
+    smoke = agreement(names, list(got), flatten(expected))
     smoke.outputs, smoke.via = len(got), via
     return smoke
 
 
-def agreement(names: list[str], got: list[Any], want: list[Any]) -> OrtSmoke:
-    """Whether ONNX Runtime's outputs are PyTorch's, judged as Validate judges them (element
-    tolerances and the scale-aware rel L2, ``validate.compare``): the smoke test said "ok" for
-    any difference at all, and a NaN or a shape mismatch hid behind ``max``."""
-    from deploylens.core.validate.compare import compare, judge_scale
+def _feeds(session: Any, inputs: tuple[Any, ...], input_names: list[str]) -> dict[str, Any]:
+    """The export's example inputs by the ONNX file's input names: by the names given to the
+    exporter where the file kept them (an exporter drops inputs the graph never reads), else
+    by position."""
+    arrays = to_numpy_list(inputs)
+    given = dict(zip(input_names, arrays, strict=False))
+    names = [i.name for i in session.get_inputs()]
+    if all(name in given for name in names):
+        return {name: given[name] for name in names}
+    return dict(zip(names, arrays, strict=False))
+
+
+def agreement(names: list[str], got: list[Any], want: list[tuple[str, Any]]) -> OrtSmoke:
+    """Whether ONNX Runtime's outputs are PyTorch's, judged as Validate judges them: outputs
+    paired by name or position, detections as sets, element tolerances and the scale-aware
+    rel L2 (``validate.pairing``) — one function, so an export and a validation of the same
+    model cannot disagree."""
+    from deploylens.core.validate.pairing import OutputsComparator
     from deploylens.core.validate.tolerances import Tolerances
 
     tolerances = Tolerances()
-    problems: list[str] = []
-    diffs: list[float] = []
-    if len(got) != len(want):
-        problems.append(f"{len(got)} outputs where PyTorch gave {len(want)}")
-    for name, g, w in zip(names, got, want, strict=False):
-        g, w = np.asarray(g), np.asarray(w)
-        if g.shape != w.shape:
-            problems.append(f"{name}: shape {list(g.shape)} where PyTorch gave {list(w.shape)}")
-            continue
-        if not g.size:
-            continue
-        c = compare(name, g.astype(np.float64), w.astype(np.float64), tolerances)
-        judge_scale(c, tolerances)
-        diffs.append(c.max_abs)
-        if not c.passed:
-            problems.append(f"{name}: {c.reason or 'outside the tolerances'}")
+    outputs = OutputsComparator(names, tolerances)
+    outputs.add(got, [(path, np.asarray(value)) for path, value in want])
+    results = outputs.results()
+    problems = [f"{c.name}: {c.reason or 'outside the tolerances'}" for c in results
+                if not c.passed and not c.inconclusive]  # fmt: skip
+    problems += outputs.structure_problems()
+    inconclusive = [c for c in results if c.inconclusive]
+    diffs = [c.max_abs for c in results if not c.inconclusive and c.max_abs == c.max_abs]
     finite = [d for d in diffs if np.isfinite(d)]
     return OrtSmoke(
         ok=True,
-        agrees=not problems,
+        agrees=not problems and not inconclusive,
         disagreements=problems,
-        max_abs_diff=max(finite) if len(finite) == len(diffs) and finite else None,
+        max_abs_diff=max(finite) if finite and len(finite) == len(diffs) else None,
         tolerances=tolerances,
+        inconclusive=[f"{c.name}: {c.reason}" for c in inconclusive] if not problems else [],
+        notes=outputs.notes,
     )

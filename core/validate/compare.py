@@ -33,6 +33,7 @@ class OutputComparison:
     ref_max_abs: float = float("nan")  # largest finite |reference value|: the output's scale
     got_max_abs: float = float("nan")
     batches: int = 1
+    inconclusive: bool = False  # nothing to compare (both sides essentially zero): not a FAIL
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -261,7 +262,7 @@ def judge_scale(c: OutputComparison, tolerances: Tolerances, note: str = "") -> 
         return
     scale = max(c.ref_max_abs, c.got_max_abs)
     if scale <= ESSENTIALLY_ZERO:
-        c.passed = False
+        c.passed, c.inconclusive = False, True
         c.reason = (
             f"inconclusive: both outputs are {'all zero' if scale == 0 else 'essentially zero'} "
             f"(largest |value| {scale:.3g}), and any two models agree on zeros — feed inputs "

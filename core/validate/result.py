@@ -4,7 +4,7 @@ CLI's exit code and the Validate panel's headline both come from."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from deploylens.core.results import Result, Verdict
 from deploylens.core.validate.compare import OutputComparison
@@ -12,6 +12,7 @@ from deploylens.core.validate.layerwise import LayerResult, Layerwise
 from deploylens.core.validate.tolerances import Tolerances
 
 KIND = "deploylens.validation"
+EXIT_INCONCLUSIVE = 3  # neither a pass nor a mismatch: nothing could be compared
 RESULT_VERSION = 1
 
 
@@ -33,18 +34,23 @@ class ValidationResult(Result):
     preprocess: str
     tolerances: Tolerances
     outputs: list[OutputComparison]
-    passed: bool  # every output within tolerance: what the exit code says
+    passed: bool  # every output within tolerance and paired: what the exit code says
     layerwise: Layerwise | None = None
+    problems: list[str] = field(default_factory=list)  # outputs that do not line up
+    paired: str = ""  # how outputs were paired: "by name" | "by position"
     seconds: float = 0.0
     kind: str = KIND
     version: int = RESULT_VERSION
 
     def verdict(self) -> Verdict:
-        """Outputs decide the exit code; when they agree but layer-wise found a diverging
-        intermediate, the headline says both — never a bare PASS above a "first diverging
-        node"."""
-        if not self.passed:
+        """The one verdict the CLI's exit code, its first line and the panel's headline show:
+        FAIL (exit 1) where an output differs or does not line up; INCONCLUSIVE (exit 3) where
+        the only outputs not passing had nothing to compare (all zero on both sides); a PASS
+        above a layer that differs says both — never a bare PASS above a diverging node."""
+        if self.problems or any(not o.passed and not o.inconclusive for o in self.outputs):
             return Verdict("FAIL", "fail", 1)
+        if not self.passed:
+            return Verdict("INCONCLUSIVE", "warn", EXIT_INCONCLUSIVE)
         if self.first_diverging is not None:
             return Verdict("PASS (outputs) — LAYERS DIFFER", "warn", 0)
         return Verdict("PASS", "pass", 0)
@@ -71,6 +77,7 @@ class ValidationResult(Result):
             + ", ".join(f"{k} {v}" for k, v in self.inputs.items())
             + (f" — {self.inputs_used}" if self.inputs_used else ""),
             *(f"  note: {note}" for note in self.notes),
+            *(f"✗ {problem}" for problem in self.problems),
             f"  {'output':24s} {'max abs':>10s} {'mean abs':>10s} {'max rel':>10s} "
             f"{'cosine':>9s} {'within':>8s} {'NaN':>5s}",
         ]

@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from deploylens.core.data.feeds import batch_of, feed_batches
+from deploylens.core.data.feeds import batch_of
 from deploylens.core.errors import UserError
 from deploylens.core.pytorch.source import ModelSource
-from deploylens.core.validate.compare import Comparator, judge_scale
 from deploylens.core.validate.result import ValidationResult
 from deploylens.core.validate.tolerances import Tolerances
 
@@ -35,21 +34,73 @@ def source_notes(torch_source: ModelSource | None) -> list[str]:
     return []
 
 
-def _torch_module(source: ModelSource) -> Any:
+def _torch_reference(source: ModelSource) -> tuple[Any, dict[str, Any]]:
+    """The PyTorch module and its own example inputs by name (``{}`` when it brings none)."""
     from deploylens.core.pytorch.source import load_model
 
-    module, _, _ = load_model(source)
-    return module
+    module, inputs, names = load_model(source, need_inputs=False)
+    if not inputs:
+        return module, {}
+    names = list(getattr(module, "input_names", None) or names)
+    if len(names) < len(inputs):
+        return module, {}  # unnamed examples: the ONNX file's inputs decide
+    return module, {n: t.detach().cpu().numpy() for n, t in zip(names, inputs, strict=False)}
 
 
-def _torch_outputs(module: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+def call_torch(module: Any, feeds: dict[str, np.ndarray]) -> Any:
+    """``module`` on ``feeds``: by name where it names its inputs (an ``hf:DIR`` model, whose
+    export may leave an unused input out), else by position in the ONNX file's order."""
     import torch
 
-    from deploylens.core.pytorch.outputs import to_numpy_list
-
+    tensors = {name: torch.from_numpy(np.ascontiguousarray(a)) for name, a in feeds.items()}
     with torch.no_grad():
-        result = module(*[torch.from_numpy(array) for array in feeds.values()])
-    return to_numpy_list(result)
+        if getattr(module, "input_names", None):
+            return module(**tensors)
+        return module(*tensors.values())
+
+
+def _example_feeds(sess: Any, example: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """The reference's own example inputs when they fit the ONNX file's inputs exactly
+    (names, ranks, fixed dimensions, kinds), else None."""
+    from deploylens.core.data.feeds import fitted_feeds
+
+    metas = sess.get_inputs()
+    if not example or any(m.name not in example for m in metas):
+        return None
+    try:
+        return fitted_feeds({m.name: example[m.name] for m in metas}, metas, "the example")
+    except UserError:
+        return None
+
+
+def _example_sentence(feeds: dict[str, np.ndarray]) -> str:
+    parts = []
+    for name, array in feeds.items():
+        if np.issubdtype(array.dtype, np.floating):
+            parts.append(f"{name} {array.dtype} in [{array.min():.3g}, {array.max():.3g}]")
+        else:
+            low, high = int(array.min()), int(array.max())
+            parts.append(f"{name} {array.dtype} " + (f"all {low}" if low == high else
+                                                      f"in [{low}, {high}]"))  # fmt: skip
+    return "the PyTorch source's own example inputs: " + "; ".join(parts)
+
+
+def _batches(
+    sess: Any, path: str, npz: str, seed: int, preprocess: str, example: dict[str, np.ndarray]
+) -> tuple[Any, str]:
+    """The input batches and the sentence that says what they are."""
+    import onnx
+
+    from deploylens.core.data.feeds import feed_batches, random_sentence
+
+    fitted = None if npz else _example_feeds(sess, example)
+    if fitted is not None:
+        return iter([fitted]), _example_sentence(fitted)
+    model = None if npz else onnx.load(path, load_external_data=False)
+    batches = feed_batches(sess, npz, seed, preprocess, model)
+    if npz:
+        return batches, ""
+    return batches, random_sentence(sess.get_inputs(), seed, model)
 
 
 def validate_outputs(
@@ -65,51 +116,48 @@ def validate_outputs(
     scratch: str | None = None,
     preprocess: str = "",
 ) -> ValidationResult:
+    from deploylens.core.pytorch.outputs import flatten
+    from deploylens.core.validate.pairing import OutputsComparator
+
     started = time.perf_counter()
     sess = session(path, plugins=plugins)
     names = [o.name for o in sess.get_outputs()]
-    module = _torch_module(torch_source) if torch_source else None
+    module, example = _torch_reference(torch_source) if torch_source else (None, {})
     reference_session = None
     if module is not None:
         reference = "PyTorch eager"
     else:
         reference = "ONNX Runtime, graph optimizations off"
         reference_session = session(path, optimized=False, plugins=plugins)
-    comparators = [Comparator(name, tolerances) for name in names]
+    outputs = OutputsComparator(names, tolerances)
     first: dict[str, np.ndarray] | None = None
     samples = 0
     count = 0
-    for feeds in feed_batches(sess, npz, seed, preprocess):
+    batches, drawn = _batches(sess, path, npz, seed, preprocess, example)
+    for feeds in batches:
         first = first if first is not None else feeds
         count += 1
         samples += batch_of(feeds)
         got = sess.run(None, feeds)
         if module is not None:
-            want = _torch_outputs(module, feeds)
+            want = flatten(_run_torch(module, feeds))
         else:
             assert reference_session is not None
-            want = reference_session.run(None, feeds)
-        if len(want) != len(got):
-            raise UserError(
-                f"The model has {len(got)} outputs but the reference produced {len(want)}."
-            )
-        for comparator, g, w in zip(comparators, got, want, strict=True):
-            comparator.add(g, w)
+            want = list(zip(names, reference_session.run(None, feeds), strict=True))
+        outputs.add(got, want)
         del got, want
         if progress is not None:
             progress(0.5 * min(count / 64, 1.0), f"compared batch {count}")
     if first is None:
         raise UserError(f"{Path(npz).name} gave no input batch.")
     notes = source_notes(torch_source)
-    comparisons = [c.result() for c in comparators]
-    for comparison in comparisons:
-        judge_scale(comparison, tolerances, "reference with random weights" if notes else "")
+    comparisons = outputs.results("reference with random weights" if notes else "")
     if npz and Path(npz).is_dir():
         used = f"all {samples} samples of {npz} in {count} batch{'es' * (count != 1)}"
     elif npz:
         used = f"the arrays in {Path(npz).name}"
     else:
-        used = f"one batch of seeded random inputs (seed {seed}, uniform in [-1, 1])"
+        used = drawn
     result = ValidationResult(
         model=path,
         reference=reference,
@@ -118,13 +166,15 @@ def validate_outputs(
         inputs_used=used,
         batches=count,
         samples=samples,
-        notes=notes,
+        notes=notes + outputs.notes,
         seed=seed if not npz else None,
         inputs_file=npz,
         preprocess=preprocess,
         tolerances=tolerances,
         outputs=comparisons,
-        passed=all(c.passed for c in comparisons),
+        passed=all(c.passed for c in comparisons) and not outputs.structure_problems(),
+        problems=outputs.structure_problems(),
+        paired=outputs.pairing.how if outputs.pairing else "",
     )
     if layerwise:
         import onnx
@@ -147,6 +197,19 @@ def validate_outputs(
             )
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _run_torch(module: Any, feeds: dict[str, np.ndarray]) -> Any:
+    """PyTorch on the batch; an embedding's index error names the input and the fix."""
+    try:
+        return call_torch(module, feeds)
+    except IndexError as exc:
+        ints = [n for n, a in feeds.items() if np.issubdtype(a.dtype, np.integer)]
+        raise UserError(
+            f"PyTorch failed on these inputs: {str(exc).splitlines()[0][:200]} — an integer "
+            f"input ({', '.join(ints) or 'none'}) holds an index outside what the model has.",
+            "Give the inputs as an .npz (--inputs X.npz), with ids within the vocabulary.",
+        ) from None
 
 
 def validate_job(ctx: Any, params: dict[str, Any]) -> ValidationResult:
