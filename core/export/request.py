@@ -15,7 +15,17 @@ from deploylens.core.export.settings import (
 )
 from deploylens.core.export.settings import python_script as standalone_script
 from deploylens.core.files import output_path
-from deploylens.core.pytorch.source import ModelSource, grant_consent, parse_input, parse_spec
+from deploylens.core.pytorch.source import (
+    SPEC_HELP,
+    InputSpec,
+    ModelSource,
+    add_source_options,
+    grant_consent,
+    parse_input,
+    parse_spec,
+    source_args,
+    source_options,
+)
 from deploylens.core.requests import Request
 
 
@@ -24,6 +34,7 @@ class ExportRequest(Request):
     FILES: ClassVar[dict[str, str]] = {
         "source.target": "in",
         "source.inputs_npz": "in",
+        "source.weights": "in",
         "settings.output": "out",
     }
 
@@ -34,17 +45,18 @@ class ExportRequest(Request):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         source = parser.add_argument_group("the PyTorch model")
-        source.add_argument(
-            "spec", help="sample:NAME, torchvision:NAME, FILE.py:factory, MODEL.pt, MODEL.pt2"
-        )
+        source.add_argument("spec", help=SPEC_HELP)
         source.add_argument(
             "--input",
             action="append",
             default=[],
             metavar="NAME:SHAPE[:DTYPE]",
-            help="example input, e.g. x:1x3x224x224:float32:-1:1 (repeatable)",
+            help="example input NAME:SHAPE[:DTYPE[:LOW:HIGH]], e.g. x:1x3x224x224 or "
+            "input_ids:1x16:int64:0:999 (repeatable; default range: floats in [-1, 1], masks "
+            "0/1, integer ids within the model's vocabulary)",
         )
         source.add_argument("--inputs", help=".npz of example inputs (no pickles)")
+        add_source_options(source)
         export = parser.add_argument_group("the export")
         export.add_argument("--exporter", choices=(TORCHSCRIPT, DYNAMO), default=DYNAMO)
         export.add_argument("--opset", type=int)
@@ -58,7 +70,7 @@ class ExportRequest(Request):
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ExportRequest:
-        source = parse_spec(args.spec)
+        source = source_options(parse_spec(args.spec), args.task, args.weights)
         source.inputs = [parse_input(text) for text in args.input]
         source.inputs_npz = args.inputs or ""
         settings = ExportSettings(
@@ -76,12 +88,14 @@ class ExportRequest(Request):
 
     def cli_args(self) -> list[str]:
         source, settings = self.source, self.settings
-        parts = [source.spec(), "--exporter", settings.exporter]
+        parts = [source.spec(), *source_args(source), "--exporter", settings.exporter]
         if settings.opset is not None:
             parts += ["--opset", str(settings.opset)]
         for spec in source.inputs:
             shape = "x".join(map(str, spec.shape))
-            parts += ["--input", f"{spec.name}:{shape}:{spec.dtype}:{spec.low:g}:{spec.high:g}"]
+            ranged = spec.low is not None and spec.high is not None
+            given = f":{spec.low:g}:{spec.high:g}" if ranged else ""
+            parts += ["--input", f"{spec.name}:{shape}:{spec.dtype}{given}"]
         if source.inputs_npz:
             parts += ["--inputs", source.inputs_npz]
         for name in settings.output_names:
@@ -99,9 +113,10 @@ class ExportRequest(Request):
             parts += ["--plugin", plugin]
         return [*parts, "--out", settings.output]
 
-    def python_script(self) -> str:
-        """The same export with torch.onnx alone (no DeployLens needed to run it)."""
-        return standalone_script(self.source, self.settings)
+    def python_script(self, drawn: list[InputSpec] | None = None) -> str:
+        """The same export with torch.onnx alone (no DeployLens needed to run it); ``drawn``:
+        the example inputs the job used, where the source made them."""
+        return standalone_script(self.source, self.settings, drawn)
 
     def prepared(self, trust: bool = False, output: str | None = None) -> ExportRequest:
         """Ready to send: the inputs file checked, the output made absolute (``output`` overrides

@@ -9,6 +9,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,12 @@ from deploylens.core.errors import UserError
 from deploylens.core.export.diagnose import diagnose
 from deploylens.core.export.request import ExportRequest
 from deploylens.core.export.result import ExportResult
-from deploylens.core.export.settings import DYNAMO, ExportSettings
+from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings
 from deploylens.core.export.verify import verify_export
 from deploylens.core.files import output_path, staged_outputs
 from deploylens.core.model.staging import commit_staged
 from deploylens.core.plugin_api import OpPlugin, load_plugins
-from deploylens.core.pytorch.source import load_model
+from deploylens.core.pytorch.source import InputSpec, load_model
 
 DEFAULT_OPSET = {"torchscript": 17, "dynamo": 18}
 
@@ -93,8 +94,101 @@ def ignored_symbolics(module: Any) -> list[str]:
     return sorted(set(found))
 
 
-def export_job(ctx: Any, params: dict[str, Any]) -> ExportResult:
+def _reference_run(module: Any, inputs: tuple[Any, ...], names: list[str]) -> Any:
+    """PyTorch's own outputs on the example (the smoke test's reference); an embedding's index
+    error names the integer inputs and the ``:LOW:HIGH`` that fixes it."""
     import torch
+
+    try:
+        with torch.no_grad():
+            return module(*inputs)
+    except IndexError as exc:
+        from deploylens.core.pytorch.source import vocabulary
+
+        rows = vocabulary(module)
+        ints = [
+            f"{name} (values {int(t.min())}..{int(t.max())}"
+            + (f"; the embedding has {rows} rows)" if rows else ")")
+            for name, t in zip(names, inputs, strict=False)
+            if hasattr(t, "is_floating_point")
+            and not t.is_floating_point()
+            and t.numel()
+            and (rows is None or int(t.max()) >= rows or int(t.min()) < 0)
+        ]
+        raise UserError(
+            f"The model failed on its example inputs: {str(exc).splitlines()[0][:200]}"
+            + (f" — an index outside the table it reads: {', '.join(ints)}" if ints else ""),
+            "Give the integer inputs a range within the vocabulary: --input "
+            "NAME:SHAPE:int64:LOW:HIGH (e.g. input_ids:1x16:int64:0:999), or --inputs X.npz.",
+        ) from None
+
+
+def _defaults_from_model(
+    source: Any, settings: ExportSettings, names: list[str], expected: Any
+) -> ExportSettings:
+    """What the export takes from the model where the user said nothing: outputs named by
+    their keys (a ``ModelOutput``'s ``last_hidden_state``, a detector's ``boxes``), and for
+    ``hf:DIR`` Optimum's dynamic batch and sequence axes."""
+    from deploylens.core.pytorch.outputs import flatten, output_names
+
+    changes: dict[str, Any] = {}
+    if not settings.output_names:
+        found = output_names(flatten(expected))
+        if found:
+            changes["output_names"] = found
+    if source.kind == "hf" and not settings.dynamic_axes:
+        from deploylens.core.pytorch.huggingface import dynamic_axes
+
+        changes["dynamic_axes"] = dynamic_axes(names)
+        changes["input_names"] = settings.input_names or list(names)
+    return replace(settings, **changes) if changes else settings
+
+
+def drawn_inputs(names: list[str], inputs: tuple[Any, ...]) -> list[InputSpec]:
+    """The example inputs as specs (name, shape, dtype, the range their values span), for the
+    reproducer script."""
+    specs = []
+    for i, tensor in enumerate(inputs):
+        if not hasattr(tensor, "dtype") or not hasattr(tensor, "shape"):
+            return []
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        floating = tensor.is_floating_point()
+        low = -1.0 if floating else float(tensor.min()) if tensor.numel() else 0.0
+        high = 1.0 if floating else float(tensor.max()) if tensor.numel() else 0.0
+        name = names[i] if i < len(names) else f"input_{i}"
+        specs.append(InputSpec(name, [int(d) for d in tensor.shape], dtype, low, high))
+    return specs
+
+
+def _other_exporter(
+    module: Any, inputs: Any, kwargs: dict[str, Any], settings: ExportSettings, out: Path
+) -> str:
+    """Whether the other exporter writes this model (its default opset, into the staging
+    folder, never kept): "exports", or its own first line."""
+    import torch
+
+    other = TORCHSCRIPT if settings.exporter == DYNAMO else DYNAMO
+    options = replace(settings, exporter=other, opset=None).export_kwargs(
+        varargs="dynamic_shapes" in kwargs
+    )
+    options["input_names"] = kwargs.get("input_names", [])
+    if other == DYNAMO:
+        options["verbose"] = False
+    target = out.with_name(f"other-exporter-{out.name}")
+    try:
+        with captured_output(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, inputs, str(target), **options)
+    except Exception as exc:
+        found = diagnose(exc, other, None)[0]
+        return f"{found.message[:200]}" + (f" at {found.source}" if found.source else "")
+    finally:
+        for leftover in out.parent.glob(f"{target.name}*"):
+            leftover.unlink(missing_ok=True)
+    return "exports"
+
+
+def export_job(ctx: Any, params: dict[str, Any]) -> ExportResult:
 
     request = ExportRequest.from_params(params)
     source, settings = request.source, request.settings
@@ -109,10 +203,11 @@ def export_job(ctx: Any, params: dict[str, Any]) -> ExportResult:
     ctx.progress(0.05, "loading the model")
     module, inputs, names = load_model(source)
     started = time.perf_counter()
-    with torch.no_grad():  # the reference for the smoke test: part of the checks' cost
-        expected = module(*inputs)
+    expected = _reference_run(module, inputs, names)
     reference_s = time.perf_counter() - started
-    kwargs = settings.export_kwargs()
+    settings = _defaults_from_model(source, settings, names, expected)
+    request = replace(request, settings=settings)
+    kwargs = settings.export_kwargs(varargs=source.kind == "hf")
     kwargs.setdefault("input_names", list(names))
     if settings.exporter == DYNAMO:
         kwargs["verbose"] = False
@@ -122,7 +217,7 @@ def export_job(ctx: Any, params: dict[str, Any]) -> ExportResult:
         source=source,
         settings=settings,
         cli=request.cli_line(),
-        script=request.python_script(),
+        script=request.python_script(drawn_inputs(names, inputs)),
         path=str(out),
         plugin_errors=errors,
     )
@@ -190,6 +285,8 @@ def _export_and_check(
             )
     if failure is not None:
         findings = diagnose(failure, settings.exporter, opset, stderr[0] if stderr else "")
+        ctx.progress(0.6, "the export failed: trying the other exporter on the same model")
+        findings[0].other_exporter = _other_exporter(module, inputs, kwargs, settings, out)
         result.ok, result.findings = False, findings
         return
     ctx.progress(0.7, "checking: opset read-back, onnx.checker, ONNX Runtime smoke test")

@@ -8,7 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from deploylens.core.pytorch.source import ModelSource, grant_consent, parse_spec
+from deploylens.core.pytorch.source import (
+    SPEC_HELP,
+    ModelSource,
+    add_source_options,
+    grant_consent,
+    parse_spec,
+    source_args,
+    source_options,
+)
 from deploylens.core.requests import Request, flag
 from deploylens.core.validate.tolerances import (
     DEFAULT_ATOL,
@@ -22,10 +30,22 @@ from deploylens.core.validate.tolerances import (
 DEFAULT_BUDGET_MB = 256.0
 
 
+def _torch_source(args: argparse.Namespace) -> ModelSource | None:
+    """``--torch SPEC`` with its ``--task``/``--weights``; those alone are an error."""
+    if args.torch:
+        return source_options(parse_spec(args.torch), args.task, args.weights)
+    if getattr(args, "task", "") or getattr(args, "weights", ""):
+        from deploylens.core.errors import UserError
+
+        raise UserError("--task and --weights describe the PyTorch source: give --torch too.")
+    return None
+
+
 @dataclass
 class ValidateRequest(Request):
     FILES: ClassVar[dict[str, str]] = {
-        "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in"
+        "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in",
+        "torch.weights": "in",
     }  # fmt: skip
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("path", "plugin_entries")
 
@@ -45,13 +65,16 @@ class ValidateRequest(Request):
         group.add_argument("model", type=Path, nargs="?")
         group.add_argument(
             "--torch",
-            help="the PyTorch source: sample:NAME, torchvision:NAME, FILE.py:factory, "
-            "MODEL.pt, MODEL.pt2 (default: ONNX Runtime with graph optimizations off)",
+            help=f"the PyTorch source: {SPEC_HELP} (default: ONNX Runtime with graph "
+            "optimizations off)",
         )
+        add_source_options(group)
         group.add_argument(
             "--inputs",
-            help=".npz of inputs by input name, or a folder of images/.npy/.npz "
-            "(default: seeded random)",
+            help=".npz of inputs by input name (fed to both sides), or a folder of "
+            "images/.npy/.npz (default: the PyTorch source's own example where it fits the "
+            "model, else seeded random inputs shaped from the ONNX file: floats in [-1, 1], "
+            "masks 1, ids within the vocabulary the model's embedding holds)",
         )
         group.add_argument(
             "--preprocess",
@@ -92,7 +115,7 @@ class ValidateRequest(Request):
     def from_args(cls, args: argparse.Namespace) -> ValidateRequest:
         return cls(
             path=str(args.model) if args.model else "",
-            torch=parse_spec(args.torch) if args.torch else None,
+            torch=_torch_source(args),
             inputs=args.inputs or "",
             preprocess=args.preprocess,
             tolerances=Tolerances(
@@ -110,7 +133,7 @@ class ValidateRequest(Request):
     def cli_args(self) -> list[str]:
         args = [self.path]
         if self.torch is not None:
-            args += ["--torch", self.torch.spec()]
+            args += ["--torch", self.torch.spec(), *source_args(self.torch)]
         flag(args, "--inputs", self.inputs, "")
         flag(args, "--preprocess", self.preprocess, "")
         flag(args, "--seed", self.seed, 0)

@@ -34,6 +34,7 @@ from deploylens.core.export.result import ExportResult
 from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT, ExportSettings, parse_dynamic_axes
 from deploylens.core.outputs import place
 from deploylens.core.plugin_api import load_plugins
+from deploylens.core.pytorch.huggingface import TASKS
 from deploylens.core.pytorch.source import ModelSource, parse_input
 from deploylens.core.support.fixes import Fix
 from deploylens.core.support.matrix import SupportMatrix
@@ -45,6 +46,8 @@ from deploylens.gui.job_manager import JobManager
 KINDS = {
     "Bundled sample": "sample",
     "torchvision model": "torchvision",
+    "timm model": "timm",
+    "Hugging Face folder": "hf",
     "Python file + factory": "python",
     "TorchScript .pt": "torchscript",
     "ExportedProgram .pt2": "exported_program",
@@ -76,6 +79,15 @@ class ExportPanel(QWidget):
         self.npz.setPlaceholderText("or example inputs from an .npz (no pickles)")
         self.browse = QPushButton("Browse…")
         self.browse.clicked.connect(self._browse)
+        self.task = QComboBox()  # hf:DIR: the Optimum task ("" from the config)
+        self.task.addItem("from the config", "")
+        for name in TASKS:
+            self.task.addItem(name, name)
+        self.weights = QLineEdit()
+        self.weights.setPlaceholderText(
+            "torchvision/timm: a state dict (weights only; empty: random)"
+        )
+        self.kind.currentTextChanged.connect(self._kind_changed)
         self.trust = QCheckBox("I trust this Python file (exporting runs its code)")
         defaults = ExportSettings()
         self.exporter = QComboBox()
@@ -126,6 +138,7 @@ class ExportPanel(QWidget):
         self.apply_button = QPushButton("Apply fix and re-export")
         self.apply_button.setEnabled(False)
         self._build()
+        self._kind_changed()
 
     def _build(self) -> None:
         form = QFormLayout()
@@ -135,6 +148,8 @@ class ExportPanel(QWidget):
         model_row.addWidget(self.browse)
         form.addRow("Model", model_row)
         form.addRow("Factory", self.factory)
+        form.addRow("Task", self.task)
+        form.addRow("Weights", self.weights)
         form.addRow("Inputs", self.inputs)
         form.addRow("Inputs (.npz)", self.npz)
         form.addRow("", self.trust)
@@ -177,19 +192,33 @@ class ExportPanel(QWidget):
     def source(self) -> ModelSource:
         kind = KINDS[self.kind.currentText()]
         target = self.target.text().strip()
-        if kind not in ("sample", "torchvision"):
+        if kind not in ("sample", "torchvision", "timm"):
             target = str(Path(target).expanduser().resolve())
         inputs = [
             parse_input(part.strip()) for part in self.inputs.text().split(";") if part.strip()
         ]
         npz = self.npz.text().strip()
+        weights = self.weights.text().strip()
         return ModelSource(
             kind,
             target,
             self.factory.text().strip(),
             inputs,
             str(Path(npz).expanduser().resolve()) if npz else "",
+            task=self.task.currentData() if kind == "hf" else "",
+            weights=str(Path(weights).expanduser().resolve())
+            if weights and kind in ("torchvision", "timm")
+            else "",
         )
+
+    def _kind_changed(self, _text: str = "") -> None:
+        """Only what the chosen source takes is editable (a task for a Hugging Face folder,
+        weights for a named model, a factory for a Python file)."""
+        kind = KINDS[self.kind.currentText()]
+        self.task.setEnabled(kind == "hf")
+        self.weights.setEnabled(kind in ("torchvision", "timm"))
+        self.factory.setEnabled(kind == "python")
+        self.browse.setEnabled(kind not in ("sample", "torchvision", "timm"))
 
     def _browse(self) -> None:
         filters = {
@@ -198,6 +227,11 @@ class ExportPanel(QWidget):
             "exported_program": "ExportedProgram (*.pt2)",
         }
         kind = KINDS[self.kind.currentText()]
+        if kind == "hf":  # the folder save_pretrained wrote (config.json + *.safetensors)
+            folder = QFileDialog.getExistingDirectory(self, "Hugging Face model folder")
+            if folder:
+                self.target.setText(folder)
+            return
         if kind in filters:
             path, _ = QFileDialog.getOpenFileName(self, "Model", "", filters[kind])
             if path:
@@ -235,10 +269,14 @@ class ExportPanel(QWidget):
         self.factory.setText(source.factory)
         self.inputs.setText(
             "; ".join(
-                f"{i.name}:{'x'.join(map(str, i.shape))}:{i.dtype}:{i.low!r}:{i.high!r}"
+                f"{i.name}:{'x'.join(map(str, i.shape))}:{i.dtype}"
+                + (f":{i.low!r}:{i.high!r}" if i.low is not None and i.high is not None else "")
                 for i in source.inputs
             )
         )
+        index = self.task.findData(source.task)
+        self.task.setCurrentIndex(max(index, 0))
+        self.weights.setText(source.weights)
         self.npz.setText(source.inputs_npz)
         self.exporter.setCurrentText(settings.exporter)
         self.opset.setValue(settings.opset or 0)

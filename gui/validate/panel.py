@@ -78,8 +78,8 @@ class ValidatePanel(QWidget):
         self.job: Any = None
         self.torch_spec = QLineEdit()
         self.torch_spec.setPlaceholderText(
-            "reference model: torchvision:resnet18, sample:NAME, FILE.py:factory, MODEL.pt2 — "
-            "empty: ONNX Runtime with optimizations off"
+            "reference model: hf:DIR, timm:NAME, torchvision:resnet18, sample:NAME, "
+            "FILE.py:factory, MODEL.pt2 — empty: ONNX Runtime with optimizations off"
         )
         self.trust = QCheckBox("I trust this Python file (the reference runs its code)")
         self.inputs = QLineEdit()
