@@ -4,6 +4,7 @@ and the module and source line that called it when the exporter printed them."""
 from __future__ import annotations
 
 import re
+import sysconfig
 import traceback
 from dataclasses import dataclass, field
 
@@ -17,6 +18,12 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 EXPORT_OF = re.compile(r"ONNX export of (\w+) in opset (\d+)")
 TRY_OPSET = re.compile(r"try opset version (\d+)", re.IGNORECASE)
 IR_LINE = re.compile(r"= ([\w:.]+)\(.*?\)(?:, scope: (\S+))?(?: # (.+?):(\d+):\d+)?$")
+SUMMARY_CLASS = re.compile(r"^<class '([\w.]+)'>: (.*)$")
+CAUSED_BY = re.compile(r"Caused by: \(([^()]+?):(\d+) in (\w+)\)")
+ATEN = re.compile(r"\b(aten|torchvision|prims)[.:]{1,2}(\w+)")
+# Frames that are never the model's own code: the exporters, Python itself, DeployLens.
+FRAMEWORK = ("/torch/", "/onnxscript/", "/deploylens/", "/importlib/", "/contextlib.py",
+             "<frozen ", "/site-packages/typing_extensions")  # fmt: skip
 
 
 @dataclass
@@ -32,6 +39,9 @@ class Finding:
     onnx_op: str = ""  # the ONNX op the exporter could not emit, when it says so
     suggested_opset: int | None = None  # when the exporter names an opset that works
     fixes: list[Fix] = field(default_factory=list)  # its ladder (``fixit.attach_fixes``)
+    # the other exporter, tried on the same model: "" not tried, "exports" when it wrote a
+    # model, else its own first line
+    other_exporter: str = ""
 
 
 def _where(operator: str, stderr_text: str) -> tuple[str, str]:
@@ -79,11 +89,54 @@ def parse_args_letters(operator: str) -> list[str]:
     return letters
 
 
+def summary_line(text: str) -> tuple[str, str]:
+    """torch's own "Exception summary" (the dynamo exporter's real cause, under its generic
+    first line "Failed to export the model with torch.export…"): (``Class: message``, the
+    ``file:line in function`` it says caused it) — ("", "") without one."""
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "## Exception summary")
+    except StopIteration:
+        return "", ""
+    first = ""
+    for line in lines[start + 1 :]:
+        match = SUMMARY_CLASS.match(line.strip())
+        if match:
+            first = f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2).strip()}"
+            break
+    caused = CAUSED_BY.search("\n".join(lines[start:]))
+    where = f"{caused.group(1)}:{caused.group(2)} in {caused.group(3)}" if caused else ""
+    return first, where
+
+
+STDLIB = sysconfig.get_paths()["stdlib"]
+
+
+def model_frame(exc: BaseException) -> str:
+    """The innermost frame of the model's own code (the user's file, transformers, torchvision
+    — anything but the exporters, Python and DeployLens) along the exception's chain, as
+    ``file:line in function`` (paths from ``site-packages/`` on)."""
+    found = ""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in traceback.extract_tb(current.__traceback__):
+            name = frame.filename.replace("\\", "/")
+            if any(part in name for part in FRAMEWORK) or name.startswith(STDLIB):
+                continue
+            short = name.split("site-packages/", 1)[-1]
+            found = f"{short}:{frame.lineno} in {frame.name}"
+        current = current.__cause__ or current.__context__
+    return found
+
+
 def diagnose(
     exc: BaseException, exporter: str, opset: int | None, stderr_text: str = ""
 ) -> list[Finding]:
     text = ANSI.sub("", str(exc)).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
+    summary, caused_by = summary_line(text)
     operator = ""
     kind = "other"
     if match := UNSUPPORTED.search(text):
@@ -98,19 +151,24 @@ def diagnose(
         symbolic = [f for f in frames if "symbolic_opset" in f.filename]
         if symbolic:  # the outermost symbolic frame is the registered one; deeper are helpers
             operator, kind = f"aten::{symbolic[0].name}", "symbolic_failed"
-        elif any("torch/export" in f.filename or "_dynamo" in f.filename for f in frames):
+        elif summary or any("torch/export" in f.filename or "_dynamo" in f.filename
+                            for f in frames):  # fmt: skip
             kind = "torch_export"
         elif type(exc).__name__ == "ValidationError":
             kind = "invalid_model"
+        if summary and not operator and (found := ATEN.search(summary)):
+            operator = f"{found.group(1)}::{found.group(2)}"
     module, source = _where(operator, stderr_text) if operator else ("", "")
+    source = source or caused_by or model_frame(exc)
     export_of = EXPORT_OF.search(text)
     suggested = TRY_OPSET.search(text)
+    message = summary or f"{type(exc).__name__}: {first}"
     return [
         Finding(
             kind=kind,
             exporter=exporter,
             opset=opset,
-            message=f"{type(exc).__name__}: {first}"[:500],
+            message=message[:500],
             operator=operator,
             module_path=module,
             source=source,

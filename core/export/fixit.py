@@ -11,6 +11,7 @@ import re
 from deploylens.core.codegen import literal
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.result import ExportResult
+from deploylens.core.export.settings import DYNAMO, TORCHSCRIPT
 from deploylens.core.plugin_api import OpPlugin, plugins_for
 from deploylens.core.support.compositions import COMPOSITIONS
 from deploylens.core.support.fixes import Fix, FixSettings, numbered
@@ -121,21 +122,46 @@ def attach_fixes(
     return result
 
 
+# onnx.checker's words for an op the model's opset does not have
+MISSING_OP = re.compile(r"No (?:Op|Schema) registered for (\w+) with domain_version of (\d+)")
+
+
+def _first_opset(op: str) -> int | None:
+    import onnx
+
+    versions = [s.since_version for s in onnx.defs.get_all_schemas_with_history()
+                if s.name == op and s.domain == ""]  # fmt: skip
+    return min(versions) if versions else None
+
+
 def fix_ladder(
     finding: Finding, matrix: SupportMatrix | None, plugins: dict[str, OpPlugin]
 ) -> list[Fix]:
     op = finding.operator
     fixes: list[Fix] = []
-    if finding.kind == "invalid_model":
+    other = TORCHSCRIPT if finding.exporter == DYNAMO else DYNAMO
+    if finding.other_exporter == "exports":
         fixes.append(
             Fix(
                 1,
-                "opset",
-                "The exporter wrote an op that does not exist at this "
-                "opset: export at an opset where it exists (DeformConv: 19+)",
-                settings=FixSettings(exporter="dynamo", opset=19),
+                "exporter",
+                f"Use the {other} exporter: it exports this model (tried on the same inputs)",
+                settings=FixSettings(exporter=other),
             )
         )
+    if finding.kind == "invalid_model":
+        missing = MISSING_OP.search(finding.message)
+        since = _first_opset(missing.group(1)) if missing else None
+        if since is not None and missing is not None:
+            fixes.append(
+                Fix(
+                    1,
+                    "opset",
+                    f"The exporter wrote {missing.group(1)}, which opset {missing.group(2)} does "
+                    f"not have: export at opset {since} or later, where it exists",
+                    settings=FixSettings(opset=max(since, 18 if finding.exporter == DYNAMO else 9)),
+                )
+            )
         return numbered(fixes)
     if finding.suggested_opset:
         fixes.append(
