@@ -39,7 +39,7 @@ from deploylens.core.support.measured_types import (
 )
 from deploylens.core.support.result import MeasuredCache
 
-MEASURED_SCHEMA = 7  # bump when a cell's meaning changes (7: importers and plugin registry)
+MEASURED_SCHEMA = 8  # bump when a cell's meaning changes (8: exporter forms, probe profiles)
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
 # A fixed sample for CI's --quick: ops whose cells span every state seen in a full probe.
 QUICK_OPS = (
@@ -59,7 +59,19 @@ def version_set(quick: bool) -> dict[str, str]:
         else _version("tensorrt_rtx"),
         "target": TARGET_CC,
         "probes": "quick" if quick else "full",
+        "forms": _forms_digest(),
     }
+
+
+def _forms_digest() -> str:
+    """The bundled exporter forms' content: new forms are new probes, so a new cache."""
+    from importlib.resources import files
+
+    try:
+        data = (files("deploylens.resources") / "support" / "exporter_forms.json").read_bytes()
+    except OSError:
+        return "none"
+    return hashlib.sha256(data).hexdigest()[:12]
 
 
 def cache_path(quick: bool = False) -> Path:
@@ -117,14 +129,24 @@ def measure(quick: bool = False, python: str | None = None, progress: Any = None
     return data
 
 
-def read_measured(path: str | Path) -> MeasuredMatrix:
-    """A measured cache file, every cell checked (a cell without a state is an error here, not
-    a ``KeyError`` in a panel)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UserError(f"The measured cache {path} is unreadable ({exc}).") from None
-    found = MeasuredMatrix.from_dict(data, f"the measured cache {Path(path).name}")
+MEASURED_LIMIT = 256 << 20
+
+
+def read_measured(path: str | Path, versions: dict[str, str] | None = None) -> MeasuredMatrix:
+    """A measured cache file, read back guarded (a regular file, bounded, finite numbers) and
+    every cell checked (a cell without a state is an error here, not a ``KeyError`` in a
+    panel). A file without both libraries' answers, or made for other library versions than
+    ``versions``, is not this cache: it never says "TensorRT-RTX (not installed)" for a
+    library that is."""
+    from deploylens.core.own_files import read_own_json
+
+    name = Path(path).name
+    data = read_own_json(path, "measured cache", MEASURED_LIMIT)
+    if not isinstance(data, dict) or not {"trt", "ort", "versions"} <= data.keys():
+        raise UserError(f"The measured cache {name} lacks a library's answers.")
+    found = MeasuredMatrix.from_dict(data, f"the measured cache {name}")
+    if versions is not None and found.versions != versions:
+        raise UserError(f"The measured cache {name} was made for other library versions.")
     found.cached = True
     return found
 
@@ -137,10 +159,12 @@ def load_measured(
     path = cache_path(quick)
     if path.exists() and not refresh:
         try:
-            return read_measured(path)
+            return read_measured(path, version_set(quick))
         except UserError:
             pass
     data = measure(quick, python, progress)
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        return data  # a folder or a FIFO where the cache goes: measured, not cached
     atomic_write_text(path, json.dumps(data.to_dict()))  # compact: 16,000 cells
     return data
 
@@ -155,12 +179,25 @@ def measured_job(ctx: Any, params: dict[str, Any]) -> MeasuredCache:
     request = MeasuredRequest.from_params(params)
     if not request.refresh:
         for quick in (False, True) if not request.quick else (True,):
-            if cache_path(quick).exists():
-                return MeasuredCache(str(cache_path(quick)), True)
+            path = cache_path(quick)
+            if path.exists() and _readable(path, quick):
+                return MeasuredCache(str(path), True)
     if request.only_cached:
         return MeasuredCache("", False)
-    load_measured(request.quick, request.refresh, progress=ctx.progress)
-    return MeasuredCache(str(cache_path(request.quick)), False)
+    data = load_measured(request.quick, request.refresh, progress=ctx.progress)
+    path = cache_path(request.quick)
+    if not path.is_file():  # its place holds a folder or a FIFO: the answer goes by the job's
+        path = Path(ctx.workdir) / path.name
+        atomic_write_text(path, json.dumps(data.to_dict()))
+    return MeasuredCache(str(path), False)
+
+
+def _readable(path: Path, quick: bool) -> bool:
+    try:
+        read_measured(path, version_set(quick))
+    except UserError:
+        return False
+    return True
 
 
 def measured_row(data: MeasuredMatrix, op: str, domain: str = "") -> MeasuredRow:
@@ -202,8 +239,9 @@ class NodeCell:
     node: str
     key: str  # the measured cell: ai.onnx::ReduceMean::18::float
     runtime: bool = False  # an input the probe gives as a constant is computed at run time here
-    signature: str = ""  # its attributes and optional inputs/outputs (probes.signature)
+    signature: str = ""  # its attributes, optional inputs/outputs and marks (probes.signature)
     custom: str = ""  # the op type of a node no ONNX schema has here (the parser's plugin lookup)
+    constant: bool = False  # a Constant node: the parser imports its value as weights
 
 
 def _constants(graphs: list[Any]) -> set[str]:
@@ -230,7 +268,7 @@ def model_cells(model: Any) -> list[NodeCell]:
 
     from deploylens.core.model.summary import iter_subgraphs
     from deploylens.core.support.analysis import _value_types
-    from deploylens.core.support.probes import DOMAINS, PAIRED, Cell, signature
+    from deploylens.core.support.probes import DOMAINS, PAIRED, Cell, marks, signature
 
     graphs = [model.graph, *iter_subgraphs(model.graph.node)]
     types = _value_types(model, graphs)
@@ -266,7 +304,8 @@ def model_cells(model: Any) -> list[NodeCell]:
                 for i, given in enumerate(node.input)
             )
             key = Cell(domain, node.op_type, schema.since_version, dtype).key
-            cells.append(NodeCell(name, key, runtime, signature(node, schema)))
+            form = signature(node, schema) + marks(node, schema, constants.__contains__)
+            cells.append(NodeCell(name, key, runtime, form, constant=node.op_type == "Constant"))
     return cells
 
 
@@ -316,26 +355,15 @@ def predict(
     by the variant probed with its own signature (``AttributeFamily``); ``ignore``: backend
     cases whose variants are left out (a benchmark predicting a case from the others)."""
     lib = data.library(level.split("-")[0])
-    cells, runtime = lib.cells, lib.runtime
     fine, unanswered = LEVELS[level]
     families = attribute_families(data, level.split("-")[0], ignore)
     nodes = []
-    signatures = data.signatures
     for use in model_cells(model):
-        family = families.get(_family_key(use.key))
-        asked = runtime.get(use.key) if use.runtime else None
-        if use.runtime and family is not None and signatures.get(use.key) != use.signature:
-            # the run-time probe of the node's own inputs: Resize's sizes, not its scales
-            mark = "" if use.signature == family.base else f"@{use.signature}"
-            asked = runtime.get(family.key + mark) or asked
-        said = asked or cells.get(use.key)
+        cell, said = node_answer(use, lib, families.get(_family_key(use.key)), data, fine)
         if said is None and use.custom:  # TensorRT looks it up as a plugin (only TensorRT's
             said = lib.plugin_answer(use.custom)  # answers hold a registry to ask)
         state = said.state if said else "not measured"
         message = said.message if said else data.unprobed.get(use.key, "")
-        cell = use.key
-        if state in fine and family is not None:  # the type passes: do its attributes?
-            cell, state, message = family.judge(use, (state, message), fine, unanswered)
         nodes.append(NodeAnswer(use.node, cell, use.runtime, state, message))
     nodes += [NodeAnswer("(the model)", "model", False, "not measured", problem)
               for problem in model_problems(model)]  # fmt: skip
@@ -392,32 +420,93 @@ class AttributeFamily:
     states: dict[str, CellAnswer]
     signatures: dict[str, str]  # each cell's own probe's signature, by cell key
 
-    def judge(
-        self, use: NodeCell, said: tuple[str, str], fine: tuple[str, ...],
-        unanswered: tuple[str, ...],
-    ) -> tuple[str, str, str]:  # fmt: skip
-        """(cell, state, message) for a node whose type cell passes (``said``: its state and
-        message). The type cell stands where the node asks what its probe asked, or where every
-        variant answers alike (the attributes do not matter); else the node's own signature's
-        answer, or "not measured" when its combination was not probed."""
-        state, message = said
-        if use.signature == self.signatures.get(use.key):
-            return use.key, state, message
-        answers = {s.state in fine for s in self.states.values() if s.state not in unanswered}
-        variant = self.states.get(use.signature)
-        if variant is None and len(answers) <= 1:
-            return use.key, state, message
-        if variant is None:
-            return (
-                use.key,
-                "not measured",
-                (
-                    f"this op's answer depends on its attributes ({len(self.states)} combinations "
-                    f"probed); this node's ({use.signature}) was not one of them"
-                ),
-            )
-        mark = "" if use.signature == self.base else f"@{use.signature}"
-        return self.key + mark, variant.state, variant.message
+
+FOLDED_CONSTANT = CellAnswer("builds", "a Constant: the parser imports its value as weights")
+
+
+def node_answer(
+    use: NodeCell,
+    lib: LibraryAnswers,
+    family: AttributeFamily | None,
+    data: MeasuredMatrix,
+    fine: tuple[str, ...],
+) -> tuple[str, CellAnswer | None]:
+    """(cell, answer) for one node: the probe of its own form — its type's cell where the
+    node asks what that probe asked, else the variant probed with its signature (attributes,
+    optional inputs and outputs, constant or run-time inputs: a one-output LayerNormalization
+    is not the spec's three-output one, Resize with run-time sizes is not Resize with constant
+    scales), whether that answer is a pass or a fail. A form never probed takes the answer
+    its probed forms share; where they differ it is not measured — never blocked by a probe
+    of another form."""
+    from deploylens.core.support.probes import RUNTIME_MARK
+
+    if use.constant:
+        return use.key, FOLDED_CONSTANT
+    own = data.signatures.get(use.key)
+    form, runtime_form = use.signature, use.signature.endswith(RUNTIME_MARK)
+    base = form.removesuffix(RUNTIME_MARK)
+    typed = lib.cells.get(use.key)
+    if own is not None and form == own and typed is not None:
+        return use.key, typed
+    if own is not None and runtime_form and base == own and use.key in lib.runtime:
+        return use.key, lib.runtime[use.key]
+    if family is not None:
+        variant = family.states.get(form)
+        if variant is None and runtime_form:  # a backend case's run-time twin of this form
+            twin = family.key if base == family.base else f"{family.key}@{base}"
+            variant = lib.runtime.get(twin)
+        if variant is not None:
+            mark = "" if form == family.base else f"@{form}"
+            return family.key + mark, _with_type(variant, typed, use, family, fine)
+    if typed is None:
+        return use.key, None
+    alike = [typed, *(family.states.values() if family is not None else ())]
+    if len({answer.state in fine for answer in alike}) == 1:
+        return use.key, typed  # every probed form answers alike: the form does not matter
+    probed = len(family.states) if family is not None else 1
+    return use.key, CellAnswer(
+        "not measured",
+        f"this node's form ({_form_text(form)}) was not probed, and the {probed} form(s) "
+        f"probed of {use.key.split('::')[1]} answer differently",
+    )
+
+
+def _with_type(
+    variant: CellAnswer,
+    typed: CellAnswer | None,
+    use: NodeCell,
+    family: AttributeFamily,
+    fine: tuple[str, ...],
+) -> CellAnswer:
+    """A form probed at its type class's first type, for a node of another type of the class:
+    both must pass; a type whose own probe fails (in another form) leaves it unanswered."""
+    if use.key.rpartition("::")[2] == family.key.rpartition("::")[2] or typed is None:
+        return variant
+    if variant.state not in fine or typed.state in fine:
+        return variant
+    return CellAnswer(
+        "not measured",
+        f"this form passes at {family.key.rpartition('::')[2]}, but the "
+        f"{use.key.rpartition('::')[2]} probe (another form) failed: {typed.message[:120]}",
+    )
+
+
+def _form_text(form: str) -> str:
+    """A signature as words: ``kernel_shape, pads, strides; inputs 0; 1 output; run-time
+    inputs``."""
+    parts = []
+    for part in form.split(";"):
+        if part.startswith("in="):
+            parts.append(f"inputs {part[3:] or 'none'}")
+        elif part.startswith("out="):
+            parts.append(f"{part[4:]} output(s)")
+        elif part == "rt":
+            parts.append("an input computed at run time")
+        elif part == "const":
+            parts.append("constant inputs")
+        elif part:
+            parts.append(part)
+    return ", ".join(parts)
 
 
 def attribute_families(

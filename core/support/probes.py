@@ -106,6 +106,28 @@ def signature(node: onnx.NodeProto, schema: defs.OpSchema) -> str:
     return ";".join([*sorted(items), f"in={given}", f"out={outputs}"])
 
 
+RUNTIME_MARK = ";rt"  # a non-primary input (axes, shape, sizes) is computed at run time
+FOLDED_MARK = ";const"  # every input is a constant: the node computes a constant
+
+
+def marks(node: onnx.NodeProto, schema: defs.OpSchema, constant: Any) -> str:
+    """What a signature adds about where a node's inputs come from (``constant(name)`` says
+    whether a tensor is known before the model runs): all constants, or a constant-typed
+    input computed at run time — what a parser answers differently."""
+    given = [name for name in node.input if name]
+    if given and all(constant(name) for name in given):
+        return FOLDED_MARK
+    formals = schema.inputs
+    if not formals:
+        return ""
+    primary = formals[0].type_str
+    runtime = any(
+        name and not constant(name) and formals[min(i, len(formals) - 1)].type_str != primary
+        for i, name in enumerate(node.input)
+    )
+    return RUNTIME_MARK if runtime else ""
+
+
 @dataclass
 class ProbeSet:
     probes: list[Probe]
@@ -416,7 +438,55 @@ def generate(ops: set[str] | None = None, keys: set[str] | None = None) -> Probe
         if made_here and wanted:
             variants = _variants(schema, made_here, seeds.get((schema.domain, schema.name), []))
             probes += [v for v in variants if keys is None or v.key in keys]
+            taken = {p.key for p in made_here} | {v.key for v in variants}
+            probes += [f for f in _form_probes(schema, made_here, taken)
+                       if keys is None or f.key in keys]  # fmt: skip
     return ProbeSet(probes, unprobed)
+
+
+def _form_probes(schema: defs.OpSchema, made: list[Probe], taken: set[str]) -> list[Probe]:
+    """A variant for each form real exporters write of this op version (``forms.py``) whose
+    signature no backend case asked: its key is the cell of its first input's type."""
+    from deploylens.core.support.forms import bundled_forms, probe_model
+
+    cells = {p.cell.dtype: p.cell for p in made if not p.variant}
+    found: dict[str, Probe] = {}
+    for form in bundled_forms():
+        if form.op != schema.name or form.domain != schema.domain:
+            continue
+        try:
+            since = defs.get_schema(form.op, form.opset, form.domain).since_version
+        except defs.SchemaError:
+            continue
+        first = next((i for i in form.inputs if i.given), None)
+        dtype = _type_name(first.elem) if first is not None else "none"
+        cell = cells.get(dtype)
+        if since != schema.since_version or cell is None:
+            continue
+        model, feeds = probe_model(form, PROBE_IR)
+        try:
+            model = shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+            checker.check_model(model, full_check=True)
+        except Exception:  # a form this onnx cannot check as one node: not a probe
+            continue
+        node = model.graph.node[0]
+        constants = {t.name for t in model.graph.initializer}
+        mark = signature(node, schema) + marks(node, schema, constants.__contains__)
+        key = f"{cell.key}@{mark}"
+        if key in taken or mark == next((p.signature for p in made if p.cell == cell), None):
+            continue
+        if key in found:
+            found[key].seeds.extend(s for s in form.sources if s not in found[key].seeds)
+            continue
+        usable = {k: v for k, v in feeds.items() if v.dtype.type in PLAIN_NUMPY}
+        found[key] = Probe(cell, model.SerializeToString(), usable,
+                           f"exporter form: {form.sources[0]}", signature=mark, variant=True,
+                           seeds=list(form.sources))  # fmt: skip
+    return list(found.values())
+
+
+def _type_name(elem: int) -> str:
+    return str(TensorProto.DataType.Name(elem)).lower()
 
 
 def _family(schema: defs.OpSchema) -> str:

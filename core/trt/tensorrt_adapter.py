@@ -68,6 +68,7 @@ class TensorRTAdapter:
     ) -> None:
         self.trt = trt
         self.version: str = trt.__version__
+        self.shape_tensor_inputs: frozenset[str] = frozenset()  # of the network being built
         rtx = str(getattr(trt, "__name__", CLASSIC)).startswith(RTX_MODULE)
         self.product = "TensorRT-RTX" if rtx else "TensorRT"
         try:
@@ -194,6 +195,18 @@ class TensorRTAdapter:
             ]
         return inputs
 
+    @staticmethod
+    def shape_tensors(network: Any) -> dict[str, int]:
+        """Inputs TensorRT reads as shape tensors (an AffineGrid's ``size``): name → how many
+        values each takes. Their profile gives values, not shapes (``set_shape_input``)."""
+        found = {}
+        for index in range(network.num_inputs):
+            tensor = network.get_input(index)
+            if getattr(tensor, "is_shape_tensor", False):
+                dims = tuple(tensor.shape)
+                found[tensor.name] = int(dims[0]) if len(dims) == 1 else 1
+        return found
+
     @property
     def label(self) -> str:
         return f"{self.product} {self.version}"
@@ -258,10 +271,14 @@ class TensorRTAdapter:
                 config.int8_calibrator = calibrator
         if s.no_tf32:
             config.clear_flag(trt.BuilderFlag.TF32)
+        values = self.shape_tensors(network)
         for profile_settings in s.profiles or []:
             profile = builder.create_optimization_profile()
             for name, (low, opt, high) in profile_settings.shapes.items():
-                profile.set_shape(name, low, opt, high)
+                if name in values:  # a shape tensor: its values, as trtexec reads them
+                    profile.set_shape_input(name, low, opt, high)
+                else:
+                    profile.set_shape(name, low, opt, high)
             config.add_optimization_profile(profile)
         if s.timing_cache:
             path = Path(s.timing_cache)
@@ -405,11 +422,15 @@ class TensorRTAdapter:
         del partition_parser, partition_network, parser, network
         return result
 
-    def try_model(self, model: bytes, targets: list[str] | None = None) -> dict[str, str]:
+    def try_model(
+        self, model: bytes, targets: list[str] | None = None, feeds: dict[str, Any] | None = None
+    ) -> dict[str, str]:
         """One probe of the measured matrix: parse ``model`` (serialized) and, where it parses,
         build it (TensorRT-RTX: ahead of time for ``targets``; classic: on this GPU).
         ``{"state": "builds" | "parse-fails" | "build-fails", "code", "message"}`` — the
-        parser's first error or the builder's last, as TensorRT said it."""
+        parser's first error or the builder's last, as TensorRT said it. ``feeds``: the probe's
+        input values, which give a shape-tensor input (a shape computed at run time) its
+        values in an optimization profile, as a real build's profile would."""
         if "_cell_builder" not in self.__dict__:  # one builder for every probe
             self.__dict__["_cell_builder"] = self.trt.Builder(self.logger)
         builder = self.__dict__["_cell_builder"]
@@ -428,6 +449,7 @@ class TensorRTAdapter:
             config = builder.create_builder_config()
             if self.family == RTX:
                 self._targets(config, targets or ["sm89"])
+            self._probe_profile(builder, network, config, feeds or {})
             plan = builder.build_serialized_network(network, config)
             if plan is None:
                 errors = [m for level, m in self.log[first:] if level == "error"]
@@ -437,6 +459,43 @@ class TensorRTAdapter:
         finally:
             del parser, network
             del self.log[first:]  # thousands of probes: keep only what the caller returned
+
+    def _shape_tensor_profiles(self, network: Any, settings: BuildSettings) -> None:
+        """A shape-tensor input needs its values in a profile: without them TensorRT's own
+        "no optimization profile" error was all a user saw."""
+        for name, count in self.shape_tensors(network).items():
+            if any(name in p.shapes for p in settings.profiles or []):
+                continue
+            example = "x".join(["N"] * count)
+            raise UserError(
+                f"{name} is a shape tensor (TensorRT reads its {count} value(s) while building): "
+                "an optimization profile must give them.",
+                f"--profile '{name}:{example}/{example}/{example}' with its values (min / opt / "
+                "max), as trtexec's --minShapes/--optShapes/--maxShapes take a shape tensor's "
+                "values; [[profiles]] in --settings alike.",
+            )
+
+    def _probe_profile(
+        self, builder: Any, network: Any, config: Any, feeds: dict[str, Any]
+    ) -> None:
+        """A profile fixing each shape-tensor input at its fed values and each dynamic input at
+        its fed shape (none when no input needs one)."""
+        profile = None
+        for index in range(network.num_inputs):
+            tensor = network.get_input(index)
+            value = feeds.get(tensor.name)
+            if value is None:
+                continue
+            if tensor.is_shape_tensor:
+                profile = profile or builder.create_optimization_profile()
+                values = [int(v) for v in value.reshape(-1)]
+                profile.set_shape_input(tensor.name, values, values, values)
+            elif any(d < 0 for d in tensor.shape):
+                profile = profile or builder.create_optimization_profile()
+                shape = tuple(int(d) for d in value.shape)
+                profile.set_shape(tensor.name, shape, shape, shape)
+        if profile is not None:
+            config.add_optimization_profile(profile)
 
     def operators(self, ops: list[str]) -> dict[str, bool]:
         """Op type → whether the parser has an importer for it (``supports_operator``; an op
@@ -467,8 +526,10 @@ class TensorRTAdapter:
         bindings = [network.get_input(i).name for i in range(network.num_inputs)] + [
             network.get_output(i).name for i in range(network.num_outputs)
         ]
+        self.shape_tensor_inputs = frozenset(self.shape_tensors(network))
         if prepare is not None:
             calibrator = prepare(self.network_inputs(network)) or calibrator
+        self._shape_tensor_profiles(network, settings)
         config = self.configure(builder, network, settings, calibrator)
         self._progress(
             None,
