@@ -22,13 +22,36 @@ QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 
 
 def quantized_nodes(qdq: onnx.ModelProto) -> list[str]:
-    """Names of the compute nodes (Conv, Gemm, MatMul …) the Q/DQ model feeds through DQ."""
+    """Names of every node the Q/DQ model feeds through a DequantizeLinear: the compute nodes
+    (Conv, Gemm, MatMul …) and every other op it quantizes (Relu, MaxPool, Add, ReduceMean …)
+    — each is a tensor whose quantization a plan controls. Compute nodes alone left the other
+    ops' Q/DQ pairs (and the network input's) in every variant, so keeping "everything" in FP32
+    was never the FP32 model."""
     dq_outputs = {o for n in qdq.graph.node if n.op_type == "DequantizeLinear" for o in n.output}
     return [
         n.name
         for n in qdq.graph.node
-        if n.op_type in QUANTIZABLE and any(i in dq_outputs for i in n.input)
+        if n.op_type not in QDQ_OPS and n.name and any(i in dq_outputs for i in n.input)
     ]
+
+
+def reads_input(qdq: onnx.ModelProto) -> dict[str, str]:
+    """Node → the network input it reads through a Q/DQ pair (where the input's own INT8 range,
+    a calibration choice on raw data, is what quantizing the node costs)."""
+    inputs = {i.name for i in qdq.graph.input}
+    producer = {o: n for n in qdq.graph.node for o in n.output}
+    found = {}
+    for node in qdq.graph.node:
+        for name in node.input:
+            dq = producer.get(name)
+            q = (
+                producer.get(dq.input[0])
+                if dq is not None and dq.op_type == "DequantizeLinear"
+                else None
+            )
+            if q is not None and q.op_type == "QuantizeLinear" and q.input[0] in inputs:
+                found[node.name] = q.input[0]
+    return found
 
 
 def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -73,8 +96,25 @@ def keep_float(
             if name in weights and name not in have:
                 model.graph.initializer.append(weights[name])
                 have.add(name)
+        _unquantized_outputs(model, node, source)
     _prune(model)
     return model
+
+
+def _unquantized_outputs(
+    model: onnx.ModelProto, node: onnx.NodeProto, source: onnx.NodeProto
+) -> None:
+    """A kept node that makes a graph output gives it in FP32: the Q→DQ pair the Q/DQ model put
+    between the node and the output (its "…_QuantizeLinear_Input") goes."""
+    outputs = {o.name for o in model.graph.output}
+    for index, (quantized, plain) in enumerate(zip(node.output, source.output, strict=False)):
+        if plain not in outputs or quantized == plain:
+            continue
+        chain = [n for n in model.graph.node if n.op_type in QDQ_OPS and
+                 (quantized in n.input or plain in n.output)]  # fmt: skip
+        for dead in chain:
+            model.graph.node.remove(dead)
+        node.output[index] = plain
 
 
 def quantize_only(

@@ -308,6 +308,7 @@ def analyse(request: SensitivityRequest, progress: Any, workdir: Path) -> tuple[
         keep_float,
         quantize_only,
         quantized_nodes,
+        reads_input,
     )
 
     if request.metric not in METRICS:
@@ -385,7 +386,8 @@ def analyse(request: SensitivityRequest, progress: Any, workdir: Path) -> tuple[
     curve: list[CurvePoint] = []
     chosen: int | None = None
     ranked = [r.node for r in rows]
-    for k in range(min(len(ranked), CURVE_LIMIT - 1) + 1):
+    last = min(len(ranked), CURVE_LIMIT - 1)
+    for k in range(last + 1):
         progress(0.72 + 0.25 * k / min(len(ranked) + 1, CURVE_LIMIT), f"plan: {k} node(s) kept")
         score = full_score if k == 0 else evaluator.score(kept(ranked[:k]))  # whole: the plan
         curve.append(CurvePoint(k, ranked[:k], score))
@@ -393,12 +395,16 @@ def analyse(request: SensitivityRequest, progress: Any, workdir: Path) -> tuple[
             chosen = k
         if chosen is not None and k >= chosen + 2:  # the budget is met: two more for the curve
             break
+    if chosen is None and last < len(ranked):  # every candidate kept: the FP32 model again
+        curve.append(CurvePoint(len(ranked), ranked, evaluator.score(kept(ranked))))
+        if meets(curve[-1].score, request.metric, budget):
+            chosen = len(curve) - 1
     if chosen is None:  # not met: the best point the curve found, said as such
         chosen = min(range(len(curve)), key=lambda i: curve[i].score.error(request.metric))
         met = False
     else:
         met = True
-    plan_nodes = ranked[:chosen]
+    plan_nodes = curve[chosen].nodes
     plan = Plan(plan_nodes, met, curve[chosen].score)
     progress(0.98, "the plan's model")
     plan_model = kept(plan_nodes) if plan_nodes else full
@@ -409,7 +415,28 @@ def analyse(request: SensitivityRequest, progress: Any, workdir: Path) -> tuple[
         range_facts=facts, seconds=time.perf_counter() - started, per_node_s=per_node_s,
         only_s=only_s / len(nodes), notes=few_samples_note(calibrated.samples),
     )  # fmt: skip
+    if request.precision == "int8":
+        report.notes += input_range_notes(rows, reads_input(qdq), calibration.method, request)
     return report, PlanModel(plan_model, load_ranges(calibrated.ranges_path))
+
+
+def input_range_notes(
+    rows: list[NodeSensitivity], inputs: dict[str, str], method: str, request: SensitivityRequest
+) -> list[str]:
+    """Where the most costly node to quantize is one that reads a network input through its
+    Q/DQ pair, the input's INT8 range — a calibration choice made on raw data — is what costs:
+    said, with the choices that change it."""
+    if not rows or rows[0].node not in inputs:
+        return []
+    top = rows[0]
+    error = top.only.error(request.metric)
+    others = [m for m in ("minmax", "percentile", "entropy") if m != method]
+    return [
+        f"the network input '{inputs[top.node]}' drives the error: quantizing only "
+        f"{top.node}, which reads it through its INT8 range, costs {request.metric} {error:.4g} "
+        f"— that range comes from {method} calibration on the raw input; try --method "
+        f"{' or '.join(others)}, or keep {top.node} in FP32 (the plan does when it must)"
+    ]
 
 
 def fp16_range_facts(
