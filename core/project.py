@@ -87,11 +87,17 @@ class Project:
 
 def _migrate(data: dict[str, Any], path: Path) -> dict[str, Any]:
     meta = data.get("deploylens")
-    if not isinstance(meta, dict) or not isinstance(meta.get("schema"), int):
+    schema = meta.get("schema") if isinstance(meta, dict) else None
+    if type(schema) is not int:  # a boolean is not a schema number (true read as 1)
         raise ProjectFileError(
-            f"{path.name} is not a DeployLens project: it has no [deploylens] schema number."
+            f"{path.name} is not a DeployLens project: it has no [deploylens] schema number"
+            + (f" (schema = {str(schema).lower()[:40]})." if schema is not None else ".")
         )
-    schema = meta["schema"]
+    if schema < 1:
+        raise ProjectFileError(
+            f"{path.name}: [deploylens] schema = {schema} is not a project schema (they start "
+            f"at 1; this version writes {SCHEMA_VERSION})."
+        )
     if schema > SCHEMA_VERSION:
         raise ProjectFileError(
             f"{path.name} was written by a newer DeployLens (project schema {schema}; this "
@@ -117,6 +123,22 @@ def load_project(path: str | Path) -> Project:
     data = _migrate(data, path)
     project = Project(path=path, tables={k: v for k, v in data.items() if k != "deploylens"})
     model = data.get("model", {})
-    if isinstance(model, dict) and isinstance(model.get("path"), str):
-        project.model_path = (path.parent / model["path"]).resolve()
+    if isinstance(model, dict) and "path" in model:
+        project.model_path = _model_path(model["path"], path)
     return project
+
+
+def _model_path(value: Any, path: Path) -> Path:
+    """[model] path as a path beside the project, or a ``ProjectFileError`` naming the key: not
+    a string, a NUL byte, a name too long, or a symbolic link loop on the way."""
+    if not isinstance(value, str) or not value:
+        raise ProjectFileError(f"{path.name}: [model] path must be a file name, not {value!r:.40}.")
+    if "\x00" in value:
+        raise ProjectFileError(f"{path.name}: [model] path {value!r:.60} contains a NUL byte.")
+    try:
+        return (path.parent / value).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, an overlong name
+        why = "a symbolic link loop" if isinstance(exc, RuntimeError) else str(exc)[:80]
+        raise ProjectFileError(
+            f"{path.name}: [model] path {value[:60]!r} cannot be used ({why})."
+        ) from None

@@ -60,6 +60,10 @@ MAX_MEMBER_BYTES = 8 << 30
 MAX_TOTAL_BYTES = 16 << 30
 MAX_RATIO = 100  # torch stores weights uncompressed (1x); deflate tops out near 1000x
 RATIO_FLOOR_BYTES = 64 << 20  # small members (an all-zero bias) may deflate far more
+# The archive as a whole: a hundred members each under the floor (48 MiB of zeros, 4.9 MB on
+# disk in all) inflated to 4.8 GB and killed the worker. The total over the file's own size.
+MAX_TOTAL_RATIO = 20
+TOTAL_RATIO_FLOOR_BYTES = 256 << 20
 
 
 class _Refused(Exception):
@@ -76,6 +80,8 @@ def audit(data: bytes, name: str) -> None:
             f"{name} is not an ExportedProgram archive (torch.export.save writes a zip file)."
         ) from None
     try:
+        _audit_members(archive, name, len(data))
+        _inflate_within_headers(archive, name)
         _audit_archive(archive, name)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, RecursionError) as exc:
         reason = str(exc)[:160] or type(exc).__name__
@@ -84,8 +90,9 @@ def audit(data: bytes, name: str) -> None:
         archive.close()
 
 
-def _audit_members(archive: zipfile.ZipFile, name: str) -> None:
-    """Refuse native code and decompression bombs from the zip's directory alone."""
+def _audit_members(archive: zipfile.ZipFile, name: str, size: int) -> None:
+    """Refuse native code and decompression bombs from the zip's directory alone: a member
+    too large or inflating too far, and the archive too large or inflating too far in all."""
     total = 0
     for info in archive.infolist():
         member = info.filename.replace("\\", "/")
@@ -117,10 +124,25 @@ def _audit_members(archive: zipfile.ZipFile, name: str) -> None:
             f"{name} would inflate to {total / 2**30:.1f} GiB in all, more than the "
             f"{MAX_TOTAL_BYTES >> 30} GiB DeployLens reads from an archive: refused unread."
         )
+    if total > TOTAL_RATIO_FLOOR_BYTES and total > MAX_TOTAL_RATIO * max(size, 1):
+        raise UserError(
+            f"{name} would inflate to {total / 2**20:,.0f} MiB from {size / 2**20:,.1f} MiB on "
+            f"disk ({total / max(size, 1):,.0f}x in all), which no model's weights do: a "
+            "decompression bomb, refused unread."
+        )
+
+
+def _inflate_within_headers(archive: zipfile.ZipFile, name: str) -> None:
+    """Every member inflated once, never past the size its header declares (zipfile stops
+    there) and checked against its CRC: a member that under-declares its size is refused
+    here, at its declared size, before torch's own reader inflates it without that bound."""
+    for info in archive.infolist():
+        with archive.open(info) as member:
+            while member.read(1 << 22):
+                pass
 
 
 def _audit_archive(archive: zipfile.ZipFile, name: str) -> None:
-    _audit_members(archive, name)
     names = set(archive.namelist())
     formats = [n for n in names if n.endswith("archive_format")]
     if not formats:

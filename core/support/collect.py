@@ -11,7 +11,9 @@ from typing import Any
 
 import platformdirs
 
+from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
+from deploylens.core.own_files import Either, Range, Table, read_own_json
 from deploylens.core.support.result import RegistryCache
 
 SUPPORT_SCHEMA = 3  # bump when the collected data changes shape
@@ -72,16 +74,65 @@ def collect(progress: Any = None) -> dict[str, Any]:
     }
 
 
+# The cache file's shape, checked on every read back (core/own_files.py): a cache someone
+# truncated, replaced or edited is collected again, never read into a wrong verdict.
+OPSET = Range(1, 1000)
+_VERSION = {
+    "since": OPSET, "deprecated": bool, "summary": str, "inputs": [[str]], "outputs": [[str]],
+    "attributes": [str], "type_constraints": Table(str, [str]), "has_function": bool,
+    "function_ops": [[str]],
+}  # fmt: skip
+REGISTRY_SCHEMA = {
+    "versions": Table(str, str),
+    "spec": {
+        "onnx_version": str,
+        "max_opset": Table(str, OPSET),
+        "ops": [{"domain": str, "name": str, "versions": [_VERSION]}],
+    },
+    "ort": {
+        "available": bool, "version": str, "providers": [str],
+        "kernels": [{"op": str, "domain": str, "start": OPSET, "end": Either(None, Range(1, 2**31)),
+                     "provider": str, "types": Table(str, [str])}],
+    },
+    "torchscript": {"available": bool, "torch": str, "opsets": [OPSET],
+                    "ops": Table(str, [OPSET])},
+    "dynamo": {"available": bool, "torch": str, "min_opset": OPSET, "opset": OPSET,
+               "ops": Table(str, [str])},
+    "tensorrt_installed": Either(None, str),
+}  # fmt: skip
+CACHE_LIMIT = 64 << 20
+
+
+def read_registries(path: str | Path) -> dict[str, Any]:
+    """A registry cache file, guarded and checked (``UserError`` when it is not one)."""
+    data: dict[str, Any] = read_own_json(path, "support registry cache", CACHE_LIMIT,
+                                         REGISTRY_SCHEMA)  # fmt: skip
+    return data
+
+
+def _usable(path: Path) -> bool:
+    try:
+        read_registries(path)
+    except UserError:
+        return False
+    return True
+
+
 def support_job(ctx: Any, params: dict[str, Any]) -> RegistryCache:
-    """Return the cache file of this interpreter's registries, building it when missing."""
+    """Return the cache file of this interpreter's registries, building it when missing or
+    when the file there does not read back (truncated, edited, not a file). Where the cache's
+    place holds something that is not a file (a folder, a FIFO), the registries go to this
+    job's own folder: support works, uncached."""
     from deploylens.core.support.request import CollectRequest
 
     request = CollectRequest.from_params(params)
     path = cache_path()
-    cached = path.exists() and not request.refresh
+    cached = not request.refresh and _usable(path)
     if not cached:
         data = collect(ctx.progress)
         ctx.progress(0.95, "writing the cache")
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            path = Path(ctx.workdir) / path.name
         atomic_write_text(path, json.dumps(data))
     if request.copy_to:  # a remote worker: the file that is fetched back
         atomic_write_text(Path(request.copy_to), path.read_text())

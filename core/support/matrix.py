@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +58,10 @@ class SupportMatrix:
 
     @classmethod
     def load(cls, path: str | Path) -> SupportMatrix:
-        return cls(json.loads(Path(path).read_text(encoding="utf-8")))
+        """The registries the worker collected, read back guarded and checked."""
+        from deploylens.core.support.collect import read_registries
+
+        return cls(read_registries(path))
 
     # -- ONNX spec -----------------------------------------------------------------------------
     def history(self, domain: str, op: str) -> OpHistory | None:

@@ -83,7 +83,7 @@ def _judged_span(span: int, busy: int, capture: dict[str, Any]) -> int:
     3 % without the profiler. The trace's own span where that run was slower (noise) or where
     the trace's GPU work does not fit in it (not the same work)."""
     ms = capture.get("unprofiled_gpu_span_ms")
-    if not isinstance(ms, int | float) or ms <= 0:
+    if not isinstance(ms, int | float) or not 0 < ms < 1e12:  # NaN fails both comparisons
         return span
     unprofiled = int(ms * 1e6)
     if unprofiled >= span or busy > UNPROFILED_SLACK * unprofiled:
