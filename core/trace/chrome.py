@@ -164,6 +164,8 @@ def decode_events(data: bytes) -> list[Any]:
         loose = _LOOSE.decode(data)
     except RecursionError:
         raise BadTraceValue("its JSON is nested too deeply to be a trace") from None
+    except msgspec.ValidationError as exc:  # whole JSON values of a shape no event has
+        raise BadTraceValue(f"an event does not fit the trace format: {exc}") from None
     try:
         return [_normalized(e) for e in loose if e.ph in ("X", "M")]
     except (ValueError, TypeError, OverflowError) as exc:

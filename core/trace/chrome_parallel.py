@@ -24,9 +24,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.errors import UserError
 from deploylens.core.trace import chrome
 from deploylens.core.trace.import_workers import BadPiece, Workers, workers
-from deploylens.core.trace.json_stream import _BETWEEN, _find_array, iter_chunks, open_binary
+from deploylens.core.trace.json_stream import (
+    _BETWEEN,
+    MAX_EVENT,
+    _find_array,
+    iter_chunks,
+    open_binary,
+)
 from deploylens.core.trace.model import BadTraceValue
 
 PIECE = 32 << 20
@@ -84,12 +91,23 @@ def _plain_pieces(path: Path, piece: int, tail: int) -> tuple[list[tuple[int, in
     with open(path, "rb") as raw, mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as view:
         size, at, ranges = len(view), offset, []
         while size - at > 2 * tail:
-            found = _BETWEEN.search(view, min(at + piece, size - tail))
+            wanted = min(at + piece, size - tail)
+            found = _BETWEEN.search(view, wanted, wanted + MAX_EVENT)  # a bounded look ahead
+            if found is None and wanted + MAX_EVENT < size - tail:  # refused where it starts
+                last = _last_cut(view[at:wanted])
+                raise _too_long(path, at + (last[1] if last else 0))
             if found is None:
                 break
             ranges.append((at, found.start() + 1))
             at = found.end() - 1
     return ranges, at
+
+
+def _too_long(path: Path, where: int) -> UserError:
+    return UserError(
+        f"{path.name}: something after byte {where:,} runs past {MAX_EVENT >> 20} MB without an "
+        "event ending (a string, number, nesting or whitespace no trace holds): refused there."
+    )
 
 
 def _gzip_pieces(
@@ -102,6 +120,7 @@ def _gzip_pieces(
         raw = getattr(handle, "fileobj", None) or handle
         carry = _find_array(handle, path)
         block = handle.read(piece)
+        inflated = handle.tell() - len(block)  # where ``block`` starts in the inflated stream
         while True:
             after = handle.read(piece)
             if not after:  # the last block: all but its last ``tail`` bytes or so to a worker
@@ -112,11 +131,15 @@ def _gzip_pieces(
                 yield None, raw.tell(), carry + block
                 return
             cut = _last_cut(block)
-            if cut is None:  # no cut in a whole block (one huge event): carry it on
+            if cut is None:  # no cut in a whole block (one huge event): carry it on, a while
+                if len(carry) + len(block) > MAX_EVENT:
+                    raise _too_long(path, inflated - len(carry))
+                inflated += len(block)
                 carry, block = carry + block, after
                 continue
             view = memoryview(block)[: cut[0]]
             yield (carry, pickle.PickleBuffer(view)), raw.tell(), b""
+            inflated += len(block)
             carry, block = block[cut[1] :], after
 
 

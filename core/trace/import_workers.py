@@ -132,7 +132,13 @@ class Workers:
 
 
 def _serve() -> None:
-    """A worker: tasks in on stdin, results out on stdout, until stdin closes."""
+    """A worker: tasks in on stdin, results out on stdout, until stdin closes — or at once
+    when the process that started it is gone (a killed CLI left two workers decoding a
+    pathological piece for minutes)."""
+    from deploylens.core.worker.reaper import die_with_parent, watch_parent
+
+    die_with_parent()
+    watch_parent(lambda: os._exit(1))
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:

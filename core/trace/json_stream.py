@@ -21,6 +21,10 @@ from typing import IO, Any
 from deploylens.core.errors import UserError
 
 CHUNK = 8 << 20
+# Nothing in a trace runs this long between two event boundaries: a longer string, number,
+# nesting or run of whitespace is refused where it is seen (a 2 GiB name took 6 GB and minutes).
+MAX_EVENT = 64 << 20
+_MALFORMED_AT = re.compile(r"\(byte (\d+)\)")
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _SPACE = re.compile(rb"\s*")
@@ -57,6 +61,7 @@ def iter_chunks(
         # ``source``: the rest of the list, from an event's start (the parallel import's tail)
         buffer = bytearray(b"" if source is not None else _find_array(handle, path))
         count = 0
+        consumed = _position(handle) - len(buffer)  # buffer[0]'s offset (inflated, gzipped)
         ended = False
         while True:
             while not ended and len(buffer) < chunk:
@@ -65,15 +70,33 @@ def iter_chunks(
                 buffer += more
             if progress is not None:
                 progress(raw.tell())
-            del buffer[: _SPACE.match(buffer).end()]  # type: ignore[union-attr]
+            space = _SPACE.match(buffer).end()  # type: ignore[union-attr]
+            del buffer[:space]
+            consumed += space
             if buffer.startswith(b"]"):
                 return
-            cut = _decode_prefix(buffer, decode, chunk // 2, ended)
+            try:
+                cut = _decode_prefix(buffer, decode, chunk // 2, ended)
+            except _Malformed as exc:
+                where = f"byte {consumed + exc.at:,}" if consumed >= 0 else "a point"
+                raise UserError(
+                    f"{path.name} is not valid JSON at {where}, after {count:,} events: "
+                    f"{exc.reason}."
+                ) from None
             if cut is None:
                 if ended:
                     raise UserError(
-                        f"{path.name} ends inside the event list (truncated or malformed) "
-                        f"after {count:,} events."
+                        f"{path.name} ends inside the event list after {count:,} events "
+                        "(the file is truncated)."
+                    )
+                if len(buffer) > chunk + MAX_EVENT:
+                    boundaries = list(_BETWEEN.finditer(buffer, 0, chunk))[-1:]
+                    start = consumed + (boundaries[0].end() - 1 if boundaries else 0)
+                    where = f"after byte {start:,}" if consumed >= 0 else f"after {count:,} events"
+                    raise UserError(
+                        f"{path.name}: something {where} runs past {MAX_EVENT >> 20} MB without "
+                        "an event ending (a string, number, nesting or whitespace no trace "
+                        "holds): refused there."
                     )
                 more = _read(handle, path, chunk)
                 ended = not more
@@ -82,9 +105,25 @@ def iter_chunks(
             events, used, last = cut
             count += len(events)
             del buffer[:used]
+            consumed += used
             yield events
             if last:
                 return
+
+
+class _Malformed(ValueError):
+    """JSON that is malformed before any split point: not a cut inside a string."""
+
+    def __init__(self, at: int, reason: str) -> None:
+        super().__init__(reason)
+        self.at, self.reason = at, reason
+
+
+def _position(handle: IO[bytes]) -> int:
+    try:
+        return int(handle.tell())
+    except (OSError, ValueError, AttributeError):
+        return -(1 << 62)  # unknown: offsets are not said
 
 
 def _read(handle: IO[bytes], path: Path, size: int) -> bytes:
@@ -109,7 +148,8 @@ def _decode_prefix(
     for match in _BETWEEN.finditer(data, min(start, max(len(data) - 1, 0))):
         try:
             return decode(_bracketed(data, match.start() + 1)), match.end() - 1, False
-        except ValueError:
+        except ValueError as exc:
+            _real_error(exc, min(start, match.start()))
             tries += 1
             if tries > 8:
                 break
@@ -118,11 +158,22 @@ def _decode_prefix(
     for match in reversed(list(_LAST.finditer(data))[-8:]):
         try:
             return decode(_bracketed(data, match.start() + 1)), match.end(), True
-        except ValueError:
+        except ValueError as exc:
+            _real_error(exc, min(start, match.start()))
             continue
     if data[_SPACE.match(data).end() :].startswith(b"]"):  # type: ignore[union-attr]
         return [], 0, True
     return None
+
+
+def _real_error(exc: ValueError, before: int) -> None:
+    """A parse error located before ``before`` (where every candidate cut lies after) is the
+    file's own — bare NaN, a bad character — not a cut inside a string: ``_Malformed``."""
+    found = _MALFORMED_AT.search(str(exc))
+    if "trailing characters" in str(exc):  # the list ended before the cut: no error of its own
+        return
+    if found is not None and int(found.group(1)) - 1 < before:
+        raise _Malformed(int(found.group(1)) - 1, str(exc).split(" (byte")[0])
 
 
 def _find_array(handle: IO[bytes], path: Path) -> bytes:

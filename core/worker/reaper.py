@@ -88,6 +88,23 @@ def kill_descendants(pid: int = 0, only: Callable[[bytes], bool] = lambda comman
     return killed
 
 
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when the thread that started it ends (prctl
+    PR_SET_PDEATHSIG) — it fires even while this process holds the GIL in a long C call, which
+    a watching thread cannot; elsewhere a no-op. The caller must start it from a thread that
+    outlives the work (import workers are started and closed by one import)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
 def watch_parent(on_orphaned: Callable[[], None]) -> None:
     """Call ``on_orphaned`` (which must end the process) as soon as this process's parent is
     gone: it is re-parented, so ``getppid`` changes."""
