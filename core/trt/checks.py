@@ -39,7 +39,10 @@ class Problem:
 
 
 def check(
-    settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None = None
+    settings: BuildSettings,
+    version: str,
+    inputs: dict[str, list[Any]] | None = None,
+    shape_tensors: frozenset[str] = frozenset(),
 ) -> list[Problem]:
     """Everything TensorRT ``version`` would refuse, said before a 20-minute build starts.
 
@@ -106,7 +109,7 @@ def check(
         problems.append(Problem("optimization_level", "The builder optimization level is 0 to 5."))
     if settings.calibration is not None:
         problems.extend(_check_calibration(settings.calibration))
-    problems.extend(_check_profiles(settings.profiles or [], inputs))
+    problems.extend(_check_profiles(settings.profiles or [], inputs, shape_tensors))
     if settings.dla_core is not None:
         if settings.dla_core < 0:
             problems.append(Problem("dla_core", "The DLA core is 0 or higher."))
@@ -295,7 +298,13 @@ def _check_calibration(calibration: Calibration) -> list[Problem]:
     return problems
 
 
-def _check_profiles(profiles: list[Profile], inputs: dict[str, list[Any]] | None) -> list[Problem]:
+def _check_profiles(
+    profiles: list[Profile],
+    inputs: dict[str, list[Any]] | None,
+    shape_tensors: frozenset[str] = frozenset(),
+) -> list[Problem]:
+    """Profiles against the model's inputs; a shape tensor's entry (``shape_tensors``) holds
+    its values, one per element of its 1-D input."""
     problems = []
     dynamic = {
         n
@@ -329,6 +338,8 @@ def _check_profiles(profiles: list[Profile], inputs: dict[str, list[Any]] | None
                 )
                 continue
             dims = inputs[name]
+            if len(dims) == 1 and dims[0] == len(low) and name in shape_tensors:
+                continue  # a shape tensor's profile holds its values
             if len(dims) != len(low):
                 problems.append(
                     Problem(
@@ -373,9 +384,12 @@ def version_problem(version: str) -> str:
 
 
 def assert_buildable(
-    settings: BuildSettings, version: str, inputs: dict[str, list[Any]] | None
+    settings: BuildSettings,
+    version: str,
+    inputs: dict[str, list[Any]] | None,
+    shape_tensors: frozenset[str] = frozenset(),
 ) -> None:
-    problems = check(settings, version, inputs)
+    problems = check(settings, version, inputs, shape_tensors)
     if problems:
         first = problems[0]
         raise UserError(first.message, first.fix)

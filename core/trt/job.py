@@ -60,6 +60,8 @@ def build_engine(
         from deploylens.core.trt.profiles import unprofiled_dynamic
 
         dynamic = {n: d for n, d in inputs.items() if any(not isinstance(x, int) for x in d)}
+        for name in adapter.shape_tensor_inputs:  # their values come from a profile, checked
+            dynamic.pop(name, None)
         if dynamic and not settings.profiles:
             from deploylens.core.trt.settings import Profile
 
@@ -83,7 +85,7 @@ def build_engine(
                 + ", ".join(dynamic)
                 + " is built for 1 (give --profile INPUT:MIN/OPT/MAX for other batches)"
             )
-        assert_buildable(settings, installed, inputs)
+        assert_buildable(settings, installed, inputs, adapter.shape_tensor_inputs)
         if settings.calibration is None or adapter.family in ("11", RTX):
             return None
         from deploylens.core.trt.trt_calibrator import make_calibrator

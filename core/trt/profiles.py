@@ -17,22 +17,45 @@ def _dims(text: str) -> list[int]:
 
 
 def parse_profiles(text: str) -> list[Profile] | None:
-    """One ``input: MIN / OPT / MAX`` line per input; ``---`` starts the next profile."""
+    """One ``input: MIN / OPT / MAX`` line per input; ``---`` starts the next profile. Every
+    number is checked here, where it was typed (``checked_profile``)."""
     profiles: list[Profile] = []
     for block in text.split("---"):
         shapes = {}
         for line in filter(None, (ln.strip() for ln in block.splitlines())):
             name, sep, rest = line.rpartition(":")
             parts = rest.split("/")
-            if not sep or len(parts) != 3:
+            if not sep or len(parts) != 3 or not name.strip():
                 raise UserError(
-                    f"'{line}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / 8x3)."
+                    f"'{line[:80]}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / 8x3)."
                 )
             low, opt, high = (_dims(p) for p in parts)
             shapes[name.strip()] = (low, opt, high)
         if shapes:
-            profiles.append(Profile(shapes))
+            profiles.append(checked_profile(Profile(shapes), f"profile {len(profiles) + 1}"))
     return profiles or None
+
+
+def checked_profile(profile: Profile, where: str) -> Profile:
+    """A profile whose every dimension TensorRT can take: 1 to 2^31 − 1 (a 0, −1, 2^31 or 2^63
+    went into the trtexec line and the script, and ``--build`` raised TensorRT's own error),
+    min, opt and max of one rank with min ≤ opt ≤ max. For a shape-tensor input the lists are
+    its values (trtexec's meaning of ``--minShapes`` for one), held to the same bounds."""
+    for name, (low, opt, high) in profile.shapes.items():
+        here = f"{where}, '{name[:60]}'"
+        if not len(low) == len(opt) == len(high) or not low:
+            raise UserError(f"{here}: min, opt and max need the same number of dimensions.")
+        for dim in (*low, *opt, *high):
+            if not 1 <= dim <= MAX_DIM:
+                raise UserError(
+                    f"{here}: dimension {dim} is outside 1…{MAX_DIM:,} (what TensorRT takes)."
+                )
+        if any(not a <= b <= c for a, b, c in zip(low, opt, high, strict=True)):
+            raise UserError(f"{here}: need min ≤ opt ≤ max in every dimension.")
+    return profile
+
+
+MAX_DIM = 2**31 - 1
 
 
 def profiles_text(profiles: list[Profile] | None) -> str:
@@ -48,7 +71,11 @@ def profiles_text(profiles: list[Profile] | None) -> str:
 
 
 def parse_profile_args(items: list[str]) -> list[Profile] | None:
-    """``--profile INPUT:MIN/OPT/MAX`` (repeatable): one profile with every input named."""
+    """``--profile INPUT:MIN/OPT/MAX`` (repeatable): one profile with every input named; an
+    empty one is refused, not dropped."""
+    for item in items:
+        if not item.strip():
+            raise UserError("--profile '' names no input: write --profile INPUT:MIN/OPT/MAX.")
     return parse_profiles("\n".join(items)) if items else None
 
 

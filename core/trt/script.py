@@ -127,12 +127,16 @@ def build_script(
             ]
     if s.no_tf32:
         lines.append("config.clear_flag(trt.BuilderFlag.TF32)")
+    if s.profiles:  # a shape tensor's entry holds its values (set_shape_input)
+        lines.append("shape_tensors = {network.get_input(i).name for i in range(network.num_inputs)"
+                     " if network.get_input(i).is_shape_tensor}")  # fmt: skip
     for profile in s.profiles or []:
         lines.append("profile = builder.create_optimization_profile()")
         for name, (low, opt, high) in profile.shapes.items():
             lines.append(
-                f"profile.set_shape({literal(name)}, {literal(tuple(low))}, {literal(tuple(opt))}, "
-                f"{literal(tuple(high))})"
+                f"(profile.set_shape_input if {literal(name)} in shape_tensors else "
+                f"profile.set_shape)({literal(name)}, {literal(tuple(low))}, "
+                f"{literal(tuple(opt))}, {literal(tuple(high))})"
             )
         lines.append("config.add_optimization_profile(profile)")
     if s.timing_cache:

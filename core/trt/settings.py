@@ -192,7 +192,9 @@ def _profiles(value: Any, where: str) -> list[Profile]:
                 raise UserError(f"{here} must be [min, opt, max] shapes, not {kind(triple)}.")
             dims = [conform(shape, list[int], f"{here}") for shape in triple]
             shapes[str(name)] = (dims[0], dims[1], dims[2])
-        profiles.append(Profile(shapes))
+        from deploylens.core.trt.profiles import checked_profile
+
+        profiles.append(checked_profile(Profile(shapes), f"{where}: profile {number}"))
     return profiles
 
 

@@ -204,6 +204,7 @@ def make_fake_tensorrt(
     class ITensor:
         def __init__(self, name: str, shape: tuple[int, ...]) -> None:
             self.name, self.shape = name, shape
+            self.is_shape_tensor = False  # the fake's networks take no shape tensors
 
     class INetworkDefinition:
         def __init__(self, flags: int) -> None:
