@@ -7,6 +7,7 @@ import re
 import sysconfig
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from deploylens.core.support.fixes import Fix
 
@@ -110,6 +111,7 @@ def summary_line(text: str) -> tuple[str, str]:
 
 
 STDLIB = sysconfig.get_paths()["stdlib"]
+OURS = str(Path(__file__).resolve().parents[1])  # core/ (or deploylens/core when installed)
 
 
 def model_frame(exc: BaseException) -> str:
@@ -123,7 +125,7 @@ def model_frame(exc: BaseException) -> str:
         seen.add(id(current))
         for frame in traceback.extract_tb(current.__traceback__):
             name = frame.filename.replace("\\", "/")
-            if any(part in name for part in FRAMEWORK) or name.startswith(STDLIB):
+            if any(part in name for part in FRAMEWORK) or name.startswith((STDLIB, OURS)):
                 continue
             short = name.split("site-packages/", 1)[-1]
             found = f"{short}:{frame.lineno} in {frame.name}"
