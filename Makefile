@@ -43,9 +43,13 @@ demo: install
 TEST_JOBS ?= 2
 PYTEST_CORE := DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 DEPLOYLENS_REQUIRE_RAY=1 DEPLOYLENS_BLOCK_QT=1 $(BIN)/python -m pytest -q -p no:pytest-qt -n $(TEST_JOBS) --dist loadfile
 PYTEST_GUI := DEPLOYLENS_REQUIRE_TRT_RTX=1 DEPLOYLENS_REQUIRE_SSHD=1 QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile
+# Both stages always run (a failing core test no longer hides the GUI's), then one report.
 test: install
-	$(PYTEST_CORE) -m "not slow_tier" tests/core
-	$(PYTEST_GUI) -m "not slow_tier" tests --ignore=tests/core
+	@started=$$(date +%s); core=passed; gui=passed; \
+	$(PYTEST_CORE) -m "not slow_tier" tests/core || core=FAILED; \
+	$(PYTEST_GUI) -m "not slow_tier" tests --ignore=tests/core || gui=FAILED; \
+	echo "make test: core $$core, GUI $$gui, in $$(( $$(date +%s) - started )) s"; \
+	[ $$core = passed ] && [ $$gui = passed ]
 
 test-slow: install
 	$(PYTEST_CORE) -m slow_tier tests/core
