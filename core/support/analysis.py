@@ -184,6 +184,7 @@ def _data_types(
     if version is None:
         return list(types.values())
     params = dict(version.inputs)
+    primary = version.inputs[0][1] if version.inputs else ""
     kept = []
     for name, type_ in types.items():
         if name not in params:  # an output: the column lists what the op takes
@@ -191,6 +192,8 @@ def _data_types(
         allowed = version.type_constraints.get(params.get(name, ""))
         if allowed is None or set(allowed) <= INDEX_TYPES:
             continue
+        if params[name] != primary:  # a parameter of another type (QuantizeLinear's INT8
+            continue  # zero point beside its FP32 data: every QDQ model was "not INT8")
         kept.append(type_)
     return kept
 
@@ -261,6 +264,23 @@ RESIZE_RESTRICTIONS = {
 }
 
 
+# Where onnx-tensorrt's table text lags its importer: (attribute, value) → the first release that
+# imports it. Resize's cubic mode has been imported (kCUBIC) since 8.5 while every table up to
+# 10.1 still lists "nearest, linear" only; TensorRT-RTX's live parser builds a cubic Resize.
+IMPORTED_BEYOND_THE_TABLE = {("mode", "cubic"): (8, 5)}
+
+
+def _imported_anyway(attr: str, value: Any, version: str) -> bool:
+    since = IMPORTED_BEYOND_THE_TABLE.get((attr, value))
+    if since is None:
+        return False
+    try:
+        parts = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return parts >= since
+
+
 def _attribute(node: onnx.NodeProto, name: str, default: Any) -> Any:
     for attribute in node.attribute:
         if attribute.name == name:
@@ -294,7 +314,7 @@ def _trt_attribute_blockers(graphs: list[onnx.GraphProto], target: Target) -> li
                 continue
             for attr, (default, words) in allowed.items():
                 value = _attribute(node, attr, default)
-                if words and value not in words:
+                if words and value not in words and not _imported_anyway(attr, value, used):
                     reason = (
                         f"TensorRT {used} documents Resize {attr} {', '.join(words)} only, "
                         f"not '{value}'"

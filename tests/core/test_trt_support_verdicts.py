@@ -7,6 +7,9 @@ model's opset already works; the asinh composition was −inf at x = −1e4."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import onnx
 import pytest
@@ -263,7 +266,7 @@ def test_nms_plugins_that_ship_with_tensorrt_are_not_write_your_own(
 
 @pytest.mark.parametrize(
     ("attributes", "said"),
-    [({"antialias": 1}, "antialiasing is not supported"), ({"mode": "cubic"}, "not 'cubic'"),
+    [({"antialias": 1}, "antialiasing is not supported"),
      ({"keep_aspect_ratio_policy": "not_larger"}, "not 'not_larger'")],
 )  # fmt: skip
 def test_resize_attributes_are_checked_against_the_documented_restrictions(
@@ -280,6 +283,44 @@ def test_resize_attributes_are_checked_against_the_documented_restrictions(
     plain = _model([helper.make_node("Resize", ["x", "", "scales"], ["y"], "up")], [x], [y],
                    [scales], opset=19)  # fmt: skip
     assert _blocked(matrix, plain, "trt-10.1") == {}
+
+
+def test_a_cubic_resize_is_imported_since_8_5_whatever_the_table_text(
+    matrix: SupportMatrix, rtx: Any, tmp_path: Path
+) -> None:
+    """Issue 43: every table up to 10.1 lists Resize modes "nearest, linear", but onnx-tensorrt
+    imports cubic since 8.5 and TensorRT-RTX's live parser builds it; blocking it on 10.1 was a
+    regression of the Resize rules."""
+    x, y = _io(4)
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    cubic = helper.make_node("Resize", ["x", "", "scales"], ["y"], "up", mode="cubic")
+    model = _model([cubic], [x], [y], [scales], opset=19)
+    assert _blocked(matrix, model, "trt-10.1") == {}
+    at_13 = _model([cubic], [x], [y], [scales], opset=13)
+    assert _blocked(matrix, at_13, "trt-8.6") == {}
+    assert "not 'cubic'" in _blocked(matrix, at_13, "trt-8.4")["Resize"]
+    path = tmp_path / "cubic.onnx"
+    onnx.save(model, path)
+    network = rtx.Builder(rtx.Logger()).create_network(0)
+    assert rtx.OnnxParser(network, rtx.Logger()).parse_from_file(str(path))
+
+
+def test_a_qdq_model_is_judged_by_its_data_types_not_its_zero_points(matrix: SupportMatrix) -> None:
+    """A standard QDQ model (FP32 → QuantizeLinear → DequantizeLinear → Conv) was BLOCKED on the
+    8.6/10.1 tables: the INT8 zero point was checked against QuantizeLinear's FP32 column."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], "q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], "dq"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "z"], ["w"], "wdq"),
+             helper.make_node("Conv", ["xd", "w"], ["y"], "conv")]  # fmt: skip
+    weights = [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+               numpy_helper.from_array(np.array(0, np.int8), "z"),
+               numpy_helper.from_array(np.ones((4, 3, 3, 3), np.int8), "wq"),
+               numpy_helper.from_array(np.array(0.01, np.float32), "ws")]  # fmt: skip
+    model = _model(nodes, [x], [y], weights, opset=13)
+    for target in ("trt-8.6", "trt-10.1", "trt-10.16"):
+        assert _blocked(matrix, model, target) == {}, target
 
 
 def test_the_opset_span_never_contradicts_the_verdict() -> None:
