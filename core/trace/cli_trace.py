@@ -53,9 +53,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.csv:
         for name, rows in stats.tables().items():
             write_csv(rows, args.csv / f"{name}.csv")
+    empty = trace.meta.get("nothing_measured")
     if args.json:
         print(json.dumps(stats.to_dict(), indent=2, default=float))
-        return 0
+        return 1 if empty else 0
     print(
         f"{args.file}: {stats.format} {stats.version} — {stats.events:,} events, "
         f"{stats.lanes} lanes, {stats.span_us / 1e3:.3f} ms "
@@ -78,6 +79,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
             )
     for stream in stats.streams:
         print(f"  {stream.lane}: busy {stream.busy_percent:.1f}% ({stream.events:,} events)")
+    if empty:  # nothing a kernel table or a diagnosis could stand on: a failure, said
+        print(f"deploylens: nothing measured in {args.file.name}: {empty}.", file=sys.stderr)
+        return 1
     ovl = stats.overlap
     if ovl.copy_ns and ovl.hidden_percent is not None:
         print(

@@ -127,6 +127,8 @@ def measures(trace: Trace) -> dict[str, Any]:
     launch_ids = [i for i, n in enumerate(trace.names) if any(c in n for c in LAUNCH_CALLS)]
     if launch_ids:
         launch = member(api_names, launch_ids, len(trace.names))
+    graph_ids = [i for i, n in enumerate(trace.names) if "GraphLaunch" in n]
+    graph_launches = int(member(api_names, graph_ids, len(trace.names)).sum()) if graph_ids else 0
     pageable = 0
     for kind in ("memcpy_h2d", "memcpy_d2h"):
         on = trace.kind == KIND[kind]
@@ -158,6 +160,7 @@ def measures(trace: Trace) -> dict[str, Any]:
         kernel_concurrent_ns=_pairwise_overlap_ns(kernel_parts),
         launch_ns=int(trace.dur[api][launch].astype(np.int64).sum()),
         launches=int(launch.sum()),
+        graph_launches=graph_launches,
         pageable_copies=pageable,
         h2d_streams=len(h2d_parts),
         h2d_concurrent_ns=_pairwise_overlap_ns(h2d_parts),
@@ -178,11 +181,14 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
 
     idle, small = m["idle_percent"], m["small_kernel_percent"]
     launch_share = m["launch_ns"] / max(m["kernel_ns"], 1)
-    if m["kernels"] and idle >= 30 and small >= 50:
-        if mode in GRAPHED:
+    graphed = mode in GRAPHED or m.get("graph_launches", 0) > 0  # ours, or a foreign capture's
+    if m["kernels"] and idle >= 30 and small >= 50 and m.get("launches", 0) > 0:
+        if graphed:
+            count = m.get("graph_launches", 0)
+            said = "" if mode in GRAPHED else f" ({count:,} graph launches in the trace)"
             advice = (
-                "The capture already replays a CUDA graph: raise the batch so each kernel does "
-                "more work per launch."
+                f"The capture already replays a CUDA graph{said}: raise the batch so each kernel "
+                "does more work per launch."
             )
         elif mode == "pipelined":
             advice = (

@@ -49,6 +49,10 @@ def _columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
+GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+              "CUPTI_ACTIVITY_KIND_MEMSET")  # fmt: skip
+
+
 def _tables(db: sqlite3.Connection) -> set[str]:
     return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
@@ -101,6 +105,14 @@ def _load(path: Path, partial: Callable[[Trace], None] | None, parallel: bool) -
             views = PartialViews(partial, lambda: builder.copy().finish())
             builder.after_add = lambda: views(len(builder), len(builder) / max(total, 1))
         builder.meta.update(source=str(path), format="nsys", version=export_version(db, tables))
+        gpu = [t for t in GPU_TABLES if t in tables]
+        if not gpu:  # launches but no GPU activity: said, never an empty report that passes
+            builder.meta["nothing_measured"] = (
+                "the export holds no GPU activity tables (CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, "
+                "_MEMSET): it was captured without CUDA tracing or exported without them — "
+                "record with `nsys profile --trace=cuda` and export with `nsys export --type "
+                "sqlite`"
+            )
         if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
             _kernels(db, builder, strings)
         if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:

@@ -130,3 +130,78 @@ def test_nsys_text_in_an_integer_column(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["trace", str(path)]) == 1
     err = capsys.readouterr().err
     assert "report.sqlite" in err and "'later' in end" in err and "Traceback" not in err
+
+
+def test_an_nsys_export_without_gpu_tables_says_why_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43: an Nsight Systems export with kernel launches but no GPU activity tables exited
+    0 with an empty report."""
+    path = tmp_path / "launches.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, "
+               "nameId)")  # fmt: skip
+    db.execute("INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel')")
+    db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, 1)",
+                   [(i * 100, i * 100 + 20, i) for i in range(50)])  # fmt: skip
+    db.commit()
+    db.close()
+    assert main(["trace", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "no GPU activity tables" in err and "--trace=cuda" in err
+
+
+def test_a_cuda_graph_capture_is_not_told_to_replay_as_a_cuda_graph(tmp_path: Path) -> None:
+    """A trace that is itself a CUDA-graph replay (cudaGraphLaunch, small kernels with gaps)
+    was diagnosed "launch-bound … replay as a CUDA graph"."""
+    from deploylens.core.trace.diagnosis import diagnose, measures
+
+    events = []
+    for i in range(200):
+        events.append(_event(name=f"k{i % 5}", ts=1000.0 + i * 10, dur=2.0,
+                             args={"device": 0, "stream": 7, "correlation": i}))  # fmt: skip
+    events += [
+        _event(cat="cuda_runtime", name="cudaGraphLaunch", ts=990.0 + i * 100, dur=3.0, pid=0,
+               tid=1, args={"correlation": 10_000 + i})
+        for i in range(20)
+    ]  # fmt: skip
+    trace = load_trace(_write(tmp_path, "graphed.json", {"traceEvents": events}))
+    m = measures(trace)
+    assert m["graph_launches"] == 20
+    found = {f.pattern: f for f in diagnose(trace, m)}
+    assert "launch-bound" in found
+    assert "already replays a CUDA graph (20 graph launches" in found["launch-bound"].advice
+    assert "Replay the compute as a CUDA graph" not in found["launch-bound"].advice
+
+
+HOSTILE_TRACES = {
+    "huge-name": "runs past 64 MB", "escaped-args": "runs past 64 MB",
+    "gzip-spaces": "runs past 64 MB", "deep-array": "runs past 64 MB",
+    "long-pid": "Integer value out of range", "bad-numbers": "outside the ±73 years",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_TRACES))
+def test_a_pathological_trace_is_refused_where_it_goes_wrong(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44: a 2 GiB name, 720 MB of escapes, bare NaN, GiBs of gzipped spaces, a 157 M-deep
+    array, a 5,000-digit pid — each hung or took GBs. Here at a few MB over the 64 MB bound (a
+    plain file past the parallel reader's threshold exercises both readers), each is one
+    sentence, fast, and never "truncated" when it is not (80 MB: past the 64 MB an event may
+    run, which a file just under it is read within)."""
+    import time
+
+    from tests.helpers.hostile_traces import TRACES
+
+    path = tmp_path / (name + (".json.gz" if name == "gzip-spaces" else ".json"))
+    size = {"deep-array": 80_000_000, "long-pid": 5000, "bad-numbers": 2 << 20}.get(name, 80 << 20)
+    TRACES[name](path, size)
+    started = time.perf_counter()
+    assert main(["trace", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("deploylens:") and "Traceback" not in err, err
+    assert "truncated" not in err, err
+    assert time.perf_counter() - started < 60
+    assert HOSTILE_TRACES[name] in err, err
