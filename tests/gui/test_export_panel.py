@@ -61,3 +61,55 @@ def test_fail_fix_and_open_in_graph(qtbot, make_window, tmp_path: Path) -> None:
         window.graph_panel.model.ir.op_type(i)
         for i in range(window.graph_panel.model.ir.node_count)
     }
+
+
+def test_a_hugging_face_folder_exports_validates_and_builds_in_the_panels(
+    qtbot, make_window, tmp_path: Path, rtx
+) -> None:
+    """Issue 43: a folder written by save_pretrained (tiny BERT, random weights, made here) is
+    exported from the Export panel (the folder picker's kind), validated against itself in the
+    Validate panel and built ahead of time in the Build panel — each verdict green."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64,
+                                     max_position_embeddings=64)  # fmt: skip
+    folder = tmp_path / "bert"
+    transformers.BertModel(config).eval().save_pretrained(folder, safe_serialization=True)
+    window = make_window()
+    panel = window.export_panel
+    panel.kind.setCurrentText("Hugging Face folder")
+    assert panel.task.isEnabled() and not panel.factory.isEnabled()
+    panel.target.setText(str(folder))
+    panel.output.setText(str(tmp_path / "bert.onnx"))
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        panel.export_button.click()
+    result = panel.result
+    assert result is not None and result.ok and result.ort is not None and result.ort.agrees
+    assert panel.banner.text().startswith("Exported bert.onnx")
+    assert OK_STYLE in panel.banner.styleSheet()
+    assert result.settings.output_names == ["last_hidden_state", "pooler_output"]
+    validate = window.validate_panel
+    out = str(tmp_path / "bert.onnx")
+    qtbot.waitUntil(lambda: str(validate.model_path) == out, timeout=JOB_TIMEOUT_MS)
+    validate.torch_spec.setText(f"hf:{folder}")
+    messages: list[str] = []
+    validate.sig_message.connect(messages.append)
+    validate.run_button.click()
+    qtbot.waitUntil(lambda: validate.run_button.isEnabled(), timeout=120_000)
+    assert validate.banner.text().startswith("PASS"), (validate.banner.text(), messages)
+    build = window.build_panel
+    build.version.setCurrentText("rtx")
+    build.form.targets.setText("sm89")
+    build.form.profiles.setPlainText(
+        "input_ids: 1x16 / 1x16 / 1x16\nattention_mask: 1x16 / 1x16 / 1x16\n"
+        "token_type_ids: 1x16 / 1x16 / 1x16"
+    )
+    build.build_button.click()
+    qtbot.waitUntil(lambda: build.build_button.isEnabled() and build.banner.text() != "",
+                    timeout=JOB_TIMEOUT_MS)  # fmt: skip
+    qtbot.waitUntil(lambda: build.banner.text().startswith(("Built", "TensorRT")),
+                    timeout=JOB_TIMEOUT_MS)  # fmt: skip
+    assert build.banner.text().startswith("Built"), build.banner.text()
