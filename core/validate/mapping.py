@@ -16,7 +16,6 @@ Everything that cannot be mapped is listed with the reason, never silently dropp
 from __future__ import annotations
 
 import ast
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -181,7 +180,7 @@ def map_calls(graph: Any, calls: Sequence[Call]) -> ModuleMapping:
         if tensor:
             mapping.tensors[call.key] = tensor
             mapping.producers[call.key] = max(i for i in nodes if tensor in graph.node[i].output)
-    _resolve_folding(graph, calls, mapping)
+    _resolve_folding(graph, calls, mapping, members)
     for call in calls:
         if call.key in mapping.tensors or call.key in mapping.unmapped:
             continue
@@ -193,16 +192,32 @@ def map_calls(graph: Any, calls: Sequence[Call]) -> ModuleMapping:
     return mapping
 
 
-def _resolve_folding(graph: Any, calls: Sequence[Call], mapping: ModuleMapping) -> None:
+def _conv_norm_pairs(calls: Sequence[Call]) -> list[tuple[Call, Call]]:
+    """A convolution's call and the batch norm's that follows it — the next call, or the next
+    after the norm's own children (timm's BatchNormAct2d runs its drop and act modules first,
+    so their hooks fire before the norm's)."""
+    pairs = []
+    for k, before in enumerate(calls):
+        if "Conv" not in before.type_name:
+            continue
+        j = k + 1
+        while j < len(calls) and "BatchNorm" not in calls[j].type_name:
+            j += 1
+        if j < len(calls) and all(c.path.startswith(calls[j].path + ".") for c in calls[k + 1 : j]):
+            pairs.append((before, calls[j]))
+    return pairs
+
+
+def _resolve_folding(
+    graph: Any, calls: Sequence[Call], mapping: ModuleMapping, members: dict[str, list[int]]
+) -> None:
     """Conv followed by a batch norm that left no node: the conv's tensor is the norm's output.
 
     Dynamo's fused Conv carries the norm's scope (the norm maps, the conv has no node);
     TorchScript's folded Conv keeps the conv's name (the conv maps to a tensor that is really
     the norm's output). Both end the same way: compare at the norm, and say the conv was fused.
     """
-    for before, after in itertools.pairwise(calls):
-        if "Conv" not in before.type_name or "BatchNorm" not in after.type_name:
-            continue
+    for before, after in _conv_norm_pairs(calls):
         has_before, has_after = before.key in mapping.tensors, after.key in mapping.tensors
         if has_before and not has_after:
             mapping.tensors[after.key] = mapping.tensors.pop(before.key)
@@ -214,3 +229,16 @@ def _resolve_folding(graph: Any, calls: Sequence[Call], mapping: ModuleMapping) 
             node = graph.node[mapping.producers[after.key]].name
             mapping.notes[after.key] = f"fused with {before.key} into {node}"
             mapping.unmapped[before.key] = f"fused into {node} (compared at {after.key})"
+        elif (
+            has_before
+            and has_after
+            and not any(
+                graph.node[i].op_type == "BatchNormalization" for i in members.get(after.key, [])
+            )
+        ):  # the norm left no node of its own (folded) but a node inside it (timm's
+            # BatchNormAct2d runs its activation): the conv's tensor already holds the norm
+            node = graph.node[mapping.producers.pop(before.key)].name
+            mapping.tensors.pop(before.key)
+            mapping.unmapped[before.key] = (
+                f"batch norm {after.key} folded into its node {node}: compared at {after.key}"
+            )

@@ -47,7 +47,9 @@ class ValidationResult(Result):
         FAIL (exit 1) where an output differs or does not line up; INCONCLUSIVE (exit 3) where
         the only outputs not passing had nothing to compare (all zero on both sides); a PASS
         above a layer that differs says both — never a bare PASS above a diverging node."""
-        if self.problems or any(not o.passed and not o.inconclusive for o in self.outputs):
+        inconclusive = any(o.inconclusive for o in self.outputs)
+        failed = self.problems or any(not o.passed and not o.inconclusive for o in self.outputs)
+        if failed or (not self.passed and not inconclusive):
             return Verdict("FAIL", "fail", 1)
         if not self.passed:
             return Verdict("INCONCLUSIVE", "warn", EXIT_INCONCLUSIVE)

@@ -289,3 +289,69 @@ def test_results_save_reopen_and_csv(resnet18: Path, tmp_path: Path) -> None:
     assert bad.returncode != 0 and "not a DeployLens validation result" in bad.stderr
     saved.write_text('{"kind": "deploylens.validation", "outp')
     assert "not a readable validation result" in run_validate("--open", str(saved)).stderr
+
+
+NORM_ACT = '''
+import torch
+
+
+class BatchNormAct2d(torch.nn.BatchNorm2d):
+    """timm's kind: the norm runs its own drop and activation modules (their hooks fire first)."""
+
+    def __init__(self, channels, act=True):
+        super().__init__(channels)
+        self.drop = torch.nn.Identity()
+        self.act = torch.nn.SiLU() if act else torch.nn.Identity()
+
+    def forward(self, x):
+        return self.act(self.drop(super().forward(x)))
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3)
+        self.bn1 = BatchNormAct2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 1)
+        self.bn2 = BatchNormAct2d(8, act=False)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(self.bn1(self.conv1(x))))
+        return self.head(y.mean((2, 3)))
+
+
+def block():
+    torch.manual_seed(0)
+    model = Block().eval()
+    with torch.no_grad():
+        for bn in (model.bn1, model.bn2):
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    return model, (torch.rand(1, 3, 12, 12),)
+'''
+
+
+def test_a_conv_before_a_norm_with_its_own_activation_is_not_a_divergence(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: timm's ConvNormAct (a BatchNormAct2d whose drop/act hooks fire before the
+    norm's) exported with TorchScript folds the norm into the conv: the conv's tensor holds
+    the norm's output, and layer-wise called it "first diverging" at rel L2 1. A right export
+    has no diverging layer; the conv is reported folded."""
+    from deploylens.core.consent import grant_consent
+
+    source = tmp_path / "norm_act.py"
+    source.write_text(NORM_ACT)
+    grant_consent(str(source))
+    out = tmp_path / "block.onnx"
+    with Worker() as worker:
+        made = worker.run("export.run", {
+            "source": parse_spec(f"{source}:block").to_dict(),
+            "settings": ExportSettings(output=str(out), exporter="torchscript").to_dict(),
+        })  # fmt: skip
+    assert made["ok"], made
+    lw = layerwise_of(run_layerwise(out, f"{source}:block"))
+    assert lw.first_diverging is None, lw.first_diverging
+    reasons = {item.module: item.reason for item in lw.unmapped}
+    assert "folded" in reasons["conv2"] and "folded" in reasons["conv1"], reasons

@@ -341,13 +341,13 @@ def test_the_export_smoke_test_judges_like_validate(tmp_path) -> None:
     onnx.save(model, path)
     x = torch.randn(2, 3)
     got = ort.InferenceSession(str(path)).run(None, {"x": x.numpy()})
-    wrong = agreement(["y"], got, [x.numpy()])  # PyTorch's module returned x
+    wrong = agreement(["y"], got, [("", x.numpy())])  # PyTorch's module returned x
     assert not wrong.agrees and wrong.disagreements[0].startswith("y:")
-    right = agreement(["y"], got, [(x + 1).numpy()])
+    right = agreement(["y"], got, [("", (x + 1).numpy())])
     assert right.agrees and right.max_abs_diff is not None and right.max_abs_diff < 1e-6
-    nan = agreement(["y"], [np.full((2, 3), np.nan, np.float32)], [(x + 1).numpy()])
+    nan = agreement(["y"], [np.full((2, 3), np.nan, np.float32)], [("", (x + 1).numpy())])
     assert not nan.agrees
-    shape = agreement(["y"], [got[0][:1]], [(x + 1).numpy()])
+    shape = agreement(["y"], [got[0][:1]], [("", (x + 1).numpy())])
     assert not shape.agrees and "shape [1, 3]" in shape.disagreements[0]
     result = ExportResult(source=parse_spec("sample:asinh"), settings=ExportSettings(),
                           cli="", script="", path=str(path), ok=True, actual_opset=17,
