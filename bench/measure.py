@@ -1,0 +1,115 @@
+"""One way for every benchmark to run a command and say what it cost: wall seconds beside CPU
+seconds (user + sys of the whole process tree, as ``/usr/bin/time`` counts them) and the peak
+RSS of the largest process in it. On a shared machine the wall figure moves with the load; the
+CPU figure moves little, so targets are CPU ratios (PLATFORM.md, measured 2026-11-28).
+
+    from measure import run_measured
+    run = run_measured([sys.executable, "-c", "pass"])
+    run.wall_s, run.cpu_s, run.peak_mb, run.rc, run.stdout
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+@dataclass
+class Measured:
+    rc: int
+    wall_s: float
+    cpu_s: float  # user + sys of the process and every descendant it waited for
+    peak_mb: float  # the largest resident set among them
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+def run_measured(
+    command: list[str],
+    timeout: float = 900.0,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> Measured:
+    """Run ``command`` to its end (killed with its process group past ``timeout``); its
+    rusage comes from ``wait4`` on that one child, so concurrent work of the caller's other
+    children is not counted."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [
+        threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True),  # type: ignore[union-attr]
+        threading.Thread(target=lambda: err.append(process.stderr.read()), daemon=True),  # type: ignore[union-attr]
+    ]
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    timer = threading.Timer(timeout, lambda: _kill_group(process.pid))
+    timer.start()
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    finally:
+        timer.cancel()
+    wall = time.perf_counter() - started
+    if time.perf_counter() - started >= timeout:
+        timed_out = True
+    _kill_group(process.pid)  # anything it left behind in its group
+    for reader in readers:
+        reader.join(timeout=10)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(
+        rc=process.returncode,
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_mb=usage.ru_maxrss / 1024,
+        stdout=(out[0] if out else b"").decode("utf-8", "replace"),
+        stderr=(err[0] if err else b"").decode("utf-8", "replace"),
+        timed_out=timed_out,
+    )
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class Span:
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+
+
+@contextmanager
+def measured_here() -> Iterator[Span]:
+    """Wall and CPU seconds of a block run in this process (and children it waited for)."""
+    span = Span()
+    before = _cpu()
+    started = time.perf_counter()
+    try:
+        yield span
+    finally:
+        span.wall_s = time.perf_counter() - started
+        span.cpu_s = _cpu() - before
+
+
+def _cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
