@@ -56,9 +56,14 @@ def cmd_env(args: argparse.Namespace) -> int:
         print(f"  not in the bundle: {', '.join(missing)}")
         print(f"  {found.install_line(missing[0])}")
         missing = []
+    needs = found.missing_needs()
+    if needs:  # one line for everything a worker job needs, before the optional ones
+        print(f"  the worker needs {', '.join(needs)}: {found.install_line(needs[0])}")
     for name in missing:
-        print(f"  missing {name} ({found.packages[name].purpose}): {found.install_line(name)}")
-    return 0
+        if name not in needs:
+            print(f"  missing {name} ({found.packages[name].purpose}): "
+                  f"{found.install_line(name, with_needs=False)}")  # fmt: skip
+    return 1 if needs else 0
 
 
 def _screenshot_arguments(parser: argparse.ArgumentParser) -> None:

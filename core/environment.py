@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from deploylens.core.results import Result
-from deploylens.core.worker.probe import pip_install_line
+from deploylens.core.worker.probe import WORKER_NEEDS, install_line
 
 
 @dataclass
@@ -77,8 +77,18 @@ class Environment(Result):
     def missing(self) -> list[str]:
         return [name for name, info in self.packages.items() if not info.version]
 
-    def install_line(self, name: str) -> str:
-        return pip_install_line(name, self.python.executable)
+    def install_line(self, name: str, with_needs: bool = True) -> str:
+        """The line that installs ``name`` into this interpreter, with every worker need it
+        also lacks (one run, not one failed job per package) unless ``with_needs`` is off."""
+        needs = [n for n in self.missing_needs() if n != name] if with_needs else []
+        torch = self.packages.get("torch")
+        return install_line(
+            [name, *needs], self.python.executable, torch.version if torch else None
+        )
+
+    def missing_needs(self) -> list[str]:
+        """What every worker job needs (``WORKER_NEEDS``) that this interpreter lacks."""
+        return [n for n in WORKER_NEEDS if n in self.packages and not self.packages[n].version]
 
     def package_text(self, name: str) -> str:
         """ "1.20.1 (CPUExecutionProvider)", or "missing"."""
@@ -93,7 +103,8 @@ class Environment(Result):
         where = f" on {python.host}" if python.host else ""
         lines = [
             f"- Python {python.version} ({python.executable}){where}",
-            f"- DeployLens {self.deploylens.version} ({self.deploylens.kind()})",
+            f"- DeployLens {self.deploylens.version or '(its sources, sent to the worker)'} "
+            f"({self.deploylens.kind()})",
             f"- CUDA driver: {self.cuda_driver.text()}",
         ]
         for name, info in self.packages.items():

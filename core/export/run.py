@@ -262,6 +262,8 @@ def _export_and_check(
             try:
                 torch.onnx.export(module, inputs, str(out), **kwargs)
                 failure = None
+            except ModuleNotFoundError:  # the exporter's own needs (onnxscript): the worker
+                raise  # says what is missing, with the one line that installs them all
             except Exception as exc:  # the exporter's failure is the finding, not a crash
                 failure = exc
         result.export_s = time.perf_counter() - started

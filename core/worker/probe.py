@@ -42,22 +42,60 @@ KNOWN_PACKAGES: dict[str, Any] = {
     ),
     "nvtx": (("nvtx",), "nvtx", "NVTX ranges in profiling runs"),
     "cuda": (("cuda-python", "cuda-bindings"), "cuda-python", "CUDA driver queries"),
+    "platformdirs": (("platformdirs",), "platformdirs", "where outputs and caches go"),
+    "tomli_w": (("tomli-w", "tomli_w"), "tomli-w", "writing settings, steps and projects"),
+    "msgspec": (("msgspec",), "msgspec", "reading profiler traces"),
 }
+# What a worker needs for its jobs whatever the model: a training environment with torch alone
+# met these one failed run at a time (onnx, then onnxruntime, then onnxscript …).
+WORKER_NEEDS = ("numpy", "onnx", "onnxruntime", "onnxscript", "platformdirs", "tomli_w", "msgspec")
+
+
+def missing_needs() -> list[str]:
+    """The worker's needs this interpreter lacks (``WORKER_NEEDS``)."""
+    return [m for m in WORKER_NEEDS if distribution_version(KNOWN_PACKAGES[m][0]) is None]
+
+
+def requirement_for(module: str, torch_version: str | None = None) -> str:
+    """The pip requirement that provides ``module`` here: torchvision pinned to the release
+    the installed torch takes (torch 2.N pairs with torchvision 0.(N+15)), so installing it
+    never replaces the user's torch and its CUDA libraries."""
+    top = module.split(".")[0]
+    if top == "torchvision" and torch_version:
+        parts = torch_version.split("+")[0].split(".")
+        if len(parts) >= 2 and parts[0] == "2" and parts[1].isdigit():
+            return f"torchvision==0.{int(parts[1]) + 15}.*"
+    if top == "torch" and torch_version:
+        return f"torch=={torch_version.split('+')[0]}"
+    known = KNOWN_PACKAGES.get(top)
+    return known[1] if known else top.replace("_", "-")
+
+
+def install_line(modules: Any, python: str | None = None, torch_version: Any = "") -> str:
+    """One pip line for every module in ``modules`` (never one per failed run); torch's version
+    is this interpreter's unless given (another interpreter's, from its probe)."""
+    if torch_version == "":
+        torch_version = distribution_version(("torch",))
+    wanted = []
+    for module in modules:
+        requirement = requirement_for(module, torch_version)
+        if requirement not in wanted:
+            wanted.append(requirement)
+    quoted = " ".join(f"'{r}'" if "*" in r or "<" in r or ">" in r else r for r in wanted)
+    return f"{python or sys.executable} -m pip install {quoted}"
 
 
 def pip_install_line(module: str, python: str | None = None) -> str:
     """The exact command that installs ``module`` into ``python`` (default: this interpreter).
     A packaged bundle cannot take pip installs: it says where the module can come from."""
-    top = module.split(".")[0]
-    known = KNOWN_PACKAGES.get(top)
-    requirement = known[1] if known else top.replace("_", "-")
+    requirement = requirement_for(module, distribution_version(("torch",)))
     if getattr(sys, "frozen", False) and (python is None or python == sys.executable):
         return (
             f"the DeployLens bundle does not include {requirement}: choose the Python of your "
             "training environment (one that has it) in Preferences → Worker interpreter, or "
             f"`deploylens env --python PATH` to check one"
         )
-    return f"{python or sys.executable} -m pip install {requirement}"
+    return install_line([module, *[m for m in missing_needs() if m != module]], python)
 
 
 def distribution_version(names: Any) -> str | None:
