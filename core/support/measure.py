@@ -39,7 +39,7 @@ from deploylens.core.support.measured_types import (
 )
 from deploylens.core.support.result import MeasuredCache
 
-MEASURED_SCHEMA = 8  # bump when a cell's meaning changes (8: exporter forms, probe profiles)
+MEASURED_SCHEMA = 9  # bump when a cell's meaning changes (9: exporter forms, probe profiles, lists)
 TARGET_CC = "sm89"  # the one ahead-of-time target a TensorRT-RTX probe is built for
 # A fixed sample for CI's --quick: ops whose cells span every state seen in a full probe.
 QUICK_OPS = (

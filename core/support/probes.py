@@ -76,12 +76,18 @@ class Probe:
 TYPE_ATTRIBUTES = ("to", "output_dtype")
 
 
+# A list attribute whose every value is this says nothing beyond its absence; any other list
+# (a kernel shape, an axes list) is named whatever it holds. All ones used to stand for every
+# list: a 1-pixel pad (torchvision's MaxPool) read as no pad, and a 1×1 kernel as no kernel.
+NEUTRAL_INTS = {"pads": 0, "strides": 1, "dilations": 1}
+
+
 def signature(node: onnx.NodeProto, schema: defs.OpSchema) -> str:
     """What of a node beyond its op, version and types may change a parser's answer: each
     attribute set to other than its schema default (a string or int with its value — a mode,
-    a flag —, a list only when not all ones — dilations —, anything else by name — a
-    softcap), which inputs are given and how many outputs are asked for. Two nodes with one
-    signature are asked the same question."""
+    a flag —, a list by name unless it is neutral — pads of zeros, strides and dilations of
+    ones —, anything else by name — a softcap), which inputs are given and how many outputs
+    are asked for. Two nodes with one signature are asked the same question."""
     items = []
     for attribute in node.attribute:
         if attribute.name in TYPE_ATTRIBUTES:
@@ -97,7 +103,8 @@ def signature(node: onnx.NodeProto, schema: defs.OpSchema) -> str:
         elif kind == onnx.AttributeProto.INT:
             items.append(f"{attribute.name}={value}")
         elif kind == onnx.AttributeProto.INTS:
-            if any(v != 1 for v in value):
+            neutral = NEUTRAL_INTS.get(attribute.name)  # pads of zeros, strides of ones …
+            if neutral is None or any(v != neutral for v in value):
                 items.append(attribute.name)
         else:
             items.append(attribute.name)

@@ -12,9 +12,10 @@ CLASSIC, RTX_MODULE = "tensorrt", "tensorrt_rtx"
 PIP = {CLASSIC: "tensorrt", RTX_MODULE: "tensorrt-rtx-cu12"}
 
 
-def load_tensorrt(module: str = CLASSIC) -> Any:
+def load_tensorrt(module: str = CLASSIC, purpose: str = "build") -> Any:
     """Import ``tensorrt`` (or ``tensorrt_rtx``) or say exactly what is missing and how to get
-    it."""
+    it; ``purpose`` ("build" or "parse": ``support --target trt-live``) picks the route to offer
+    where only TensorRT-RTX is there (a parse never takes --target-cc, a build flag)."""
     import importlib
     import importlib.util
 
@@ -32,9 +33,13 @@ def load_tensorrt(module: str = CLASSIC) -> Any:
                 "TensorRT's Python package 'tensorrt' is not installed in the worker interpreter, "
                 "but TensorRT-RTX is: it parses the model and builds real plans here, ahead of "
                 "time for named GPUs, with no GPU needed.",
-                "Build with TensorRT-RTX: add --target-cc sm89 (or sm75, sm80, sm86, sm120; "
-                "--trt-version rtx), or the Build panel's 'Build (ahead of time)'; for classic "
-                f"TensorRT: {pip_install_line(PIP[module])} {where}",
+                (
+                    "Ask TensorRT-RTX's parser instead: --target trt-rtx (or trt-rtx-measured); "
+                    if purpose == "parse"
+                    else "Build with TensorRT-RTX: add --target-cc sm89 (or sm75, sm80, sm86, "
+                    "sm120; --trt-version rtx), or the Build panel's 'Build (ahead of time)'; "
+                )
+                + f"for classic TensorRT: {pip_install_line(PIP[module])} {where}",
             )
         raise UserError(
             f"{product}'s Python package '{module}' is not installed in the worker interpreter, "

@@ -18,7 +18,7 @@ def probe_model(path: str, trt: Any = None, module: str = CLASSIC) -> ParserProb
     from deploylens.core.plugin_api import load_plugins
     from deploylens.core.trt.findings import explained
 
-    adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt(module))
+    adapter = TensorRTAdapter(trt if trt is not None else load_tensorrt(module, "parse"))
     probe = typed.from_dict(ParserProbe, adapter.probe(path), "the parser's answer")
     registered = registered_plugins(adapter.trt)
     explained(probe.findings, load_plugins()[0], registered, adapter.product)
