@@ -25,7 +25,9 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     For outputs too large to build in memory first (a 1 GB Chrome trace)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale_temps(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                                dir=path.parent)  # fmt: skip
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -42,6 +44,26 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def sweep_stale_temps(path: Path) -> None:
+    """Remove ``path``'s temp files left by a process that is gone (``.NAME.<pid>.*.tmp``: a
+    killed build left an 8 MiB ``.out.engine.*.tmp`` that no later build removed)."""
+    try:
+        leftovers = list(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"))
+    except OSError:
+        return
+    for leftover in leftovers:
+        pid = leftover.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
 
 
 # Outputs a job builds in several files (a model and its external data) are written into a

@@ -175,9 +175,17 @@ def collect_ranges(
             calibrate_method=getattr(CalibrationMethod, METHOD_ENUM[request.method]),
             extra_options=CALIBRATOR_OPTIONS[request.method] | {"percentile": request.percentile},
         )
-        calibrator.collect_data(reader)
-        if reader.produced == 0:
-            raise UserError(f"{request.data} gave no calibration batches.")
+        try:
+            calibrator.collect_data(reader)
+        except ValueError as exc:  # ORT's "No data is collected." for batches of 0 samples
+            if "No data" not in str(exc):
+                raise
+            reader.produced = 0
+        if reader.produced == 0 or reader.samples == 0:
+            raise UserError(
+                f"{Path(request.data).name} gave no calibration samples (no batch, or arrays "
+                "with 0 samples): calibration needs the inputs the model will see."
+            )
         save_tensors_data(calibrator.compute_data(), ranges_path)
     del calibrator
     return Calibrated(model, ranges_path, reader.produced, reader.samples)

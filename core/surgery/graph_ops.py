@@ -56,7 +56,21 @@ def fold(
             "pip install onnxslim onnx-graphsurgeon (both in DeployLens's 'full' extra), or pick "
             "a worker interpreter that has them in Preferences",
         ) from None
-    slimmed = onnxslim.slim(model, no_shape_infer=not shape_infer)  # returns a new model
+    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
+    why = ""
+    try:
+        slimmed = onnxslim.slim(model, no_shape_infer=not shape_infer)  # returns a new model
+    except (RecursionError, MemoryError):
+        raise  # the model's own trouble (a recursive function): explained with its name
+    except Exception as exc:  # onnxslim's own failure (an opset-1 model: 'NoneType' …)
+        slimmed, why = None, f": {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    if slimmed is None:
+        raise UserError(
+            f"onnxslim could not fold this model (opsets {opsets or 'none'}, IR "
+            f"{model.ir_version}){why}.",
+            "Convert the model to a recent opset first (onnx.version_converter), or leave the "
+            "fold step out.",
+        )
     slimmed.ir_version = model.ir_version  # onnxslim keeps it; said here so no step raises it
     return slimmed, count_change(model, slimmed)
 

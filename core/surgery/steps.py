@@ -4,6 +4,7 @@ down as the onnx-graphsurgeon / onnxslim script that does the same."""
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -101,6 +102,10 @@ class Step:
         return detail[self.op]
 
 
+# An op type or domain as runtimes look them up (TensorRT's plugin registry, ORT's custom ops).
+OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+
+
 def _check_text(step: Step) -> None:
     """Names, domains and attribute values as ONNX can hold them: no NUL byte (protobuf
     strings cut there), attributes of the kinds ONNX has (numbers, text, lists of them)."""
@@ -108,6 +113,13 @@ def _check_text(step: Step) -> None:
     texts += [*step.inputs, *step.outputs, *step.nodes, *step.attrs, *step.dims]
     if any("\x00" in text for text in texts):
         raise UserError("a step's name, domain or op contains a NUL byte: not an ONNX name")
+    for what, text in (("op type", step.new_op), ("op type", step.only_op),
+                       ("domain", step.domain), ("domain", step.new_domain)):  # fmt: skip
+        if text and not OP_NAME.fullmatch(text):
+            raise UserError(
+                f"the {what} {text[:60]!r} is not one a runtime can look up (letters, digits, "
+                "'_', '.', '-' only; a newline or a space would be written into the model)"
+            )
     for key, value in step.attrs.items():
         items = value if isinstance(value, list) else [value]
         if not items or not all(isinstance(v, int | float | str) for v in items):

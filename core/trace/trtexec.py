@@ -48,7 +48,7 @@ def sniff(head: bytes) -> str | None:
 def _ns(ms: np.ndarray) -> np.ndarray:
     """ms → ns; ``BadTraceValue`` past the times a trace holds (it wrapped around before)."""
     finite = ms[np.isfinite(ms)]
-    if finite.size and np.abs(finite).max() * 1e6 > TIME_LIMIT_NS:
+    if finite.size and np.abs(finite).max() > TIME_LIMIT_NS / 1e6:  # no overflow on the way
         raise BadTraceValue(
             f"a time of {np.abs(finite).max():.3g} ms is outside what a trace holds"
         )

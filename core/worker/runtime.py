@@ -131,6 +131,10 @@ class Worker:
         self.busy = False  # cleared before the answer is sent, so the next run never races it
         # the app side names (and later removes) the folder; a worker started by hand makes one
         self.workdir = os.environ.get(WORKDIR_ENV) or tempfile.mkdtemp(prefix="deploylens-worker-")
+        # every temporary file or folder a job makes (ours, onnx's, ORT's) goes inside it: a
+        # killed worker's are swept with its folder, never left in /tmp (surgery's compare
+        # folders were)
+        tempfile.tempdir = self.workdir
 
     def _run_job(self, ctx: JobContext, method: str, params: dict[str, Any]) -> None:
         try:

@@ -124,3 +124,52 @@ def test_huge_dims_and_recursive_functions_are_sentences_in_every_reader(tmp_pat
         assert (
             said in _run("validate", path).stderr or said in _run("surgery", path, "--fold").stderr
         )
+
+
+def test_the_last_rounds_raw_sentences_are_sentences(tmp_path: Path) -> None:
+    """Issue 44: surgery --fold of an opset-1 model ("AttributeError: 'NoneType' …
+    opset_import"), calibrate on a zero-size .npy ("No data is collected."), a surgery step
+    whose op or domain holds a newline (written into the model, exit 0), and a trtexec time of
+    -1e308 (a NumPy overflow warning above the sentence)."""
+    relu = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    old = tmp_path / "opset1.onnx"
+    onnx.save(helper.make_model(relu, opset_imports=[helper.make_opsetid("", 1)], ir_version=10),
+              old)  # fmt: skip
+    _said(_run("surgery", str(old), "--fold", "--out", str(tmp_path / "f.onnx")),
+          "onnxslim could not fold this model", "opsets ai.onnx 1")  # fmt: skip
+    empty = tmp_path / "empty.npy"
+    np.save(empty, np.zeros((0, 3, 32, 32), np.float32))
+    _said(_run("calibrate", str(SAMPLE), "--data", str(empty), "--out", str(tmp_path / "q.onnx")),
+          "empty.npy gave no calibration samples")  # fmt: skip
+    steps = tmp_path / "steps.toml"
+    steps.write_text('[[steps]]\nop = "replace"\nnodes = ["node_relu"]\nnew_op = "Gelu\\nEvil"\n')
+    run = _run("surgery", str(SAMPLE), "--steps", str(steps), "--out", str(tmp_path / "e.onnx"))
+    _said(run, "is not one a runtime can look up")
+    assert not (tmp_path / "e.onnx").exists()
+    times = tmp_path / "times.json"
+    times.write_text('[{"startComputeMs": 0, "endComputeMs": -1e308, "latencyMs": -1e308, '
+                     '"computeMs": -1e308, "h2dMs": 0.1, "d2hMs": 0.1}]')  # fmt: skip
+    run = _run("trace", str(times))
+    _said(run, "outside what a trace holds")
+    assert "RuntimeWarning" not in run.stderr and "overflow" not in run.stderr
+
+
+def test_a_killed_writers_temp_file_is_swept_by_the_next_write(tmp_path: Path) -> None:
+    """Issue 44: a CLI killed in ``build --build`` left an 8 MiB ``.out.engine.*.tmp`` no later
+    build removed. A temp file names its process; the next atomic write beside it sweeps one
+    whose process is gone and leaves a live one alone."""
+    from deploylens.core.files import atomic_write_bytes
+
+    engine = tmp_path / "out.engine"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    left = tmp_path / f".out.engine.{dead}.abc123.tmp"
+    left.write_bytes(b"x" * 1024)
+    live = tmp_path / f".out.engine.{os.getpid()}.def456.tmp"
+    live.write_bytes(b"y")
+    atomic_write_bytes(engine, b"plan")
+    assert engine.read_bytes() == b"plan" and not left.exists() and live.exists()
