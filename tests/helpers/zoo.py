@@ -198,7 +198,7 @@ FACTORIES = textwrap.dedent(
 
     def raft():
         torch.manual_seed(0)
-        frames = (torch.rand(1, 3, 64, 64) * 2 - 1, torch.rand(1, 3, 64, 64) * 2 - 1)
+        frames = (torch.rand(1, 3, 128, 128) * 2 - 1, torch.rand(1, 3, 128, 128) * 2 - 1)
         return Flow().eval(), frames
     '''
 )

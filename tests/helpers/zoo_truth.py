@@ -42,11 +42,15 @@ def _torch_model(arch: Architecture, spec: str) -> tuple[Any, dict[str, Any] | N
 
         return timm.create_model(spec[5:], pretrained=False).eval(), None
     if spec.startswith("torchvision:"):
+        import inspect
+
         import torchvision
 
-        return torchvision.models.get_model(
-            spec[len("torchvision:") :], weights=None, weights_backbone=None
-        ).eval(), None
+        builder = torchvision.models.get_model_builder(spec[len("torchvision:") :])
+        options: dict[str, Any] = {"weights": None}
+        if "weights_backbone" in inspect.signature(builder).parameters:
+            options["weights_backbone"] = None
+        return builder(**options).eval(), None
     path, _, name = spec.rpartition(":")
     loader = importlib.util.spec_from_file_location("zoo_truth_factories", path)
     module = importlib.util.module_from_spec(loader)  # type: ignore[arg-type]
