@@ -13,7 +13,9 @@ def _dims(text: str) -> list[int]:
     try:
         return [int(d) for d in text.strip().lower().split("x")]
     except ValueError:
-        raise UserError(f"'{text.strip()}' is not a shape like 1x3x224x224.") from None
+        raise UserError(
+            f"profile shape '{text.strip()[:60]}' is not a shape like 1x3x224x224."
+        ) from None
 
 
 def parse_profiles(text: str) -> list[Profile] | None:
@@ -27,7 +29,8 @@ def parse_profiles(text: str) -> list[Profile] | None:
             parts = rest.split("/")
             if not sep or len(parts) != 3 or not name.strip():
                 raise UserError(
-                    f"'{line[:80]}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / 8x3)."
+                    f"profile '{line[:80]}': write INPUT: MIN / OPT / MAX (e.g. x: 1x3 / 4x3 / "
+                    "8x3)."
                 )
             low, opt, high = (_dims(p) for p in parts)
             shapes[name.strip()] = (low, opt, high)

@@ -29,6 +29,14 @@ CASES = {
     "validate": 250,
     "torch": 150,
     "readers": 24,  # each runs a worker job (~1-3 s): the weight readers behind the guard
+    # issue 44: the files we write and read back, archives, pathological traces, profiles
+    "sidecar": 400,
+    "project": 400,
+    "registry": 400,
+    "measured": 400,
+    "archives": 120,
+    "traces": 400,
+    "profiles": 400,
 }
 SEED = int(os.environ.get("DEPLOYLENS_FUZZ_SEED", "20261123"))
 SCALE = float(os.environ.get("DEPLOYLENS_FUZZ_SCALE", "1"))
@@ -36,6 +44,8 @@ SCALE = float(os.environ.get("DEPLOYLENS_FUZZ_SCALE", "1"))
 
 def test_the_campaign_is_at_least_2000_cases() -> None:
     assert sum(CASES.values()) >= 2000
+    issue_44 = ("sidecar", "project", "registry", "measured", "archives", "traces", "profiles")
+    assert sum(CASES[k] for k in issue_44) >= 2500
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))

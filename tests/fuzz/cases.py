@@ -931,6 +931,24 @@ CLASSES: dict[str, Callable[[int, np.random.Generator], Iterator[Case]]] = {
 }
 
 
+def _own_classes() -> None:
+    """Issue 44's families (``own_cases.py``), registered beside the first round's."""
+    from tests.fuzz import own_cases
+
+    CLASSES.update({
+        "sidecar": own_cases.sidecar_cases,
+        "project": own_cases.project_cases,
+        "registry": own_cases.registry_cases,
+        "measured": own_cases.measured_cases,
+        "archives": own_cases.archive_cases,
+        "traces": own_cases.pathological_cases,
+        "profiles": own_cases.profile_cases,
+    })  # fmt: skip
+
+
+_own_classes()
+
+
 def marker_dir() -> Path:
     """Where a hostile pickle would create its marker file if it ever ran (the runner sets it
     and checks it stays empty)."""

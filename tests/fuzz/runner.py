@@ -129,6 +129,36 @@ def run_call(case: Case, folder: Path) -> tuple[str, str]:
             source: ModelSource = parse_spec(str(folder / case.args["path"]))
             source.inputs = [InputSpec("x", [1, 4])]  # what the CLI's --input gives
             load_model(source)
+        elif case.call == "project":
+            from deploylens.core.project import load_project
+
+            load_project(folder / case.args["path"])
+        elif case.call == "registry":
+            from deploylens.core.support.analysis import analyze, parse_target
+            from deploylens.core.support.collect import read_registries
+            from deploylens.core.support.matrix import SupportMatrix
+
+            matrix = SupportMatrix(read_registries(folder / case.args["path"]))
+            import onnx
+
+            model = onnx.load(str(folder / case.args["model"]))
+            analyze(model, matrix, [parse_target("trt-10.1"), parse_target("ort-cpu")])
+        elif case.call == "measured":
+            from deploylens.core.support.measure import predict, read_measured, version_set
+
+            data = read_measured(folder / case.args["path"], version_set(False))
+            import onnx
+
+            predict(onnx.load(str(SAMPLE)), data, "trt-build")
+        elif case.call == "small_bounds_trace":
+            _small_bounds()
+            from deploylens.core.trace.load import load_trace
+            from deploylens.core.trace.stats import trace_stats
+
+            trace_stats(load_trace(folder / case.args["path"]))
+            left = _import_workers_left()
+            if left:
+                return "fail", f"import workers left running: {left}"
         else:
             return "fail", f"unknown call {case.call}"
     except CaseTimeout:
@@ -140,6 +170,25 @@ def run_call(case: Case, folder: Path) -> tuple[str, str]:
     except BaseException:
         return "fail", traceback.format_exc()[-2500:]
     return "ok", ""
+
+
+SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "small_cnn.dynamo.onnx"
+
+
+def _small_bounds() -> None:
+    """The trace readers' bounds at a fuzz case's scale: an event may run 1 MB, files from 2 MB
+    take the parallel reader in 512 KB pieces — the paths GB-size files take."""
+    from deploylens.core.trace import chrome_parallel, json_stream
+
+    json_stream.MAX_EVENT = chrome_parallel.MAX_EVENT = 1 << 20
+    chrome_parallel.PARALLEL_FROM, chrome_parallel.PIECE = 2 << 20, 512 << 10
+    chrome_parallel.TAIL = 64 << 10
+
+
+def _import_workers_left() -> list[int]:
+    from deploylens.core.worker.reaper import command_line, descendants
+
+    return [pid for pid in descendants(os.getpid()) if b"import_workers" in command_line(pid)]
 
 
 CURRENT = os.environ.get("DEPLOYLENS_FUZZ_CURRENT", "")
