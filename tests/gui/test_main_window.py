@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent, QGuiApplication
 
@@ -568,3 +569,26 @@ def test_the_gui_thread_collector_waits_while_a_build_runs(make_window) -> None:
         assert walked and walked[0] == 0 and collector.paused == 0
     finally:
         gc.callbacks.remove(seen)
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [("schema = 0", "schema = 0 is not a project schema"),
+     ("schema = true", "no [deploylens] schema number"),
+     ('schema = 2\n[model]\npath = "loop/m.onnx"', "symbolic link loop")],
+)  # fmt: skip
+def test_a_project_that_cannot_load_is_said_and_the_window_stays(
+    qtbot, make_window, tmp_path: Path, table: str, said: str
+) -> None:
+    """Issue 44: the GUI launched on a project with schema = 0 (or true, or a [model] path
+    through a symlink loop) exited 1 after 5 s with nothing said. The window stays, the open
+    failure says which key is wrong."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    project = tmp_path / "p.deploylens.toml"
+    project.write_text(f"[deploylens]\n{table}\n")
+    window = make_window()
+    with qtbot.waitSignal(window.document.sig_failed, timeout=JOB_TIMEOUT_MS) as failed:
+        window.open_path(project)
+    assert said in failed.args[0].message
+    assert window.isVisible()
