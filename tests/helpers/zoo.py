@@ -249,7 +249,7 @@ ZOO: tuple[Architecture, ...] = (
         "deeplabv3",
         "segmentation (CNN)",
         "torchvision",
-        _named("torchvision:deeplabv3_mobilenet_v3_large"),
+        _named("torchvision:deeplabv3_resnet50"),
         inputs=("x:1x3x96x96",),
     ),
     Architecture("raft", "optical flow", "python", _factory("raft")),
