@@ -28,7 +28,10 @@ system:
 $(BIN)/deploylens: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[full,dev,trt,cluster]"
+	@echo "installing DeployLens with torch, ONNX Runtime, TensorRT-RTX, Ray and the test tools into $(VENV): about 7 GB, 3-6 minutes; a line every 15 s says how far it is"
+	@$(BIN)/python -m pip install --progress-bar off -e ".[full,dev,trt,cluster]" > $(VENV)/pip.log 2>&1 & pip=$$!; \
+	while kill -0 $$pip 2>/dev/null; do sleep 15; echo "  … $$(grep -c '^Collecting' $(VENV)/pip.log) packages resolved, $$(du -sm $(VENV) | cut -f1) MB in $(VENV)"; done; \
+	wait $$pip || { tail -30 $(VENV)/pip.log; echo "pip failed: $(VENV)/pip.log has its whole output"; exit 1; }
 	touch $@
 
 install: system $(BIN)/deploylens

@@ -46,10 +46,70 @@ COMMAND_HOMES = command_homes()
 
 
 def commands(only: str | None = None) -> Iterator[Command]:
-    """Every room's commands, or only the module that declares ``only``."""
+    """Every room's commands, or only the module that declares ``only``. A room that does not
+    import (an optional dependency missing, a broken install) stands as its commands, each
+    saying what is missing — the others work, ``--help`` included."""
     modules = [COMMAND_HOMES[only]] if only in COMMAND_HOMES else COMMAND_MODULES
     for module in modules:
-        yield from importlib.import_module(module).COMMANDS
+        try:
+            found = importlib.import_module(module).COMMANDS
+        except Exception as exc:  # the room's own failure, never the whole CLI's
+            found = [broken_command(name, module, exc) for name in _names_of(module)]
+        yield from found
+
+
+def _names_of(module: str) -> list[str]:
+    return [name for name, home in COMMAND_HOMES.items() if home == module]
+
+
+def broken_command(name: str, module: str, exc: BaseException) -> Command:
+    """A command whose room could not be loaded: ``--help`` lists it as such, running it
+    names the module that is missing and the line that installs it."""
+    from deploylens.core.worker.probe import pip_install_line
+
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) and exc.name else ""
+    why = f"needs {missing}, which does not import here" if missing else f"{type(exc).__name__}"
+    hint = pip_install_line(missing) if missing else f"{module}: {str(exc)[:200]}"
+
+    def run(_args: argparse.Namespace) -> int:
+        raise UserError(f"'{name}' could not be loaded: it {why}.", hint)
+
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+    return Command(name, f"(could not be loaded: it {why})", arguments, run)
+
+
+# ``deploylens --help`` lists the commands by what a user is doing (the README's five tasks).
+TASKS = (
+    ("open a model", ("gui", "inspect", "graph")),
+    ("check PyTorch against ONNX Runtime", ("export", "diagnose", "validate")),
+    ("find what blocks TensorRT, and fix it", ("support", "surgery")),
+    ("build an engine (TensorRT-RTX: no GPU needed)",
+     ("build", "calibrate", "sensitivity", "calibration-study", "engine")),
+    ("profile and read the timeline", ("profile", "trace", "sweep", "lab")),
+    ("the rest", ("demo", "env", "screenshot")),
+)  # fmt: skip
+
+
+def grouped_help(table: dict[str, Command]) -> str:
+    """The commands under the task each serves, each with its one line of help."""
+    lines = ["commands, by task:"]
+    listed: set[str] = set()
+    for title, names in TASKS:
+        present = [n for n in names if n in table]
+        if not present:
+            continue
+        lines.append(f"  {title}:")
+        for name in present:
+            lines.append(f"    {name:<18} {table[name].help}")
+        listed.update(present)
+    rest = [n for n in table if n not in listed]
+    if rest:
+        lines.append("  more:")
+        lines += [f"    {name:<18} {table[name].help}" for name in rest]
+    lines.append("\n`deploylens COMMAND --help` for a command's options.")
+    return "\n".join(lines)
 
 
 def _gui_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,19 +131,22 @@ def parser_and_commands(
 ) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     parser = argparse.ArgumentParser(
         prog="deploylens",
-        description="DeployLens: PyTorch → ONNX → TensorRT workbench. "
-        "With no command, opens the GUI (optionally on FILE). Every command that runs a worker "
-        "also takes --host user@server[:port] [--remote-python PATH]: the worker runs there "
-        "over your ssh (keys, agent, ~/.ssh/config; unknown host keys are refused).",
+        usage="deploylens [FILE | COMMAND ...]",
+        description="DeployLens: PyTorch → ONNX → TensorRT workbench.\n"
+        "With no command it opens the GUI (on FILE: a model, project, trace or engine).\n"
+        "Every command that runs a worker also takes --host user@server[:port]\n"
+        "[--remote-python PATH]: the worker runs there over your ssh.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"deploylens {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS)
     table: dict[str, Command] = {}
     for command in (*commands(only), GUI):
         if only in COMMAND_HOMES and command.name not in (only, GUI.name):
             continue
         command.add_arguments(sub.add_parser(command.name, help=command.help))
         table[command.name] = command
+    parser.epilog = grouped_help(table)
     return parser, table
 
 
@@ -136,6 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         if tail and getattr(exc, "kind", "") in (CRASHED, EXITED, START_FAILED):
             print("  The worker's last lines:", file=sys.stderr)
             print("\n".join(f"  | {line}" for line in tail.splitlines()), file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as exc:  # a room's optional dependency, met at run time
+        from deploylens.core.worker.probe import pip_install_line
+
+        name = args.command or "gui"
+        print(f"deploylens: error: '{name}' needs the Python module '{exc.name}', which does not "
+              "import here.", file=sys.stderr)  # fmt: skip
+        print(f"  {pip_install_line(exc.name or '')}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

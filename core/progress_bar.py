@@ -1,6 +1,7 @@
 """Progress of a worker job on the command line: one line on stderr, redrawn in place on a
 terminal (a bar when the job says how far it is, a spinner and the elapsed time when it does
-not), and nothing at all when stderr is piped or captured — a script's output stays clean.
+not); piped or captured, a plain line every few seconds once a job has run that long (a
+measurement printed nothing for 15 minutes into a pipe), so a short job's stderr stays empty.
 
 ``run_job`` uses it whenever its caller gives no progress callback of its own, so every
 ``deploylens`` command that runs a job (diagnose swin_t: 52 s; support --sample: 14 s) shows
@@ -13,7 +14,7 @@ import shutil
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 BAR_WIDTH = 24
@@ -80,15 +81,48 @@ class TerminalProgress:
             pass
 
 
-def terminal_progress(title: str, stream: TextIO | None = None) -> TerminalProgress | None:
-    """A progress line for ``title`` on ``stream`` (stderr) when it is a terminal; None when
-    it is piped, captured, or DEPLOYLENS_NO_PROGRESS is set."""
+PIPED_EVERY_S = 5.0
+
+
+class PipedProgress:
+    """Progress into a pipe or a log: one plain line (no escape codes) every ``every`` seconds,
+    the first after ``every`` seconds — a job shorter than that says nothing. ``clock``: a test
+    gives its own."""
+
+    def __init__(self, title: str, stream: TextIO, every: float = PIPED_EVERY_S,
+                 clock: Any = time.monotonic) -> None:  # fmt: skip
+        self.title, self.stream, self.every, self.clock = title, stream, every, clock
+        self.started = self.last = clock()
+
+    def __call__(self, fraction: float | None, text: str) -> None:
+        now = self.clock()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        done = f" {max(0.0, min(1.0, float(fraction))):.0%}" if fraction is not None else ""
+        said = f": {text}" if text else ""
+        try:
+            self.stream.write(
+                f"deploylens: {self.title}{done}{said} ({now - self.started:.0f} s)\n"
+            )
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:
+        pass
+
+
+def terminal_progress(
+    title: str, stream: TextIO | None = None
+) -> TerminalProgress | PipedProgress | None:
+    """A progress line for ``title`` on ``stream`` (stderr): redrawn on a terminal, a line
+    every few seconds into a pipe; None when DEPLOYLENS_NO_PROGRESS is set."""
     stream = stream if stream is not None else sys.stderr
     if os.environ.get("DEPLOYLENS_NO_PROGRESS"):
         return None
     try:
-        if not stream.isatty():
-            return None
+        tty = stream.isatty()
     except (AttributeError, ValueError):
         return None
-    return TerminalProgress(title, stream)
+    return TerminalProgress(title, stream) if tty else PipedProgress(title, stream)

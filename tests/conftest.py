@@ -32,6 +32,9 @@ if QT_BLOCKED:
     collect_ignore = ["gui"]
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# a command's stderr in a test holds its sentence, not the progress lines a pipe gets after a
+# few seconds of work (tests/core/test_progress_bar.py takes the variable out again)
+os.environ.setdefault("DEPLOYLENS_NO_PROGRESS", "1")
 
 
 def artifacts_dir() -> Path | None:

@@ -172,3 +172,75 @@ def test_the_command_homes_are_the_modules_that_declare_them() -> None:
         for command in importlib.import_module(module).COMMANDS
     }
     assert declared == COMMAND_HOMES
+
+
+BLOCK_ONE_ROOM = """
+import importlib.abc, sys
+
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "msgspec":
+            raise ModuleNotFoundError("No module named 'msgspec'", name="msgspec")
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+from deploylens.core.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_room_that_does_not_import_leaves_the_others_working(tmp_path: Path) -> None:
+    """Issue 46: with one room's dependency missing (msgspec: the trace room) ``--help`` and
+    every other command ended in a traceback. Now the room's commands say what is missing and
+    the line that installs it; the rest work."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "blocked.py"
+    script.write_text(BLOCK_ONE_ROOM)
+    model = Path(__file__).resolve().parents[2] / "resources/samples/small_cnn.dynamo.onnx"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+
+    helped = run("--help")
+    assert helped.returncode == 0 and "Traceback" not in helped.stderr, helped.stderr
+    assert "    trace " in helped.stdout and "    inspect " in helped.stdout
+    inspected = run("inspect", str(model))
+    assert inspected.returncode == 0 and "Traceback" not in inspected.stderr, inspected.stderr
+    traced = run("trace", str(model))
+    assert traced.returncode == 1 and "Traceback" not in traced.stderr, traced.stderr
+    assert "'trace' needs the Python module 'msgspec'" in traced.stderr
+    assert "pip install msgspec" in traced.stderr
+
+
+def test_a_command_module_that_does_not_import_stands_as_its_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A room whose module raises at import (here made to) is listed in ``--help`` as not
+    loaded, with why; running one of its commands says so and exits 1; the others work."""
+    import importlib
+
+    from deploylens.core import cli
+
+    real = importlib.import_module
+
+    def broken(name: str, package: str | None = None) -> object:
+        if name == "deploylens.core.surgery.cli_surgery":
+            raise ModuleNotFoundError("No module named 'onnx_graphsurgeon'",
+                                      name="onnx_graphsurgeon")  # fmt: skip
+        return real(name, package)
+
+    monkeypatch.setattr(cli.importlib, "import_module", broken)
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["--help"])
+    assert ended.value.code == 0
+    out = capsys.readouterr().out
+    assert "surgery            (could not be loaded: it needs onnx_graphsurgeon" in out
+    assert cli.main(["surgery", "x.onnx", "--fold"]) == 1
+    err = capsys.readouterr().err
+    assert "'surgery' could not be loaded" in err and "pip install onnx-graphsurgeon" in err

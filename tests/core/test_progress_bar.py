@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from deploylens.core.progress_bar import TerminalProgress, terminal_progress
+from deploylens.core.progress_bar import PipedProgress, TerminalProgress, terminal_progress
 from tests.core.test_cli import DEPLOYLENS
 
 
@@ -19,8 +20,22 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_a_bar_on_a_terminal_and_silence_when_piped() -> None:
-    assert terminal_progress("job", io.StringIO()) is None  # piped: nothing at all
+def test_a_bar_on_a_terminal_and_a_line_every_few_seconds_when_piped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DEPLOYLENS_NO_PROGRESS", raising=False)
+    piped = io.StringIO()
+    now = [0.0]
+    line = PipedProgress("measure", piped, every=5.0, clock=lambda: now[0])
+    line(0.1, "probe 1")  # a short job says nothing
+    assert piped.getvalue() == ""
+    now[0] = 6.0
+    line(0.42, "probe 500")
+    now[0] = 7.0
+    line(0.5, "probe 600")  # not before the next 5 s
+    assert piped.getvalue() == "deploylens: measure 42%: probe 500 (6 s)\n"
+    assert "\x1b" not in piped.getvalue()
+    assert isinstance(terminal_progress("job", io.StringIO()), PipedProgress)
     stream = Terminal()
     bar = terminal_progress("calibrate", stream)
     assert isinstance(bar, TerminalProgress)

@@ -386,11 +386,14 @@ def test_a_measured_cache_is_read_strictly_and_a_broken_one_is_measured_again(
     path.write_text(json.dumps(broken))
     with pytest.raises(UserError, match=r"cells\.ai\.onnx::Relu::14::float: 'state' is required"):
         measure.read_measured(path)
-    path.write_text('{"trt": {"cels": {}}}')
+    path.write_text('{"trt": {"cels": {}}, "ort": {}, "versions": {}}')
     with pytest.raises(UserError, match="did you mean 'cells'"):
         measure.read_measured(path)
+    path.write_text('{"ort": {}, "versions": {}}')  # a library's answers gone: not this cache
+    with pytest.raises(UserError, match="lacks a library's answers"):
+        measure.read_measured(path)
     path.write_bytes(b"{not json")
-    with pytest.raises(UserError, match="unreadable"):
+    with pytest.raises(UserError, match="not a readable measured cache"):
         measure.read_measured(path)
     monkeypatch.setattr(measure, "cache_path", lambda quick=False: path)
     monkeypatch.setattr(measure, "measure", lambda *args: good)  # STAND-IN for the probe run
