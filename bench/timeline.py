@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT.parent / "shared" / "artifacts"
+sys.path.insert(0, str(ROOT))  # the synthetic traces live with the tests (tests/helpers), not in the product
 
 
 def rss_mb() -> float:
@@ -197,7 +198,7 @@ def naive(events: int = 20_000) -> dict:
     from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView
 
     from deploylens.core.trace.index import TimelineIndex
-    from deploylens.core.trace.synthetic import make_trace
+    from tests.helpers.synthetic_trace import make_trace
     from deploylens.gui.timeline.canvas import TimelineCanvas
 
     app = QApplication.instance() or QApplication([])
@@ -261,7 +262,7 @@ def main() -> int:
         return 0
 
     from deploylens.core.trace.export import write_chrome
-    from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+    from tests.helpers.synthetic_trace import make_trace, write_nsys_sqlite
 
     work = Path(tempfile.mkdtemp(prefix="deploylens-timeline-bench-"))
     cases: list[tuple[str, Path]] = []

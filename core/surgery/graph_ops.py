@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import numpy as np
 import onnx
 
 from deploylens.core.errors import UserError
@@ -312,8 +311,3 @@ def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
     copy.CopyFrom(model)
     return copy
 
-
-def constant(name: str, value: Any, dtype: Any = np.float32) -> Any:
-    import onnx_graphsurgeon as gs
-
-    return gs.Constant(name, np.asarray(value, dtype=dtype))

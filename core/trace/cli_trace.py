@@ -58,7 +58,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(json.dumps(stats.to_dict(), indent=2, default=float))
         return 1 if empty else 0
     print(
-        f"{args.file}: {stats.format} {stats.version} — {stats.events:,} events, "
+        f"{args.file}: {' '.join(filter(None, (stats.format, stats.version)))} — {stats.events:,} events, "
         f"{stats.lanes} lanes, {stats.span_us / 1e3:.3f} ms "
         f"({stats.import_s:.2f} s to import)"
     )

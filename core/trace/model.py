@@ -170,19 +170,6 @@ class Trace:
         for key in COLUMNS:
             setattr(self, key, getattr(self, key)[order])
 
-    def nbytes_in_memory(self) -> int:
-        arrays = (
-            self.start,
-            self.dur,
-            self.lane,
-            self.kind,
-            self.name,
-            self.corr,
-            self.nbytes,
-            self.detail,
-        )
-        return sum(a.nbytes for a in arrays) + sum(len(s) + 49 for s in self.names)
-
 
 class TraceBuilder:
     """Appends rows into compact ``array`` buffers (8 bytes per number, no per-event objects)."""

@@ -25,7 +25,7 @@ from deploylens.core.trace import (
 )
 from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.model import Trace
-from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+from tests.helpers.synthetic_trace import make_trace, write_nsys_sqlite
 
 COLUMNS = ("start", "dur", "lane", "kind", "name", "corr", "nbytes", "detail")
 

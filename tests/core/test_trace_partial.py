@@ -15,7 +15,7 @@ from deploylens.core.trace import chrome_file, nsys, partial
 from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import Trace
-from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+from tests.helpers.synthetic_trace import make_trace, write_nsys_sqlite
 
 
 @pytest.mark.parametrize("flavour", ["chrome", "nsys"])

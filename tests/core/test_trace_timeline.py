@@ -20,7 +20,7 @@ from deploylens.core.trace.links import event_nodes, events_of_node, node_latenc
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.model import KIND, Lane, Trace, TraceBuilder
 from deploylens.core.trace.stats import trace_stats
-from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+from tests.helpers.synthetic_trace import make_trace, write_nsys_sqlite
 
 PHASES = {"X", "M", "s", "f", "B", "E", "i", "C"}
 

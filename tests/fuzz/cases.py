@@ -398,7 +398,7 @@ def profile_records() -> list[dict[str, Any]]:
 
 @cache
 def nsys_bytes() -> bytes:
-    from deploylens.core.trace.synthetic import make_trace, write_nsys_sqlite
+    from tests.helpers.synthetic_trace import make_trace, write_nsys_sqlite
 
     with tempfile.TemporaryDirectory() as folder:
         path = write_nsys_sqlite(make_trace(400, 4, seed=3), Path(folder) / "t.sqlite")
