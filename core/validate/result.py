@@ -91,13 +91,25 @@ class ValidationResult(Result):
             )
         rel_l2 = tol.rel_l2 or "max(0.01, rtol)"
         lines.append(
-            f"  tolerances: rtol {tol.rtol}, atol {tol.atol} ({tol.statistic}); "
+            f"  tolerances: rtol {per_output_text(tol.rtol)}, atol {per_output_text(tol.atol)} "
+            f"({tol.statistic}); "
             "an element fails only when both abs and rel exceed; NaN fails; "
-            f"and an output fails when its rel L2 exceeds {rel_l2} or both sides are below atol"
+            f"an output also fails when its rel L2 exceeds {rel_l2}; "
+            "one that is (essentially) zero on both sides is inconclusive"
         )
         if self.layerwise is not None:
             lines.extend(layerwise_text(self.layerwise))
         return "\n".join(lines)
+
+
+def per_output_text(values: dict[str, float]) -> str:
+    """``{'': 1e-4, 'logits': 1e-3}`` as a person writes it: ``0.0001 (logits 0.001)``."""
+    default = values.get("")
+    named = ", ".join(f"{k} {v:g}" for k, v in values.items() if k)
+    text = f"{default:g}" if default is not None else ""
+    if named:
+        text = f"{text} ({named})" if text else named
+    return text
 
 
 def layerwise_text(lw: Layerwise, top: int = 8) -> list[str]:

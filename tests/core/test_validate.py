@@ -108,6 +108,17 @@ def test_onnx_only_mode_and_npz_inputs(samples: Path, tmp_path: Path) -> None:
     assert result.returncode == 0
     assert "vs ONNX Runtime, graph optimizations off" in result.stdout
     assert "image [1, 3, 32, 32]" in result.stdout
+    # Tolerances read as a person writes them, not as the dict that holds them.
+    assert "tolerances: rtol 0.0001, atol 0.0001 (elemwise)" in result.stdout
+    assert "{''" not in result.stdout
+
+
+def test_per_output_tolerances_read_as_written() -> None:
+    from deploylens.core.validate.result import per_output_text
+
+    assert per_output_text({"": 1e-4}) == "0.0001"
+    assert per_output_text({"": 1e-4, "logits": 1e-3}) == "0.0001 (logits 0.001)"
+    assert per_output_text({"boxes": 0.5}) == "boxes 0.5"
 
 
 def test_plugin_model_validates_through_the_reference_op(tmp_path: Path) -> None:
