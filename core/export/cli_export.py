@@ -58,7 +58,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             trust=args.trust, output=str(Path(scratch) / "model.onnx")
         )
         result = run_export(request, args.python)
+    # The scratch folder is gone once we print: never show a path to a file that no longer exists.
+    kept_nothing = bool(result.path)
+    if kept_nothing:
+        result.path = "model.onnx"
+    result.cli = result.cli.replace(str(Path(scratch) / "model.onnx"), "model.onnx")
     print(result.to_json() if args.json else result.summary(show_code=True))
+    if kept_nothing and not args.json:
+        print("  (diagnose keeps no file: `deploylens export` with the same arguments writes it)")
     return result.verdict().exit_code
 
 

@@ -288,6 +288,16 @@ def test_cli_export_and_diagnose(tmp_path: Path) -> None:
     assert bad.returncode == 1
     assert "✗ aten::asinh" in bad.stdout and "register_custom_op_symbolic" in bad.stdout
     assert "Apply plugin 'asinh'" in bad.stdout
+    good = subprocess.run(
+        [DEPLOYLENS, "diagnose", "sample:asinh", "--exporter", "dynamo"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert good.returncode == 0, good.stderr[-1500:]
+    # diagnose works in a scratch folder it deletes: it names no path inside it.
+    assert "deploylens-diagnose-" not in good.stdout
+    assert "diagnose keeps no file" in good.stdout
     refused = subprocess.run(
         [DEPLOYLENS, "export", "nope.txt"], capture_output=True, text=True, timeout=60
     )
