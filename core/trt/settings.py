@@ -192,8 +192,6 @@ def _profiles(value: Any, where: str) -> list[Profile]:
                 raise UserError(f"{here} must be [min, opt, max] shapes, not {kind(triple)}.")
             dims = [conform(shape, list[int], f"{here}") for shape in triple]
             shapes[str(name)] = (dims[0], dims[1], dims[2])
-        from deploylens.core.trt.profiles import checked_profile
-
         profiles.append(checked_profile(Profile(shapes), f"{where}: profile {number}"))
     return profiles
 
@@ -235,3 +233,25 @@ def default_engine(model: str) -> str:
     from deploylens.core.outputs import beside
 
     return beside(model, ".engine")
+
+
+MAX_DIM = 2**31 - 1
+
+
+def checked_profile(profile: Profile, where: str) -> Profile:
+    """A profile whose every dimension TensorRT can take: 1 to 2^31 − 1 (a 0, −1, 2^31 or 2^63
+    went into the trtexec line and the script, and ``--build`` raised TensorRT's own error),
+    min, opt and max of one rank with min ≤ opt ≤ max. For a shape-tensor input the lists are
+    its values (trtexec's meaning of ``--minShapes`` for one), held to the same bounds."""
+    for name, (low, opt, high) in profile.shapes.items():
+        here = f"{where}, '{name[:60]}'"
+        if not len(low) == len(opt) == len(high) or not low:
+            raise UserError(f"{here}: min, opt and max need the same number of dimensions.")
+        for dim in (*low, *opt, *high):
+            if not 1 <= dim <= MAX_DIM:
+                raise UserError(
+                    f"{here}: dimension {dim} is outside 1…{MAX_DIM:,} (what TensorRT takes)."
+                )
+        if any(not a <= b <= c for a, b, c in zip(low, opt, high, strict=True)):
+            raise UserError(f"{here}: need min ≤ opt ≤ max in every dimension.")
+    return profile

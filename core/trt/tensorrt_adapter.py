@@ -24,6 +24,7 @@ from typing import Any
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
 from deploylens.core.support.result import ParserFinding
+from deploylens.core.trt.callbacks import make_logger, make_monitor
 from deploylens.core.trt.findings import ParseRejected, plugin_searches
 from deploylens.core.trt.flags import RTX, family
 from deploylens.core.trt.loading import CLASSIC, PIP, RTX_MODULE, load_tensorrt, module_for
@@ -42,7 +43,6 @@ __all__ = [  # the loader lives in trt/loading.py; its names are the adapter's c
 ]  # fmt: skip
 
 Progress = Callable[[float | None, str], None]
-LOG_LEVELS = {"INTERNAL_ERROR": "error", "ERROR": "error", "WARNING": "warning", "INFO": "info"}
 
 
 class BuildCancelled(Exception):
@@ -90,50 +90,10 @@ class TensorRTAdapter:
 
     # -- callbacks TensorRT calls ---------------------------------------------------------------
     def _make_logger(self) -> Any:
-        trt, log = self.trt, self.log
-        base: Any = trt.ILogger  # TensorRT's classes are only known at run time
-
-        class Logger(base):
-            def __init__(self) -> None:
-                trt.ILogger.__init__(self)
-
-            def log(self, severity: Any, msg: str) -> None:
-                name = getattr(severity, "name", str(severity)).rsplit(".", 1)[-1]
-                log.append((LOG_LEVELS.get(name, "debug"), msg))
-
-        return Logger()
+        return make_logger(self.trt, self.log)
 
     def _make_monitor(self) -> Any:
-        trt, adapter = self.trt, self
-        totals: dict[str, int] = {}
-
-        monitor_base: Any = trt.IProgressMonitor
-
-        class Monitor(monitor_base):
-            def __init__(self) -> None:
-                trt.IProgressMonitor.__init__(self)
-
-            def phase_start(
-                self, phase_name: str, parent_phase: str | None, num_steps: int
-            ) -> None:
-                totals[phase_name] = max(int(num_steps), 1)
-                adapter.phases.append(phase_name)
-                adapter._report(None, phase_name)
-
-            def step_complete(self, phase_name: str, step: int) -> bool:
-                total = totals.get(phase_name, 1)
-                if (
-                    next(iter(totals), phase_name) == phase_name
-                ):  # the outermost phase drives the bar
-                    adapter._report(
-                        min((step + 1) / total, 1.0), f"{phase_name} {step + 1}/{total}"
-                    )
-                return not adapter.stopping()  # False asks TensorRT to stop the build
-
-            def phase_finish(self, phase_name: str) -> None:
-                totals.pop(phase_name, None)
-
-        return Monitor()
+        return make_monitor(self.trt, self)
 
     def _report(self, fraction: float | None, text: str) -> None:
         """Progress from inside TensorRT's callbacks: an exception must never cross into C++, so a
@@ -591,55 +551,13 @@ class TensorRTAdapter:
         result: str = inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
         return result
 
-    def make_profiler(self) -> tuple[Any, dict[str, list[float]]]:
-        trt = self.trt
-        times: dict[str, list[float]] = {}
-
-        profiler_base: Any = trt.IProfiler
-
-        class Profiler(profiler_base):
-            def __init__(self) -> None:
-                trt.IProfiler.__init__(self)
-
-            def report_layer_time(self, layer_name: str, ms: float) -> None:
-                times.setdefault(layer_name, []).append(float(ms))
-
-        return Profiler(), times
-
     def run(
         self, engine: Any, feeds: dict[str, Any], device: Any, iterations: int = 10
     ) -> tuple[dict[str, Any], dict[str, list[float]]]:
-        """Execute ``iterations`` times with an ``IProfiler``; outputs of the last run and the
-        per-layer times (ms) TensorRT reported."""
-        import numpy as np
+        """Execute with an ``IProfiler`` (``trt/engine_run.py``): outputs and per-layer ms."""
+        from deploylens.core.trt.engine_run import run_engine
 
-        trt = self.trt
-        context = engine.create_execution_context()
-        profiler, times = self.make_profiler()
-        context.profiler = profiler
-        names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-        outputs: dict[str, tuple[tuple[int, ...], Any]] = {}
-        for name in names:
-            if engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT:
-                if name not in feeds:
-                    raise UserError(f"No data for the engine input '{name}'.")
-                context.set_input_shape(name, tuple(feeds[name].shape))
-                context.set_tensor_address(name, device.upload(name, feeds[name]))
-        for name in names:
-            if engine.get_tensor_mode(name) != trt.TensorIOMode.INPUT:
-                shape = tuple(context.get_tensor_shape(name))
-                dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
-                nbytes = int(np.prod(shape)) * dtype.itemsize
-                context.set_tensor_address(name, device.buffer(name, nbytes))
-                outputs[name] = (shape, dtype)
-        for _ in range(iterations):
-            if not context.execute_async_v3(device.stream_handle):
-                raise UserError("TensorRT failed to execute the engine (see the log).")
-            device.synchronize()
-        results = {
-            name: device.download(name, shape, dtype) for name, (shape, dtype) in outputs.items()
-        }
-        return results, times
+        return run_engine(self.trt, engine, feeds, device, iterations)
 
 
 def _clean_message(text: str) -> str:
