@@ -19,6 +19,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import CalibrateRequest, Method, SensitivityRequest
 from deploylens.core.quantize.sensitivity import Score
 from deploylens.core.results import Result, Verdict
+from deploylens.core.wording import counted
 
 METHOD_CONFIGS: tuple[tuple[Method, float], ...] = (
     ("entropy", 99.99), ("minmax", 99.99), ("percentile", 99.9), ("percentile", 99.99),
@@ -86,7 +87,7 @@ class StudyReport(Result):
 
     def summary(self) -> str:
         lines = [
-            f"calibration study of {self.model} on {self.samples} evaluation samples",
+            f"calibration study of {self.model} on {counted(self.samples, 'evaluation sample')}",
             f"  {'calibration':24s} {'rel L2':>10s} {'cosine':>10s} {'top-1':>8s} {'s':>6s}",
         ]
         if self.fp32 is not None:

@@ -14,6 +14,7 @@ from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.request import LabRequest, ProfileRequest, SweepRequest
 from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 from deploylens.core.trace.stats import trace_stats
+from deploylens.core.wording import counted
 
 
 def _trace_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,8 +59,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(json.dumps(stats.to_dict(), indent=2, default=float))
         return 1 if empty else 0
     print(
-        f"{args.file}: {' '.join(filter(None, (stats.format, stats.version)))} — {stats.events:,} events, "
-        f"{stats.lanes} lanes, {stats.span_us / 1e3:.3f} ms "
+        f"{args.file}: {' '.join(filter(None, (stats.format, stats.version)))} — "
+        f"{counted(stats.events, 'event')}, {counted(stats.lanes, 'lane')}, "
+        f"{stats.span_us / 1e3:.3f} ms "
         f"({stats.import_s:.2f} s to import)"
     )
     print("  " + ", ".join(f"{k} {v:,}" for k, v in stats.kinds.items()))

@@ -43,6 +43,7 @@ from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.trace.stats_types import KernelRow, TraceStats
+from deploylens.core.wording import counted
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.columns import compact_rows, fit_columns, keep_fitted, name_floor
@@ -260,7 +261,8 @@ class TimelinePanel(QWidget):
         self.overview.set_region(self.canvas.t0, self.canvas.t1)
         self._clear_results("<i>Statistics follow the complete file (still loading) …</i>")
         self.status.setText(
-            f"Importing {Path(path).name} … {len(trace):,} events on {len(trace.lanes)} lanes "
+            f"Importing {Path(path).name} … {len(trace):,} events on "
+            f"{counted(len(trace.lanes), 'lane')} "
             f"so far, after {time.perf_counter() - self.loading_since:.1f} s (a partial view: "
             "the rest is still loading; statistics follow the complete file)."
         )
@@ -286,7 +288,7 @@ class TimelinePanel(QWidget):
         meta = trace.meta
         text = (
             f"{Path(path).name}: {meta.get('format', '')} {meta.get('version', '')} — "
-            f"{len(trace):,} events on {len(trace.lanes)} lanes, "
+            f"{len(trace):,} events on {counted(len(trace.lanes), 'lane')}, "
             f"{format_ns(index.span[1] - index.span[0])} (opened in {seconds:.2f} s). {kinds}"
         )
         if window is not None:
