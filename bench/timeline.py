@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT.parent / "shared" / "artifacts"
-sys.path.insert(0, str(ROOT))  # the synthetic traces live with the tests (tests/helpers), not in the product
+sys.path.insert(0, str(ROOT))  # synthetic traces live with the tests (tests/helpers)
 
 
 def rss_mb() -> float:
@@ -198,8 +198,8 @@ def naive(events: int = 20_000) -> dict:
     from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView
 
     from deploylens.core.trace.index import TimelineIndex
-    from tests.helpers.synthetic_trace import make_trace
     from deploylens.gui.timeline.canvas import TimelineCanvas
+    from tests.helpers.synthetic_trace import make_trace
 
     app = QApplication.instance() or QApplication([])
     trace = make_trace(events)

@@ -78,7 +78,9 @@ def engine_summary(
         timed=bool(timed),
         total_ms=total if timed else None,
         by_type=fold(breakdown(lambda r: r.kind), types, total),
-        by_precision=breakdown(lambda r: "reformat" if r.reformat else r.out_precision or "?"),
+        # A reformat layer has an output precision like any other (it is counted in the header,
+        # not invented as a precision); a names-only engine records none.
+        by_precision=breakdown(lambda r: r.out_precision or "not recorded"),
         reformat_layers=len(reformats),
         reformat_ms=sum(r.time_ms or 0.0 for r in reformats) if timed else None,
         regions=sum(1 for r in rows if r.region),

@@ -124,6 +124,26 @@ def check(
     return problems
 
 
+def valid_sentence(settings: BuildSettings, version: str) -> str:
+    """What a clean check means, said so that a ticked box never reads as more than it does: a
+    strongly typed release (TensorRT 11, TensorRT-RTX) takes each layer's precision from the
+    model, and its only precision switch is TF32 math for FP32 layers."""
+    from deploylens.core.trt.flags import release_name
+
+    name = release_name(version)
+    if family(version) not in (RTX, "11"):
+        return f"Settings are valid for {name}."
+    tf32 = (
+        "TF32 off: FP32 layers run in strict FP32"
+        if settings.no_tf32
+        else "FP32 layers may use TF32 math (untick TF32 for strict FP32)"
+    )
+    return (
+        f"Settings are valid for {name}, which is strongly typed: each layer runs in its type in "
+        f"the model (FP16 or Q/DQ come from the model, not from a flag); {tf32}."
+    )
+
+
 def _check_plugins(plugins: list[str]) -> list[Problem]:
     """An empty entry, or a file here that is not a shared library (a library that is only on
     the GPU machine may be missing here: the trtexec line is for that machine)."""

@@ -32,7 +32,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
 from deploylens.core.quantize.request import CalibrateRequest, Method
 from deploylens.core.quantize.result import CalibrationReport
-from deploylens.core.trt.checks import check
+from deploylens.core.trt.checks import check, valid_sentence
 from deploylens.core.trt.commands import migrate_to_11, polygraphy_command, trtexec_command
 from deploylens.core.trt.flags import RTX, family, is_rtx, release_name
 from deploylens.core.trt.request import BuildRequest
@@ -211,6 +211,11 @@ class BuildPanel(QWidget):
         describe the form as it is now (a stale command never stays beside a new problem)."""
         version = self.version.currentText().strip()
         self._build_label(version)
+        try:
+            typed = release_name(version) if family(version) in (RTX, "11") else None
+        except ValueError:
+            typed = None
+        self.form.set_typed_release(typed)
         self.problems.clear()
         try:
             settings = self.form.settings()
@@ -272,9 +277,12 @@ class BuildPanel(QWidget):
         self.problems.clear()
         self.problems.addItems(problems or ["No problems for this TensorRT release."])
         if not problems and self.job is None:
-            self._set_banner(
-                f"Settings are valid for {release_name(self.version.currentText())}.", OK_STYLE
-            )
+            version = self.version.currentText()
+            try:
+                sentence = valid_sentence(self.form.settings(), version)
+            except (UserError, ValueError):
+                sentence = f"Settings are valid for {release_name(version)}."
+            self._set_banner(sentence, OK_STYLE)
         elif problems:
             self._set_banner(f"{len(problems)} problem(s): {problems[0]}", BAD_STYLE)
 
@@ -387,6 +395,12 @@ class BuildPanel(QWidget):
 
     def _failed(self, failure: JobFailure) -> None:
         self._idle()
+        if failure.kind == "cancelled":  # the user's choice, not a failure: no red
+            self._set_banner(
+                "Cancelled: nothing was written (outputs appear only when a job completes).",
+                IDLE_STYLE,
+            )
+            return
         self._set_banner(f"{failure.message}\n{failure.hint}".strip(), BAD_STYLE)
         self.sig_message.emit(failure.message)
 

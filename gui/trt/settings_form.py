@@ -161,6 +161,24 @@ class BuildSettingsForm(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.calibrate)
 
+    def set_typed_release(self, product: str | None) -> None:
+        """Under a strongly typed release (``product``: "TensorRT-RTX", "TensorRT 11") precision
+        flags do not exist: an unticked FP16/INT8/BF16/FP8 box cannot be ticked (a ticked one stays
+        enabled so it can be unticked, its problem listed), TF32 stays the one real switch."""
+        why = (
+            f"{product} is strongly typed: each layer runs in its type in the model "
+            "(convert to FP16 or calibrate into Q/DQ instead)"
+            if product
+            else ""
+        )
+        for name, box in self.precision.items():
+            if name == "tf32":
+                continue
+            box.setEnabled(not product or box.isChecked())
+            box.setToolTip(why)
+        self.strongly_typed.setEnabled(not product)
+        self.strongly_typed.setToolTip(f"{product} is always strongly typed" if product else "")
+
     # -- model ↔ view ----------------------------------------------------------------------------
     def settings(self) -> BuildSettings:
         """The form as settings (raises ``UserError`` for text it cannot read)."""

@@ -280,5 +280,7 @@ def test_the_summary_never_contradicts_itself(artifacts: Path) -> None:
             if summary.timed:
                 ms = sum(e.ms for e in breakdown)
                 assert ms == pytest.approx(summary.total_ms, rel=1e-9), graph
+        # Precisions are TensorRT's data types, never a layer kind ("reformat") or a "?".
+        assert not {e.name for e in summary.by_precision} & {"reformat", "?"}, graph
         qdq_seen |= any(layer.kind == "Reformat (Q/DQ)" for layer in info.layers)
     assert qdq_seen  # the QAT engines in the artifacts have them

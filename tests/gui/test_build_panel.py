@@ -61,6 +61,44 @@ def test_live_checks_commands_and_project(
     )
 
 
+def test_a_strongly_typed_release_says_what_a_ticked_tf32_means(
+    qtbot, make_window, samples: Path
+) -> None:
+    """TF32 ticked with TensorRT-RTX read only "Settings are valid": the banner now says the
+    release is strongly typed and what TF32 still does there, and precision boxes that have no
+    flag in that release cannot be ticked."""
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel, form = window.build_panel, window.build_panel.form
+    panel.version.setCurrentText("rtx")
+    assert form.precision["tf32"].isChecked() and form.precision["tf32"].isEnabled()
+    banner = panel.banner.text()
+    assert banner.startswith("Settings are valid for TensorRT-RTX, which is strongly typed")
+    assert "FP32 layers may use TF32 math" in banner
+    assert not form.precision["fp16"].isEnabled() and not form.strongly_typed.isEnabled()
+    form.precision["tf32"].setChecked(False)
+    assert "TF32 off: FP32 layers run in strict FP32" in panel.banner.text()
+    panel.version.setCurrentText("10.16")  # flags exist again
+    assert form.precision["fp16"].isEnabled() and form.strongly_typed.isEnabled()
+    assert panel.banner.text() == "Settings are valid for TensorRT 10.16."
+
+
+def test_a_cancelled_build_is_not_shown_as_a_failure(qtbot, make_window, samples: Path) -> None:
+    """The worker answers a cancel with the "cancelled" kind (tests/core/test_tensorrt_rtx.py
+    cancels a real build); the panel shows it as the user's choice, not in the failure style."""
+    from deploylens.core.worker.client import JobFailure
+    from deploylens.gui.common.styles import BAD_STYLE
+
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel = window.build_panel
+    panel._failed(JobFailure("cancelled", "cancelled"))
+    assert panel.banner.text().startswith("Cancelled: nothing was written")
+    assert panel.banner.styleSheet() != BAD_STYLE and panel.build_button.isEnabled()
+    panel._failed(JobFailure("user_error", "the model is gone"))
+    assert panel.banner.styleSheet() == BAD_STYLE
+
+
 def test_calibrate_in_the_worker_and_build_without_tensorrt(
     qtbot, make_window, samples: Path, tmp_path: Path
 ) -> None:

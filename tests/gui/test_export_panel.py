@@ -84,7 +84,8 @@ def test_a_hugging_face_folder_exports_validates_and_builds_in_the_panels(
     assert panel.task.isEnabled() and not panel.factory.isEnabled()
     panel.target.setText(str(folder))
     panel.output.setText(str(tmp_path / "bert.onnx"))
-    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+    # A dynamo export of a transformer takes 15-40 s of CPU: on a loaded 2-core machine, more.
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=300_000):
         panel.export_button.click()
     result = panel.result
     assert result is not None and result.ok and result.ort is not None and result.ort.agrees

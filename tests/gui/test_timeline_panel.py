@@ -17,12 +17,12 @@ from deploylens.core.graph.scene import BOX_NODE
 from deploylens.core.trace.export import write_chrome
 from deploylens.core.trace.index import TimelineIndex
 from deploylens.core.trace.model import KIND, Trace
-from tests.helpers.synthetic_trace import make_trace
 from deploylens.gui.timeline import panel as timeline_panel
 from deploylens.gui.timeline.canvas import AXIS_H, HEADER_SHARE, HEADER_W, TimelineCanvas
 from deploylens.gui.timeline.panel import TimelinePanel
 from deploylens.gui.timeline.raster import BACKGROUND_PIXEL, KIND_COLORS, paint
 from tests.gui.conftest import JOB_TIMEOUT_MS, wait_opened
+from tests.helpers.synthetic_trace import make_trace
 
 
 def open_panel(qtbot, path: Path) -> TimelinePanel:

@@ -103,10 +103,11 @@ def test_bad_settings_and_files_are_explained(
 def test_an_inconclusive_verdict_says_why_in_the_panel(
     qtbot, make_window, samples: Path, tmp_path: Path
 ) -> None:
-    """Outputs all zero on both sides (a dead head): the panel shows FAIL, the reason
-    (inconclusive), what inputs were used and the note about random weights — the same words
-    as the CLI. (Outputs ~1e-9 that disagree are a plain FAIL on rel L2 since the verdict
-    became scale-aware: tests/core/test_validate_verdicts.py.)"""
+    """Outputs all zero on both sides (a dead head): the panel shows INCONCLUSIVE (the CLI's
+    exit 3: neither a PASS nor a FAIL on a right export), the reason, what inputs were used
+    and the note about random weights — the same words as the CLI. (Outputs ~1e-9 that
+    disagree are a plain FAIL on rel L2 since the verdict became scale-aware:
+    tests/core/test_validate_verdicts.py.)"""
     import numpy as np
 
     from deploylens.core.validate.compare import compare, judge_scale
@@ -127,7 +128,7 @@ def test_an_inconclusive_verdict_says_why_in_the_panel(
     panel = window.validate_panel
     panel.show_result(result)
     banner = panel.banner.text()
-    assert banner.startswith("FAIL") and "inconclusive" in banner
+    assert banner.startswith("INCONCLUSIVE") and "all zero" in banner
     assert "seeded random inputs" in banner and "random weights" in banner
     last = panel.outputs.columnCount() - 1
     assert panel.outputs.item(0, last).text().startswith("inconclusive")
