@@ -29,10 +29,12 @@ from deploylens.core.trace import chrome
 from deploylens.core.trace.import_workers import BadPiece, Workers, workers
 from deploylens.core.trace.json_stream import (
     _BETWEEN,
-    MAX_EVENT as MAX_EVENT,  # re-exported: the fuzz runner lowers both bounds at once
     _find_array,
     iter_chunks,
     open_binary,
+)
+from deploylens.core.trace.json_stream import (
+    MAX_EVENT as MAX_EVENT,  # re-exported: the fuzz runner lowers both bounds at once
 )
 from deploylens.core.trace.model import BadTraceValue
 
