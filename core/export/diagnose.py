@@ -20,6 +20,7 @@ EXPORT_OF = re.compile(r"ONNX export of (\w+) in opset (\d+)")
 TRY_OPSET = re.compile(r"try opset version (\d+)", re.IGNORECASE)
 IR_LINE = re.compile(r"= ([\w:.]+)\(.*?\)(?:, scope: (\S+))?(?: # (.+?):(\d+):\d+)?$")
 SUMMARY_CLASS = re.compile(r"^<class '([\w.]+)'>: (.*)$")
+ORIGINAL_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\w+)')
 CAUSED_BY = re.compile(r"Caused by: \(([^()]+?):(\d+) in (\w+)\)")
 ATEN = re.compile(r"\b(aten|torchvision|prims)[.:]{1,2}(\w+)")
 # Frames that are never the model's own code: the exporters, Python itself, DeployLens.
@@ -105,8 +106,15 @@ def summary_line(text: str) -> tuple[str, str]:
         if match:
             first = f"{match.group(1).rsplit('.', 1)[-1]}: {match.group(2).strip()}"
             break
-    caused = CAUSED_BY.search("\n".join(lines[start:]))
+    rest = "\n".join(lines[start:])
+    caused = CAUSED_BY.search(rest)
     where = f"{caused.group(1)}:{caused.group(2)} in {caused.group(3)}" if caused else ""
+    if not where and "Original traceback:" in rest:  # a failure while decomposing: the FX
+        # node's own traceback, outermost first; its last frame is the line that made the node
+        frames = ORIGINAL_FRAME.findall(rest.split("Original traceback:", 1)[1])
+        if frames:
+            name, line, function = frames[-1]
+            where = f"{name.split('site-packages/', 1)[-1]}:{line} in {function}"
     return first, where
 
 
