@@ -127,6 +127,52 @@ def digits_table(work: Path) -> dict[str, float]:
     }
 
 
+def small_cnn_budget(work: Path, normal: bool) -> dict[str, float]:
+    """Issue 43's case side by side: the bundled small CNN, 8 random arrays, budget rel L2 0.02.
+    Ours (both calibration methods) against ONNX Runtime's ``quantize_static`` with its defaults
+    (MinMax, asymmetric UINT8 activations — a scheme TensorRT cannot build) and with TensorRT's
+    symmetric INT8, all-INT8 and with the 3 Conv + Gemm excluded, all scored on the same samples
+    by the same evaluator."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    from deploylens.core.quantize.calibrate import FolderReader
+    from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
+    from deploylens.core.quantize.sensitivity import Evaluator, eval_feeds, run_sensitivity
+
+    model = REPO / "resources" / "samples" / "small_cnn.dynamo.onnx"
+    data = work / "random"
+    data.mkdir(parents=True)
+    for i in range(8):  # standard normal (issue 43's arrays: the input's range matters) or [0, 1)
+        rng = np.random.default_rng(i)
+        sample = rng.standard_normal((3, 32, 32)) if normal else rng.random((3, 32, 32))
+        np.save(data / f"{i}.npy", sample.astype(np.float32))
+    result: dict[str, float] = {}
+    for method in ("minmax", "entropy"):
+        request = SensitivityRequest(str(model), str(data), method=method, budget=0.02, evaluate=8)
+        report = run_sensitivity(request, lambda f, m: None, work / method)
+        result[f"ours_{method}_all_int8"] = report.full.rel_l2
+        result[f"ours_{method}_plan_kept"] = len(report.plan.kept)
+        result[f"ours_{method}_plan"] = report.plan.score.rel_l2
+    evaluator = Evaluator(str(model), eval_feeds(SensitivityRequest(str(model), str(data),
+                          evaluate=8)), None)  # fmt: skip
+    import onnxruntime as ort
+
+    inputs = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_inputs()
+    compute = [n.name for n in onnx.load(model).graph.node if n.op_type in ("Conv", "Gemm")]
+    schemes = {"ort_defaults": {}, "ort_symmetric_int8": {
+        "activation_type": QuantType.QInt8, "weight_type": QuantType.QInt8,
+        "extra_options": SYMMETRIC}}  # fmt: skip
+    for name, options in schemes.items():
+        for label, exclude in (("all_int8", []), ("conv_gemm_excluded", compute)):
+            out = work / f"{name}_{label}.onnx"
+            reader = FolderReader(CalibrateRequest(str(model), str(data)), inputs,
+                                  lambda f, m: None)  # fmt: skip
+            quantize_static(str(model), str(out), reader, quant_format=QuantFormat.QDQ,
+                            nodes_to_exclude=exclude, **options)  # fmt: skip
+            result[f"{name}_{label}"] = evaluator.score(str(out)).rel_l2
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -161,6 +207,10 @@ def main() -> int:
             result["naive_ort_defaults_s"] / result["ours_one_node_s"]
         )
         result["digits"] = digits_table(work)
+        result["small_cnn_budget"] = {
+            kind: small_cnn_budget(work / f"budget-{kind}", kind == "normal")
+            for kind in ("normal", "uniform")
+        }
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nresnet18, INT8 entropy, 16 calibration images, {result['nodes']} nodes\n")
@@ -181,6 +231,16 @@ def main() -> int:
     print(f"  top-1 FP32 {d['fp32_top1']:.4f} | everything INT8 {d['int8_top1']:.4f} | plan "
           f"{d['plan_top1']:.4f} with {d['plan_kept']}/{d['nodes']} layers kept in FP32 "
           f"({'meets' if d['plan_met'] else 'misses'} the budget, FP32's own)")  # fmt: skip
+    for kind, b in result["small_cnn_budget"].items():
+        print(f"\nsmall_cnn.dynamo.onnx, 8 {kind} random arrays, rel L2 vs FP32 (budget 0.02)")
+        print(f"  {'':34s} {'all INT8':>9s} {'plan / excluded':>16s} {'kept':>5s}")
+        for method in ("minmax", "entropy"):
+            print(f"  {'DeployLens ' + method:34s} {b[f'ours_{method}_all_int8']:9.4f} "
+                  f"{b[f'ours_{method}_plan']:16.4f} "
+                  f"{int(b[f'ours_{method}_plan_kept']):5d}")  # fmt: skip
+        for name in ("ort_defaults", "ort_symmetric_int8"):
+            print(f"  {'quantize_static ' + name[4:]:34s} {b[f'{name}_all_int8']:9.4f} "
+                  f"{b[f'{name}_conv_gemm_excluded']:16.4f} {4:5d}")  # fmt: skip
     if args.json:
         from deploylens.core.files import write_json
 
