@@ -138,8 +138,13 @@ class MainWindow(QMainWindow):
         self.validate_panel = ValidatePanel(self.jobs)
         self.validate_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.validate_panel.sig_overlay.connect(
-            lambda name, values: self.graph_panel.overlay(
-                name, values, "rel L2 error vs reference (groups: max)", "max", log_scale=True
+            lambda name, values, limit: self.graph_panel.overlay(
+                name,
+                values,
+                "rel L2 error vs reference (groups: max)",
+                "max",
+                log_scale=True,
+                limit=limit,
             )
         )
         self.validate_panel.sig_result.connect(self._remember_validation)

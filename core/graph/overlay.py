@@ -103,6 +103,9 @@ class Overlay:
     legend: str = ""
     aggregate: str = "mean"
     log_scale: bool = False
+    # A pass/fail threshold (validate's rel L2 limit): the scale always reaches it, so values far
+    # under it are painted as far under it, never as the top colour of a min→max stretch.
+    limit: float | None = None
 
     @property
     def categorical(self) -> bool:
@@ -111,8 +114,14 @@ class Overlay:
     def value_range(self) -> tuple[float, float]:
         finite = self.values[np.isfinite(self.values)] if not self.categorical else np.array([])
         if not finite.size:
-            return 0.0, 1.0
-        return float(finite.min()), float(finite.max())
+            return self.with_limit(0.0, 1.0) if self.limit is not None else (0.0, 1.0)
+        return self.with_limit(float(finite.min()), float(finite.max()))
+
+    def with_limit(self, low: float, high: float) -> tuple[float, float]:
+        """``(low, high)`` stretched to include the limit, when the overlay has one."""
+        if self.limit is None or not math.isfinite(self.limit):
+            return low, high
+        return min(low, self.limit), max(high, self.limit)
 
     def colors_for(
         self, values: np.ndarray, value_range: tuple[float, float] | None = None
@@ -217,8 +226,13 @@ class Overlay:
             steps = np.geomspace(max(low, high * 1e-12, 1e-30), high, 5)
         else:
             steps = np.linspace(low, high, 5)
+        labels = [f"{v:.4g}" for v in steps]
+        if self.limit is not None and low <= self.limit <= high:  # the threshold, named
+            near = np.isclose(steps, self.limit, rtol=1e-6, atol=0.0)
+            steps = np.sort(np.append(steps[~near], self.limit))
+            labels = [f"{v:.4g} (limit)" if v == self.limit else f"{v:.4g}" for v in steps.tolist()]
         colors = self.colors_for(steps, (low, high))
-        return [(f"{v:.4g}", _rgb(rgb)) for v, rgb in zip(steps, colors, strict=True)]
+        return [(label, _rgb(rgb)) for label, rgb in zip(labels, colors, strict=True)]
 
 
 def _rgb(color: Any) -> tuple[int, int, int]:

@@ -73,7 +73,7 @@ def overlay_scale(
     finite = values[np.isfinite(values)]
     if not finite.size:
         return None
-    return float(finite.min()), float(finite.max())
+    return overlay.with_limit(float(finite.min()), float(finite.max()))
 
 
 def group_values(model: GraphScene, scene: Scene, overlay: Overlay) -> np.ndarray:

@@ -285,18 +285,19 @@ class GraphPanel(QWidget):
         legend: str = "",
         aggregate: str = "mean",
         log_scale: bool = False,
+        limit: float | None = None,
     ) -> list[str]:
         """Paint ``{node_name: number | category}`` as overlay ``name``; returns unmatched names.
 
         While a graph is still being laid out the overlay waits and is painted once it is shown.
         """
         if self.path and self.loaded_path != self.path:
-            self.pending_overlays.append((name, values, legend, aggregate, log_scale))
+            self.pending_overlays.append((name, values, legend, aggregate, log_scale, limit))
             return []
         if self.model is None:
             raise UserError("Open a model before adding an overlay.")
         overlay, unmatched = overlay_from_mapping(self.model.ir, name, values, legend, aggregate)
-        overlay.log_scale = log_scale
+        overlay.log_scale, overlay.limit = log_scale, limit
         self.add_overlay(overlay)
         return unmatched
 

@@ -64,7 +64,7 @@ def results_dir() -> Path:
 
 class ValidatePanel(QWidget):
     sig_node_selected = Signal(str)  # ONNX node name
-    sig_overlay = Signal(str, dict)  # overlay name, {node name: error}
+    sig_overlay = Signal(str, dict, float)  # overlay name, {node name: error}, the rel L2 limit
     sig_result = Signal(object)  # the ValidationResult, after it was saved
     sig_message = Signal(str)
 
@@ -225,6 +225,7 @@ class ValidatePanel(QWidget):
         self.result, self.ran = None, None
         self.banner.setText("No validation yet.")
         self.banner.setStyleSheet(IDLE_STYLE)
+        self._clear_views()  # the last model's rows and curve never stand beside a new model
         if not table:
             return
         try:
@@ -242,6 +243,14 @@ class ValidatePanel(QWidget):
                 self.show_result(load_result(last), Path(last))
             except UserError as exc:
                 self.sig_message.emit(f"The last validation could not be re-opened: {exc.message}")
+
+    def _clear_views(self) -> None:
+        self._fill_outputs([])
+        self.layers_model.set_layers([], "")
+        self._fill_unmapped([])
+        self.plot_points: list[tuple[int, float]] = []
+        if self.plot_box.built:
+            self.plot_box.plot.clear()
 
     def _set_legacy(self, table: dict[str, Any]) -> None:
         """A project saved before its [validate] table held the request: the form's texts
@@ -404,7 +413,7 @@ class ValidatePanel(QWidget):
             self._plot(lw, result.tolerances.rel_l2_for(""))
             errors = result.node_errors()
             if errors:
-                self.sig_overlay.emit(OVERLAY_NAME, errors)
+                self.sig_overlay.emit(OVERLAY_NAME, errors, result.tolerances.rel_l2_for(""))
 
     def _fill_outputs(self, outputs: list[OutputComparison]) -> None:
         self.outputs.setRowCount(len(outputs))

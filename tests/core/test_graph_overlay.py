@@ -143,3 +143,23 @@ def test_legend_follows_the_scale_it_is_given(ir) -> None:
     wider = overlay.legend_entries(value_range=(0.0, 40.0))
     assert [label for label, _ in wider][::4] == ["0", "40"]
     assert wider[-1][1] == overlay.legend_entries()[-1][1]  # the top colour is the top value's
+
+
+def test_a_limit_stretches_the_scale_and_is_named_in_the_legend() -> None:
+    """Validate's errors far under their limit are painted as far under it (the scale reaches
+    the limit) and the legend names the limit's step."""
+    import numpy as np
+
+    from deploylens.core.graph.overlay import Overlay
+
+    values = np.array([1e-7, 2.4e-7, np.nan])
+    plain = Overlay("e", values, log_scale=True)
+    assert plain.value_range() == (1e-7, 2.4e-7)  # min→max: 2.4e-7 would be the top colour
+    limited = Overlay("e", values, log_scale=True, limit=0.01)
+    assert limited.value_range() == (1e-7, 0.01)
+    top = limited.colors_for(np.array([0.01]))[0]
+    assert not (limited.colors_for(values[:2]) == top).all(axis=1).any()
+    labels = [label for label, _ in limited.legend_entries()]
+    assert labels.count("0.01 (limit)") == 1 and len(labels) == 5  # the top step is the limit
+    above = Overlay("e", np.array([0.1, 0.5]), log_scale=True, limit=0.01)
+    assert above.value_range() == (0.01, 0.5)

@@ -7,6 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
@@ -165,6 +166,50 @@ def test_outputs_that_pass_over_diverging_layers_are_not_a_green_pass(
     assert rows == sorted(rows)  # graph order, not output-first
     texts = [panel.proxy.data(panel.proxy.index(r, 8)) for r in range(panel.proxy.rowCount())]
     assert within_text(0.99996) in texts and np.all([t != "100.00%" for t in texts])
+
+
+def test_the_error_overlay_is_painted_against_the_limit_and_a_new_model_clears_the_panel(
+    qtbot, make_window, samples: Path, tmp_path: Path
+) -> None:
+    """A PASS at ~1e-7 was painted the scale's top colour (bright yellow): the scale ran min→max
+    with no limit, while the plot beside it drew the 0.01 limit. The overlay's scale now reaches
+    the limit, the legend names it, and opening another model clears the last one's rows and
+    curve."""
+    import math
+
+    from deploylens.gui.validate.panel import OVERLAY_NAME
+
+    window = make_window()
+    wait_opened(qtbot, window, samples / "small_cnn.dynamo.onnx")
+    panel = window.validate_panel
+    panel.layerwise.setChecked(True)
+    with qtbot.waitSignal(panel.sig_result, timeout=120_000):
+        panel.run_button.click()
+    assert panel.result is not None and panel.result.passed and panel.plot_points
+    graph = window.graph_panel
+    qtbot.waitUntil(lambda: OVERLAY_NAME in graph.overlays, timeout=5000)
+    overlay = graph.overlays[OVERLAY_NAME]
+    limit = panel.result.tolerances.rel_l2_for("")
+    assert overlay.limit == limit
+    low, high = overlay.value_range()
+    assert high >= limit
+    values = overlay.values[np.isfinite(overlay.values)]
+    assert values.size and values.max() < limit / 100  # a clean model: far under the limit
+    top = overlay.colors_for(np.array([high]))[0]
+    for color in overlay.colors_for(values):  # none painted like the limit's colour
+        assert not np.array_equal(color, top)
+    position = (math.log10(max(values.max(), 1e-30)) - math.log10(max(low, 1e-30))) / (
+        math.log10(high) - math.log10(max(low, 1e-30))
+    )
+    assert position < 0.8
+    assert any(label.endswith("(limit)") for label, _ in overlay.legend_entries())
+
+    other = tmp_path / "other.onnx"
+    other.write_bytes((samples / "roll_dims.dynamo.onnx").read_bytes())
+    wait_opened(qtbot, window, other)
+    assert panel.banner.text() == "No validation yet."
+    assert panel.outputs.rowCount() == 0 and panel.proxy.rowCount() == 0
+    assert panel.plot_points == [] and not panel.plot_box.plot.listDataItems()
 
 
 def test_a_shared_projects_validate_settings_are_read_strictly(
