@@ -270,13 +270,27 @@ def hints(
     capture = capture or {}
     found = []
     pageable = [c for c in copies if "Pageable" in c.memory]
+    hidden = ovl.hidden_percent
     if pageable:
         count = sum(c.count for c in pageable)
-        found.append(
-            f"{count} copies use pageable host memory: they are staged and synchronous, so "
-            "they cannot overlap compute — allocate pinned buffers (pin_memory / cudaHostAlloc)."
-        )
-    hidden = ovl.hidden_percent
+        if hidden is not None and hidden >= 50:  # the measurement wins over the rule of thumb
+            found.append(
+                f"{count:,} copies use pageable host memory; this trace still shows {hidden:.1f}% "
+                "of copy time hidden behind kernels, so they did overlap here. Pinned buffers "
+                "(pin_memory / cudaHostAlloc) would still skip the staging copy and free the "
+                "host thread that waits on each one."
+            )
+        else:
+            found.append(
+                f"{count:,} copies use pageable host memory: they are staged and synchronous, so "
+                "they cannot overlap compute"
+                + (
+                    f" (this trace: {hidden:.1f}% of copy time hidden)"
+                    if hidden is not None
+                    else ""
+                )
+                + " — allocate pinned buffers (pin_memory / cudaHostAlloc)."
+            )
     if hidden is not None and hidden < 10 and capture.get("mode") in PIPELINED:
         found.append(
             f"Only {hidden:.0f}% of copy time is hidden behind kernels although the capture "

@@ -256,3 +256,19 @@ def test_lane_start_order_is_lexsorts_order_sorted_or_not() -> None:
         assert np.array_equal(lane_start_order(start, lane), np.lexsort((start, lane)))
     wide = lane + 40_000  # past what the int16 radix sort holds
     assert np.array_equal(lane_start_order(in_order, wide), np.lexsort((in_order, wide)))
+
+
+def test_a_hint_never_contradicts_the_measured_overlap() -> None:
+    """'Pageable copies cannot overlap compute' stood beside '80.4 % hidden behind kernels':
+    where the trace measured the overlap, the hint says what was measured."""
+    from deploylens.core.trace.stats import hints
+    from deploylens.core.trace.stats_types import CopyRow, Overlap
+
+    copies = [CopyRow(kind="H2D", memory="Pageable → Device", count=83334, bytes=1 << 30,
+                      total_us=5e5, mean_gbps=2.0, median_gbps=2.0)]  # fmt: skip
+    overlapped = hints(copies, Overlap(copy_ns=100, hidden_ns=80, hidden_percent=80.4), [])
+    [said] = [h for h in overlapped if "pageable" in h]
+    assert "80.4% of copy time hidden behind kernels, so they did overlap here" in said
+    assert "cannot overlap" not in said and "83,334 copies" in said
+    serial = hints(copies, Overlap(copy_ns=100, hidden_ns=3, hidden_percent=3.0), [])
+    assert any("cannot overlap compute (this trace: 3.0% of copy time hidden)" in h for h in serial)
