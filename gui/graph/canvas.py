@@ -17,6 +17,7 @@ from PySide6.QtGui import (
     QPaintEvent,
     QPen,
     QPolygonF,
+    QResizeEvent,
     QTransform,
     QWheelEvent,
 )
@@ -73,6 +74,9 @@ class GraphCanvas(QWidget):
         self.strips: dict[int, list[tuple[float, tuple[int, int, int]]]] = {}
         self.scale = 1.0
         self.center = QPointF(0, 0)
+        # The view is the fitted one until the user zooms or pans: a resize (the window reaching
+        # its size after launch, a maximize) fits again, so the graph never opens at a fraction.
+        self.fitted = False
         self.selected: tuple[int, int] | None = None
         self.highlight = np.zeros(0, dtype=bool)  # per node
         self._press: QPointF | None = None
@@ -176,10 +180,17 @@ class GraphCanvas(QWidget):
         h = max(self.scene.height, 1.0) + margin
         self.scale = float(np.clip(min(self.width() / w, self.height() / h), MIN_SCALE, 1.5))
         self.center = QPointF(self.scene.width / 2, self.scene.height / 2)
+        self.fitted = True
         self.update()
         self.sig_view_changed.emit()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.fitted:
+            self.fit()
+
     def zoom(self, factor: float, anchor: QPointF | None = None) -> None:
+        self.fitted = False
         anchor = anchor if anchor is not None else QPointF(self.width() / 2, self.height() / 2)
         before = self.to_scene(anchor)
         self.scale = float(np.clip(self.scale * factor, MIN_SCALE, MAX_SCALE))
@@ -191,6 +202,7 @@ class GraphCanvas(QWidget):
         self.sig_view_changed.emit()
 
     def pan_pixels(self, dx: float, dy: float) -> None:
+        self.fitted = False
         self.center = QPointF(self.center.x() - dx / self.scale, self.center.y() - dy / self.scale)
         self.update()
         self.sig_view_changed.emit()
@@ -199,6 +211,7 @@ class GraphCanvas(QWidget):
         if self.scene is None or box < 0:
             return
         x0, y0, x1, y1 = self.scene.box_rect[box]
+        self.fitted = False
         self.center = QPointF((x0 + x1) / 2, (y0 + y1) / 2)
         if zoom_to is not None:
             self.scale = zoom_to

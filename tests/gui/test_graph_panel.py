@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QImage
 
@@ -367,3 +368,40 @@ def test_tensor_shapes_beside_edges_never_print_over_each_other(qtbot) -> None:
         rects = canvas.shape_labels.rects
         assert canvas.last_paint_stats["shapes"] == len(rects) >= 3, scale
         assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1 :])
+
+
+def test_the_fitted_view_follows_the_window_to_its_size_until_the_user_zooms(
+    qtbot, make_window, tmp_path: Path
+) -> None:
+    """Launched with a file, the fit was computed before the window reached its size: the graph
+    opened at a fraction of a 1920 or 4K canvas until Fit was pressed. A view still fitted is
+    fitted again on resize; once the user zooms, a resize leaves their view alone."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"relu{i}") for i in range(40)]
+    graph = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("t40", TensorProto.FLOAT, [1, 8])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, tmp_path / "chain.onnx")
+    window = make_window(persist_layout=False)
+    window.resize(640, 420)
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        window.open_path(tmp_path / "chain.onnx")
+    canvas = window.graph_panel.canvas
+    qtbot.waitUntil(lambda: canvas.fitted, timeout=5000)
+    small = canvas.scale
+    window.resize(1900, 1060)
+    qtbot.waitUntil(lambda: canvas.height() > 600, timeout=5000)
+    assert canvas.fitted and canvas.scale > small * 1.3  # a 40-node chain is height-bound
+    fit_h = canvas.height() / (canvas.scene.height + 40.0)
+    fit_w = canvas.width() / (canvas.scene.width + 40.0)
+    assert canvas.scale == pytest.approx(min(1.5, fit_h, fit_w))
+    canvas.zoom(2.0)
+    zoomed = canvas.scale
+    window.resize(1000, 700)
+    qtbot.waitUntil(lambda: canvas.height() < 600, timeout=5000)
+    assert not canvas.fitted and canvas.scale == zoomed
