@@ -9,8 +9,11 @@ from PySide6.QtWidgets import QTableWidgetItem
 class NumberItem(QTableWidgetItem):
     """Sorts by number, blanks last."""
 
-    def __init__(self, value: float | None, digits: int = 3) -> None:
-        super().__init__("" if value is None else f"{value:.{digits}f}")
+    def __init__(self, value: float | None, digits: int = 3, text: str | None = None) -> None:
+        """``text``: what the cell shows when it is not the number itself (a unit, separators);
+        it still sorts by ``value``."""
+        shown = text if text is not None else "" if value is None else f"{value:.{digits}f}"
+        super().__init__(shown)
         self.value = float("inf") if value is None else value
         self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 

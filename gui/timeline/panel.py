@@ -43,7 +43,7 @@ from deploylens.core.trace.request import LabRequest
 from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult
 from deploylens.core.trace.stats import trace_stats
 from deploylens.core.trace.stats_types import KernelRow, TraceStats
-from deploylens.core.wording import counted
+from deploylens.core.wording import counted, duration_text
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.columns import compact_rows, fit_columns, keep_fitted, name_floor
@@ -63,7 +63,7 @@ TRACE_FILTER = (
 KERNEL_COLUMNS = [
     ("name", "Name"),
     ("count", "Count"),
-    ("total_us", "Total µs"),
+    ("total_us", "Total"),
     ("mean_us", "Mean"),
     ("median_us", "Median"),
     ("p90_us", "p90"),
@@ -484,8 +484,14 @@ class TimelinePanel(QWidget):
             name.setToolTip(row.name)  # the whole name; the cell elides its middle
             self.kernels.setItem(r, 0, name)
             for c, (key, _) in enumerate(KERNEL_COLUMNS[1:], start=1):
-                value = getattr(row, key)  # a KernelRow field: KERNEL_COLUMNS names them
-                item = NumberItem(float(value), 0 if key == "count" else 2)
+                value = float(getattr(row, key))  # a KernelRow field: KERNEL_COLUMNS names them
+                if key == "count":
+                    text = f"{int(value):,}"
+                elif key.endswith("_us"):
+                    text = duration_text(value)  # units that fit: the column reads whole
+                else:
+                    text = f"{value:.1f}"
+                item = NumberItem(value, text=text)
                 self.kernels.setItem(r, c, item)
         self.kernels.setSortingEnabled(True)
         total = next(c for c, (key, _) in enumerate(KERNEL_COLUMNS) if key == "total_us")
@@ -498,7 +504,10 @@ class TimelinePanel(QWidget):
         """The numbers on screen and the name as wide as it can be (its middle elided beyond):
         names were squeezed to ~50 px at every size."""
         names = [self.kernels.item(r, 0).text() for r in range(min(self.kernels.rowCount(), 2000))]
-        fit_columns(self.kernels, stretch=0, floor={0: name_floor(self.kernels, names)})
+        # Numbers never elide (the sorted Total read "174....78"): each numeric column keeps its
+        # content's width and the name column gives up the room, down to its own floor.
+        floor = {c: self.kernels.sizeHintForColumn(c) for c in range(1, len(KERNEL_COLUMNS))}
+        fit_columns(self.kernels, stretch=0, floor={0: name_floor(self.kernels, names), **floor})
 
     # -- range -----------------------------------------------------------------------------------
     def select_range(self, t0: int, t1: int) -> TraceStats | None:

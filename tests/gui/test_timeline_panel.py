@@ -298,8 +298,16 @@ def test_gpu_lanes_first_distinct_ticks_folding_pinning_and_kernel_colours(
 def test_the_kernel_table_and_histogram_start_on_the_heaviest_kernel(qtbot, tmp_path: Path) -> None:
     path = write_chrome(_gpu_trace(), tmp_path / "gpu.json")
     panel = open_panel(qtbot, path)
-    totals = [float(panel.kernels.item(r, 2).text()) for r in range(panel.kernels.rowCount())]
+    totals = [panel.kernels.item(r, 2).value for r in range(panel.kernels.rowCount())]
     assert totals == sorted(totals, reverse=True)  # not by name descending
+    # Durations read whole in the unit that fits (the sorted column was elided: "174....78").
+    shown = panel.kernels.item(0, 2).text()
+    assert shown.endswith((" µs", " ms", " s")) and "…" not in shown
+    fm = panel.kernels.fontMetrics()
+    for column in range(1, panel.kernels.columnCount()):
+        widest = max(fm.horizontalAdvance(panel.kernels.item(r, column).text())
+                     for r in range(panel.kernels.rowCount()))  # fmt: skip
+        assert panel.kernels.columnWidth(column) >= widest
     heaviest = panel.kernels.item(0, 0).text()
     assert panel.histogram_box.plot.plotItem.titleLabel.text.startswith(heaviest[:20])
     (curve,) = panel.histogram_box.plot.plotItem.listDataItems()
