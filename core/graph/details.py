@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 import onnx
@@ -54,6 +55,44 @@ def attribute_text(attribute: onnx.AttributeProto) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
+
+
+@cache
+def _formal_inputs(op_type: str, domain: str) -> tuple[str, ...]:
+    """The op's input names in its newest schema (Conv: X, W, B); () for a custom op."""
+    try:
+        return tuple(i.name for i in onnx.defs.get_schema(op_type, domain=domain).inputs)
+    except onnx.defs.SchemaError:
+        return ()
+
+
+def weights_text(ir: GraphIR, node: int, limit: int = 3) -> str:
+    """The node's weights as Netron draws them inside the box: ``W⟨64×64×1×1⟩ B⟨64⟩`` — each
+    initializer (or weight passed on by an Identity/Constant) by its input's name in the op's
+    schema, with its dims; read from the graph, never from the weights' data."""
+    proto = ir.node_proto(node)
+    if proto is None:
+        return ""
+    formal = _formal_inputs(proto.op_type, proto.domain)
+    parts = []
+    for index, name in enumerate(proto.input):
+        if not name or (name not in ir.initializers and name not in ir.folded):
+            continue
+        typed = ir.value_types.get(name)
+        dims = typed[1] if typed else None
+        if name in ir.folded and typed is None:
+            maker = ir.proto.node[ir.folded[name]]
+            source = next((i for i in maker.input if i in ir.initializers), "")
+            held = next((a.t for a in maker.attribute if a.name == "value"), None)
+            if source in ir.value_types:
+                dims = ir.value_types[source][1]
+            elif held is not None:  # a Constant's own tensor: its dims, not its data
+                dims = list(held.dims)
+        shown = "×".join(str(d) for d in dims) if dims else "scalar" if dims == [] else "?"
+        label = formal[min(index, len(formal) - 1)] if formal else str(index)
+        parts.append(f"{label}⟨{shown}⟩")
+    more = f" +{len(parts) - limit}" if len(parts) > limit else ""
+    return " ".join(parts[:limit]) + more
 
 
 def _tensor_row(ir: GraphIR, name: str) -> tuple[str, str, str]:

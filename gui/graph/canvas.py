@@ -23,6 +23,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QWidget
 
+from deploylens.core.graph.details import weights_text
 from deploylens.core.graph.ir import OP
 from deploylens.core.graph.overlay import Overlay
 from deploylens.core.graph.scene import (
@@ -514,6 +515,9 @@ class GraphCanvas(QWidget):
         if height_px < DETAIL_MIN_PX:
             return [first]
         lines = [first, ir.label(node)] if ir.kind[node] == OP else [first]
+        weights = weights_text(ir, node) if ir.kind[node] == OP else ""
+        if weights:  # Netron's W⟨64×64×1×1⟩ B⟨64⟩, right under the op type
+            lines.insert(1, weights)
         proto = ir.node_proto(node)
         output = proto.output[0] if proto is not None and proto.output else ir.label(node)
         typed = ir.value_types.get(output)

@@ -256,3 +256,32 @@ def test_distinct_item_pairs_are_the_rows_np_unique_gives() -> None:
         rows = np.unique(np.stack([src, dst], axis=1), axis=0)
         assert np.array_equal(_distinct_pairs(src, dst, items), rows[rows[:, 0] != rows[:, 1]])
     assert _distinct_pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), 0).shape == (0, 2)
+
+
+def test_weights_are_named_as_netron_draws_them_in_their_node(samples: Path) -> None:
+    """A Conv shows ``W⟨16×3×3×3⟩ B⟨16⟩`` inside its box (from the dims, never the data);
+    TorchScript's Identity-passed weights and a Constant read the same; a node without
+    weights shows none."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from deploylens.core.graph.details import weights_text
+    from deploylens.core.graph.ir import OP, build_model_ir
+
+    for name in ("small_cnn.dynamo.onnx", "small_cnn.torchscript.onnx"):
+        ir = build_model_ir(onnx.load(samples / name))
+        shown = {weights_text(ir, n) for n in range(ir.node_count) if ir.kind[n] == OP}
+        assert {"W⟨16×3×3×3⟩ B⟨16⟩", "B⟨10×64⟩ C⟨10⟩", ""} <= shown, name
+    weight = numpy_helper.from_array(np.ones((4, 8), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
+            np.ones(8, np.float32), "cv")),
+         helper.make_node("MatMul", ["x", "w"], ["y"]),
+         helper.make_node("Add", ["y", "c"], ["z"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8])], [weight],
+    )  # fmt: skip
+    ir = build_model_ir(helper.make_model(graph))
+    by_op = {ir.op_type(n): weights_text(ir, n) for n in range(ir.node_count) if ir.kind[n] == OP}
+    assert by_op["MatMul"] == "B⟨4×8⟩"
+    assert by_op["Add"] == "B⟨8⟩"  # the Constant's own dims

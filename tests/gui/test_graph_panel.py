@@ -405,3 +405,18 @@ def test_the_fitted_view_follows_the_window_to_its_size_until_the_user_zooms(
     window.resize(1000, 700)
     qtbot.waitUntil(lambda: canvas.height() < 600, timeout=5000)
     assert not canvas.fitted and canvas.scale == zoomed
+
+
+def test_a_conv_box_shows_its_weights_under_its_op_type(qtbot, make_window, samples: Path) -> None:
+    """Netron draws ``W⟨…⟩ B⟨…⟩`` inside a Conv; our boxes showed only the output (issue 45)."""
+    from deploylens.core.graph.ir import OP
+
+    window = make_window(persist_layout=False)
+    with qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS):
+        window.open_path(samples / "small_cnn.dynamo.onnx")
+    canvas = window.graph_panel.canvas
+    ir = canvas.model.ir
+    conv = next(n for n in range(ir.node_count) if ir.kind[n] == OP and ir.op_type(n) == "Conv")
+    lines = canvas._node_lines(conv, 200.0)
+    assert lines[0] == "Conv" and lines[1] == "W⟨16×3×3×3⟩ B⟨16⟩"
+    assert canvas._node_lines(conv, 20.0) == ["Conv"]  # too small for detail: the op type only
