@@ -11,9 +11,11 @@ from deploylens.core.command import Command, add_json, add_python
 
 
 def _demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("deploylens-demo"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("deploylens-demo"), help="report folder (deploylens-demo)"
+    )
     parser.add_argument("--python", help="worker interpreter (default: this one)")
-    parser.add_argument("--no-screenshot", action="store_true")
+    parser.add_argument("--no-screenshot", action="store_true", help="skip the main window's PNG")
 
 
 def _env_arguments(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--script", action="store_true", help="also print the Python reproducer")
     run.add_argument("--python", help="worker interpreter (your training env)")
-    run.add_argument("--json", action="store_true")
+    run.add_argument("--json", action="store_true", help="the result as JSON on stdout")
 
 
 def run_export(request: ExportRequest, python: str | None) -> ExportResult:

@@ -58,15 +58,30 @@ class ExportRequest(Request):
         source.add_argument("--inputs", help=".npz of example inputs (no pickles)")
         add_source_options(source)
         export = parser.add_argument_group("the export")
-        export.add_argument("--exporter", choices=(TORCHSCRIPT, DYNAMO), default=DYNAMO)
-        export.add_argument("--opset", type=int)
-        export.add_argument("--output-name", action="append", default=[])
-        export.add_argument("--dynamic", action="append", default=[], metavar="TENSOR:AXIS:LABEL")
-        export.add_argument("--no-constant-folding", action="store_true")
+        export.add_argument(
+            "--exporter", choices=(TORCHSCRIPT, DYNAMO), default=DYNAMO,
+            help="torch.export-based dynamo (default) or the TorchScript tracer",
+        )  # fmt: skip
+        export.add_argument("--opset", type=int, help="ONNX opset (default: the exporter's own)")
+        export.add_argument(
+            "--output-name", action="append", default=[], metavar="NAME",
+            help="name the outputs in order (repeatable; default: a dict output's keys)",
+        )  # fmt: skip
+        export.add_argument(
+            "--dynamic", action="append", default=[], metavar="TENSOR:AXIS:LABEL",
+            help="make an axis dynamic, e.g. input_ids:1:sequence (repeatable)",
+        )  # fmt: skip
+        export.add_argument(
+            "--no-constant-folding", action="store_true", help="torchscript: keep constant parts"
+        )
         export.add_argument("--no-optimize", action="store_true", help="dynamo: skip the optimizer")
-        export.add_argument("--external-data", action="store_true")
+        export.add_argument(
+            "--external-data", action="store_true", help="weights in a file beside the model"
+        )
         export.add_argument("--plugin", action="append", default=[], help="op plugin to apply")
-        export.add_argument("--out", default="model.onnx")
+        export.add_argument(
+            "--out", default="model.onnx", metavar="FILE", help="the ONNX file (default model.onnx)"
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ExportRequest:

@@ -18,7 +18,7 @@ from deploylens.core.results import Result, Verdict
 def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:
     CalibrateRequest.add_arguments(parser)
     parser.add_argument("--python", help="worker interpreter")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="the report as JSON on stdout")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -30,7 +30,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def _sensitivity_arguments(parser: argparse.ArgumentParser) -> None:
     SensitivityRequest.add_arguments(parser)
     parser.add_argument("--python", help="worker interpreter")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="the report as JSON on stdout")
 
 
 def cmd_sensitivity(args: argparse.Namespace) -> int:
@@ -77,7 +77,7 @@ def build_plan(model: str, python: str | None) -> Verdict:
 def _study_arguments(parser: argparse.ArgumentParser) -> None:
     StudyRequest.add_arguments(parser)
     parser.add_argument("--python", help="worker interpreter")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="the report as JSON on stdout")
 
 
 def cmd_study(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ class CalibrationMethod(Part):
     """How the ranges are calibrated: calibrate's and sensitivity's (the study varies them)."""
 
     FLAGS: ClassVar[tuple[Flag, ...]] = (
-        Flag("method", choices=METHODS),
+        Flag("method", "range calibration (default entropy)", choices=METHODS),
         Flag("percentile", "the percentile method's", float),
         Flag("batch_size", "calibration batch (default: the model's fixed batch, else 1)", int),
     )
@@ -207,9 +207,15 @@ class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation
         group = parser.add_argument_group("sensitivity")
         group.add_argument("model", type=Path)
         group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
-        group.add_argument("--precision", choices=("int8", "fp16"), default="int8")
+        group.add_argument(
+            "--precision", choices=("int8", "fp16"), default="int8",
+            help="the lower precision each layer is tried in (default int8)",
+        )  # fmt: skip
         CalibrationMethod.add_part_arguments(group)
-        group.add_argument("--metric", choices=("relL2", "cosine", "top1"), default="relL2")
+        group.add_argument(
+            "--metric", choices=("relL2", "cosine", "top1"), default="relL2",
+            help="how far from FP32: rel L2 (default), cosine, or top-1 against --labels",
+        )  # fmt: skip
         group.add_argument(
             "--budget", type=float, help="relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)"
         )

@@ -88,7 +88,7 @@ class ProfileRequest(Request, CaptureLoop):
             "next batch's H2D before this batch's compute), cudagraph (compute replayed) or "
             "graph-pipelined (both: graphs replayed while the copies run on their own streams)",
         )
-        group.add_argument("--batch", type=int, default=1)
+        group.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
         group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")
         CaptureLoop.add_part_arguments(group)
         group.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")

@@ -17,7 +17,9 @@ from deploylens.core.trt.result import BuildResult
 def _build_arguments(parser: argparse.ArgumentParser) -> None:
     BuildRequest.add_arguments(parser)
     out = parser.add_argument_group("what to print or do")
-    out.add_argument("--print-trtexec", action="store_true")
+    out.add_argument(
+        "--print-trtexec", action="store_true", help="print the equivalent trtexec line only"
+    )
     out.add_argument("--polygraphy", action="store_true", help="print the Polygraphy line")
     out.add_argument("--migrate", action="store_true", help="show the TensorRT 11 recipe")
     out.add_argument("--script", type=Path, help="write a standalone Python build script")
@@ -33,7 +35,7 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
         help="consent to loading the settings' plugin libraries with --build (it runs their "
         "native code; remembered for each file's content)",
     )
-    out.add_argument("--json", action="store_true")
+    out.add_argument("--json", action="store_true", help="the report as JSON on stdout")
 
 
 def cmd_build(args: argparse.Namespace) -> int:

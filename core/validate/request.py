@@ -96,7 +96,10 @@ class ValidateRequest(Request):
             default=[],
             help="N or OUTPUT:N: an output's ‖got−want‖/‖want‖ limit (default max(0.01, rtol))",
         )
-        tolerances.add_argument("--statistic", default="elemwise", choices=STATISTICS)
+        tolerances.add_argument(
+            "--statistic", default="elemwise", choices=STATISTICS,
+            help="judge every element (elemwise, default) or a quantile of the errors",
+        )  # fmt: skip
         tolerances.add_argument(
             "--quantile", type=float, default=0.99, help="for --statistic quantile"
         )

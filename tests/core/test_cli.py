@@ -244,3 +244,21 @@ def test_a_command_module_that_does_not_import_stands_as_its_commands(
     assert cli.main(["surgery", "x.onnx", "--fold"]) == 1
     err = capsys.readouterr().err
     assert "'surgery' could not be loaded" in err and "pip install onnx-graphsurgeon" in err
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    """`export --exporter/--opset/--dynamic/--out`, `sensitivity --method --metric`, `validate
+    --statistic` … had no text in --help (issue 45): every option now has one."""
+    import argparse
+
+    from deploylens.core.cli import parser_and_commands
+
+    parser, _ = parser_and_commands()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [
+        f"{name} {action.option_strings[0]}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if action.option_strings and not action.help and action.option_strings[0] != "-h"
+    ]
+    assert silent == []
