@@ -296,8 +296,9 @@ class SensitivityPanel(QWidget):
         )
         files = f" Files: {report.files.model}, {report.files.settings}" if report.files else ""
         verdict = report.verdict()  # the CLI's exit code and first line
+        notes = "".join(f"\nNote: {note}" for note in report.notes)  # the CLI's notes, too
         self._banner(
-            f"{verdict.word} {len(rows)} nodes analysed in {report.seconds:.2f} s.{files}",
+            f"{verdict.word} {len(rows)} nodes analysed in {report.seconds:.2f} s.{files}{notes}",
             VERDICT_STYLES[verdict.severity],
         )
         self.build_button.setEnabled(True)

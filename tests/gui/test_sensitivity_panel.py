@@ -31,6 +31,8 @@ def test_sensitivity_ranks_paints_plots_and_builds(
     panel.budget.setText("0.05")
     panel.run()
     qtbot.waitUntil(lambda: panel.report is not None, timeout=JOB_TIMEOUT_MS)
+    # 8 calibration samples: the panel says what the CLI says about so few (issue 45).
+    assert "Note: calibrated on 8 sample(s)" in panel.banner.text()
     # Every node the quantizer fed from a DequantizeLinear is a candidate (ORT's QDQ format
     # quantizes Relu/MaxPool/ReduceMean too), the 3 Conv and the Gemm among them.
     rows = {panel.table.item(r, 1).text(): panel.table.item(r, 2).text()
