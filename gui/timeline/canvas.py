@@ -187,16 +187,30 @@ class TimelineCanvas(QWidget):
     def plot_width(self) -> int:
         return max(self.width() - self.header_w, 1)
 
-    def fit(self) -> None:
+    def full_window(self) -> tuple[int, int] | None:
+        """The whole trace with a 2 % margin: the widest view there is (None: no events)."""
         if self.index is None or not len(self.index.trace):
-            self.set_view(0, 1)
-            return
+            return None
         start, end = self.index.span
         pad = max((end - start) // 50, 1)
-        self.set_view(start - pad, end + pad)
+        return start - pad, end + pad
+
+    def fit(self) -> None:
+        self.set_view(*(self.full_window() or (0, 1)))
 
     def set_view(self, t0: int, t1: int) -> None:
+        """Show [t0, t1], kept inside the trace: zooming out stops at the whole trace and panning
+        stops at its ends (a 6.8 s trace could be zoomed out to −5 s … 15 s of nothing)."""
         t1 = max(t1, t0 + 10)  # 10 ns is as deep as it goes
+        full = self.full_window()
+        if full is not None:
+            low, high = full
+            if t1 - t0 >= high - low:
+                t0, t1 = low, high
+            elif t0 < low:
+                t0, t1 = low, low + (t1 - t0)
+            elif t1 > high:
+                t0, t1 = high - (t1 - t0), high
         self.t0, self.t1 = int(t0), int(t1)
         self.sig_view_changed.emit(self.t0, self.t1)
         self.update()

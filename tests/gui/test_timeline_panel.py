@@ -407,3 +407,22 @@ def test_the_file_opened_last_is_the_one_shown(qtbot, tmp_path: Path, monkeypatc
     slow.worker.join(30)
     qtbot.wait(200)  # the first file's queued result arrives, and is dropped
     assert panel.path == str(second) and panel.trace is not None and len(panel.trace) == 700
+
+
+def test_zoom_out_and_pan_stop_at_the_trace(qtbot, tmp_path: Path) -> None:
+    """A 6.8 s trace could be zoomed out to −5 s … 15 s of nothing (issue 45): the widest view
+    is the whole trace with its margin, and panning stops at either end."""
+    path = write_chrome(_gpu_trace(), tmp_path / "gpu.json")
+    panel = open_panel(qtbot, path)
+    canvas = panel.canvas
+    full = canvas.full_window()
+    assert full is not None
+    for _ in range(6):
+        canvas.zoom(3.0)
+    assert (canvas.t0, canvas.t1) == full
+    canvas.zoom(0.1)  # in, then far past either end
+    span = canvas.t1 - canvas.t0
+    canvas.pan(-50.0)
+    assert canvas.t0 == full[0] and canvas.t1 - canvas.t0 == span
+    canvas.pan(50.0)
+    assert canvas.t1 == full[1] and canvas.t1 - canvas.t0 == span
