@@ -330,7 +330,7 @@ class GraphCanvas(QWidget):
             painter.setBrush(header)
             painter.drawRect(QRectF(x + 1, y + 1, w - 2, GROUP_HEADER - 2))
             if scale >= 0.3:
-                self._badge(painter, x + 5, y + 5, "−")
+                self._badge(painter, *self._badge_xy(box), "−")
 
     def _badge(self, painter: QPainter, x: float, y: float, sign: str) -> None:
         """The expand (+) / collapse (−) mark of a group, in scene units."""
@@ -368,7 +368,26 @@ class GraphCanvas(QWidget):
                     painter.drawRect(QRectF(left, y + h - STRIP_HEIGHT - 2, width, STRIP_HEIGHT))
                     left += width
             if scale >= 0.3:
-                self._badge(painter, x + 5, y + (h - 12) / 2 - (3 if parts else 0), "+")
+                self._badge(painter, *self._badge_xy(box), "+")
+
+    def _badge_xy(self, box: int) -> tuple[float, float]:
+        """Where a group's +/− badge is drawn (scene units): one place for paint and click."""
+        x, y, _, h = self._xywh(box)
+        if self.scene.box_kind[box] == BOX_FRAME:
+            return x + 5, y + 5
+        return x + 5, y + (h - 12) / 2 - (3 if self.strips.get(box) else 0)
+
+    def badge_at(self, point: QPointF) -> int:
+        """The group whose +/− badge is under a widget position (a little slack round it: the
+        badge is 12 units square), or -1."""
+        box = self.box_at(point)
+        if box < 0 or self.scene.box_kind[box] not in (BOX_GROUP, BOX_FRAME) or self.scale < 0.3:
+            return -1
+        bx, by = self._badge_xy(box)
+        p = self.to_scene(point)
+        slack = 3.0
+        inside = bx - slack <= p.x() <= bx + 12 + slack and by - slack <= p.y() <= by + 12 + slack
+        return box if inside else -1
 
     def _xywh(self, box: int) -> tuple[float, float, float, float]:
         x0, y0, x1, y1 = self.scene.box_rect[box]
@@ -563,7 +582,11 @@ class GraphCanvas(QWidget):
                 self.select_in_rect(*band)
             self.update()
         elif event.button() == Qt.MouseButton.LeftButton and not self._dragged:
-            self.select_box(self.box_at(event.position()))
+            badge = self.badge_at(event.position())
+            if badge >= 0:  # the + expands, the − collapses, as the mark says
+                self.sig_activated.emit(*self._box_key(badge))
+            else:
+                self.select_box(self.box_at(event.position()))
         self._press = None
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:

@@ -420,3 +420,34 @@ def test_a_conv_box_shows_its_weights_under_its_op_type(qtbot, make_window, samp
     lines = canvas._node_lines(conv, 200.0)
     assert lines[0] == "Conv" and lines[1] == "W⟨16×3×3×3⟩ B⟨16⟩"
     assert canvas._node_lines(conv, 20.0) == ["Conv"]  # too small for detail: the op type only
+
+
+def test_a_click_on_the_plus_badge_expands_and_on_the_minus_collapses(
+    qtbot, make_window, samples: Path
+) -> None:
+    """The group's + badge only selected the group (issue 45); a click on it now expands, and
+    the expanded frame's − badge collapses it again. A click elsewhere on the group selects."""
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
+    canvas = panel.canvas
+
+    def stage1_box(kind: int) -> int:
+        return next(
+            b for b in range(len(canvas.scene.box_kind))
+            if canvas.scene.box_kind[b] == kind
+            and panel.model.ir.groups.name[canvas.scene.box_ref[b]] == "stage1"
+        )  # fmt: skip
+
+    def badge_point(box: int) -> QPoint:
+        x, y = canvas._badge_xy(box)
+        point = canvas.transform().map(QPointF(x + 6, y + 6))
+        return QPoint(int(point.x()), int(point.y()))
+
+    group = stage1_box(BOX_GROUP)
+    boxes = len(canvas.scene.box_kind)
+    qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=box_center(canvas, group))
+    assert len(canvas.scene.box_kind) == boxes  # the card itself: a selection, no expansion
+    qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=badge_point(group))
+    assert len(canvas.scene.box_kind) > boxes and BOX_FRAME in canvas.scene.box_kind.tolist()
+    frame = stage1_box(BOX_FRAME)
+    qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=badge_point(frame))
+    assert len(canvas.scene.box_kind) == boxes
