@@ -119,7 +119,9 @@ class EngineView(QWidget):
     def _show(self) -> None:
         assert self.info is not None
         self.rows = layer_table(self.info, self.times)
-        self.summary.setText(summary_html(engine_summary(self.info, self.rows)))
+        self.summary.setText(
+            summary_html(engine_summary(self.info, self.rows)) + holds_html(self.info.layers)
+        )
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(self.rows))
         for row, r in enumerate(self.rows):
@@ -198,12 +200,31 @@ def _share(ms: float | None, percent: float | None) -> str:
     return f"{ms:.3f} ms" + (f" ({percent:.1f} %)" if percent is not None else "")
 
 
+def holds_html(layers: list[Any]) -> str:
+    """What fused layers hold, from the builder's own account (``[ONNX Layer: …]`` metadata): an
+    ahead-of-time RTX plan is often one Myelin "ForeignNode" that read as nothing at all."""
+    fused = [layer for layer in layers if len(layer.onnx_nodes) > 1]
+    if not fused:
+        return ""
+    lines = []
+    for layer in fused[:5]:
+        shown = ", ".join(layer.onnx_nodes[:8]) + (" …" if len(layer.onnx_nodes) > 8 else "")
+        lines.append(
+            f"<b>{html.escape(layer.name[:60])}</b> holds {len(layer.onnx_nodes)} ONNX nodes: "
+            f"{html.escape(shown)}"
+        )
+    more = f"<br>… and {len(fused) - 5} more fused layers" if len(fused) > 5 else ""
+    return "<p>" + "<br>".join(lines) + more + "</p>"
+
+
 def summary_html(summary: EngineSummary) -> str:
     """The engine's summary as three small tables side by side."""
     esc = html.escape
     head = f"<b>{esc(Path(summary.path).name)}</b>: {summary.layers} layers"
     if summary.total_ms is not None:
         head += f", <b>{summary.total_ms:.3f} ms</b> per inference (profile)"
+    elif summary.path.endswith("builder-layers.json"):  # TensorRT-RTX, ahead of time
+        head += " (the builder's own account) — no times: the plan was built ahead of time"
     else:
         head += " — open the profile (trtexec --exportProfile) for times"
     if not summary.detailed:

@@ -208,6 +208,9 @@ def test_build_ahead_of_time_with_tensorrt_rtx(
     assert (tmp_path / "small_cnn.engine").stat().st_size > 100_000
     assert window.front == "Engine"  # the Engine panel comes to the front with the layers
     assert panel.engine_view.table.rowCount() >= 1  # the builder's own layer account
+    summary = panel.engine_view.summary.text()
+    assert "no times: the plan was built ahead of time" in summary
+    assert "holds 11 ONNX nodes: node_Conv_27" in summary  # what the one ForeignNode is
 
     custom = tmp_path / "custom.onnx"
     custom.write_bytes((samples / "custom_fn_symbolic.torchscript.onnx").read_bytes())
