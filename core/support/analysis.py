@@ -13,7 +13,7 @@ from deploylens.core.model.domains import domain_name
 from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.isolated import run_isolated
 from deploylens.core.model.summary import iter_subgraphs
-from deploylens.core.support.fixes import Fix, ladder
+from deploylens.core.support.fixes import Fix, FixSettings, ladder, numbered
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
 
 MAX_NODE_NAMES = 20
@@ -211,11 +211,16 @@ def analyze(
     reports = []
     for target in targets:
         blockers: list[Blocker] = []
+        over: list[str] = []  # nodes blocked only by the model's opset (a whole-model limit)
+        limit: Verdict | None = None
         for (domain, op), use in sorted(uses.items()):
             opset = opsets.get(domain, 1)
             for bound, names in use.types.items():
                 verdict = _verdict(matrix, target, domain, op, opset, dict(bound))
-                if not verdict.ok:
+                if not verdict.ok and verdict.parses is not None:
+                    over += names
+                    limit = verdict
+                elif not verdict.ok:
                     blockers.append(
                         Blocker(
                             f"{domain}::{op}" if domain != "ai.onnx" else op,
@@ -225,6 +230,8 @@ def analyze(
                             key=(domain, op),
                         )
                     )
+        if limit is not None and limit.parses is not None:
+            blockers.insert(0, opset_limit_blocker(limit, over, model_opset, target.label))
         blockers.extend(_model_level_blockers(graphs, target))
         workable = workable_opsets(matrix, target, uses)
         span = (workable[0], workable[-1]) if workable else None
@@ -327,6 +334,30 @@ def _trt_attribute_blockers(graphs: list[onnx.GraphProto], target: Target) -> li
         Blocker("Resize", len(names), names[:MAX_NODE_NAMES], reason, key=None)
         for reason, names in sorted(by_reason.items())
     ]
+
+
+def opset_limit_blocker(
+    verdict: Verdict, nodes: list[str], model_opset: int, target: str
+) -> Blocker:
+    """One model-level blocker for a model whose opset the release does not parse — not one
+    per op type, each offered a plugin (a TensorRT plugin for Mul cannot lift an opset limit)."""
+    assert verdict.parses is not None
+    low, high = verdict.parses
+    fix = Fix(
+        1,
+        "opset",
+        f"Export at opset {high} or lower (torch.onnx.export(..., opset_version={high})), or "
+        f"convert the model with onnx.version_converter.convert_version(model, {high}); "
+        f"{target} parses opsets {low}-{high}.",
+        settings=FixSettings(opset=high),
+    )
+    return Blocker(
+        f"(model opset {model_opset})",
+        len(nodes),
+        nodes[:MAX_NODE_NAMES],
+        verdict.reason,
+        fixes=numbered([fix]),
+    )
 
 
 def _model_level_blockers(graphs: list[onnx.GraphProto], target: Target) -> list[Blocker]:

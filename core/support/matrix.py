@@ -29,6 +29,9 @@ GRAPH_LEVEL_OPS = {("ai.onnx", "Constant"): "folded into an initializer when the
 class Verdict:
     status: str  # YES / NO / UNKNOWN
     reason: str = ""
+    # (low, high) when the only thing wrong is the model's opset, outside what the release
+    # parses: a whole-model limit that no plugin or per-op change lifts
+    parses: tuple[int, int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -221,7 +224,9 @@ class SupportMatrix:
             )
         elif domain == "ai.onnx" and high and opset > high:
             return Verdict(
-                NO, f"{prefix}TensorRT {used} parses opsets {low}-{high}, the model uses {opset}"
+                NO,
+                f"{prefix}TensorRT {used} parses opsets {low}-{high}, the model uses {opset}",
+                parses=(int(low), int(high)),
             )
         if row["supported"] != "Y":
             note = f": {row['restrictions']}" if row["restrictions"] else ""
