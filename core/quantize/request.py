@@ -195,7 +195,7 @@ class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation
 
     model: str
     data: str  # calibration data: a folder of images or .npy/.npz arrays
-    out: str = ""  # a folder for the plan and report; default: ./MODEL.sensitivity
+    out: str = ""  # a folder for the plan and report; default: MODEL.sensitivity beside the model
     precision: Precision = "int8"
     metric: Metric = "relL2"
     budget: float | None = None  # relL2 ≤ it; cosine or top1 ≥ it (defaults per metric)
@@ -223,7 +223,10 @@ class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation
         evaluation = parser.add_argument_group("evaluation and outputs")
         Evaluation.add_part_arguments(evaluation)
         evaluation.add_argument(
-            "--out", type=Path, help="folder for the plan (./MODEL.sensitivity)"
+            "--out",
+            type=Path,
+            help="folder for the plan (default: MODEL.sensitivity beside the model, or in the "
+            "outputs folder when the model's folder is not yours)",
         )
         evaluation.add_argument(
             "--build", action="store_true", help="build the plan with TensorRT-RTX (no GPU needed)"
@@ -261,7 +264,9 @@ class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation
 
     @property
     def out_dir(self) -> str:
-        return self.out or f"{Path(self.model).stem}.sensitivity"
+        from deploylens.core.outputs import beside
+
+        return self.out or beside(self.model, ".sensitivity")  # every job's one policy
 
     def prepared(self) -> SensitivityRequest:
         from deploylens.core.files import input_file, input_folder

@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import Method, Metric, Precision, SensitivityRequest
 from deploylens.core.quantize.sensitivity import Report, Score
-from deploylens.core.settings import cache_dir
 from deploylens.core.trt.request import BuildRequest
 from deploylens.core.trt.result import BuildResult
 from deploylens.core.trt.settings import BuildSettings, default_engine
@@ -190,9 +189,8 @@ class SensitivityPanel(QWidget):
             value = float(budget) if budget else None
         except ValueError:
             raise UserError(f"'{budget}' is not a number (the budget).") from None
-        out = cache_dir() / "sensitivity" / Path(self.model_path).stem
-        return SensitivityRequest(
-            self.model_path, self.data.text().strip(), out=str(out),
+        return SensitivityRequest(  # out: the request's default, beside the model (one policy)
+            self.model_path, self.data.text().strip(),
             precision=word(self.precision.currentText(), Precision),
             method=word(self.method.currentText(), Method),
             metric=word(self.metric_box.currentText(), Metric),

@@ -361,3 +361,17 @@ def test_keeping_every_candidate_is_the_fp32_model(samples: Path, tmp_path: Path
         lambda f, m: None, tmp_path / "work2",
     )  # fmt: skip
     assert met.plan.met and met.plan.score.rel_l2 <= 0.02
+
+
+def test_the_plan_goes_where_every_other_output_goes(tmp_path: Path, samples: Path) -> None:
+    """Three policies for unnamed outputs (CLI sensitivity into the current folder, the panel
+    into the cache, calibrate and surgery beside the model) became one: beside the model, or
+    the outputs folder when the model's folder is the installation's (issue 45)."""
+    from deploylens.core.outputs import outputs_dir
+    from deploylens.core.quantize.request import SensitivityRequest
+
+    model = tmp_path / "net.onnx"
+    assert SensitivityRequest(str(model), "data").out_dir == str(tmp_path / "net.sensitivity")
+    bundled = SensitivityRequest(str(samples / "small_cnn.dynamo.onnx"), "data").out_dir
+    assert bundled == str(outputs_dir() / "small_cnn.dynamo.sensitivity")
+    assert SensitivityRequest(str(model), "data", out="mine").out_dir == "mine"
