@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 
 from deploylens.core.graph.ir import KIND_NAMES, OP, GraphIR
+from deploylens.core.graph.overlay import Overlay
 from deploylens.core.graph.result import InitializerStats
 from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.summary_text import shape_text
@@ -55,6 +56,16 @@ def attribute_text(attribute: onnx.AttributeProto) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
+
+
+def overlay_row(overlay: Overlay, node: int) -> tuple[str, str, str]:
+    """(overlay name, the node's value as the legend writes it, the legend's words)."""
+    value = overlay.values[node]
+    if overlay.categorical:
+        shown = overlay.categories[int(value)] if value >= 0 else "no value"
+    else:
+        shown = f"{float(value):.4g}" if np.isfinite(value) else "no value"
+    return (overlay.name, shown, overlay.legend)
 
 
 @cache

@@ -387,7 +387,7 @@ class GraphPanel(QWidget):
         if not self.busy:
             self.canvas.selected = (BOX_NODE, node)
             self.canvas.center_on_box(int(self.canvas.scene.node_box[node]), zoom_to=1.2)
-            self.properties.show_node(model.ir, node)
+            self.properties.show_node(model.ir, node, self.canvas.overlay)
 
     def reveal_name(self, name: str, quiet: bool = False) -> bool:
         """Select and centre the node called ``name`` (from the Validate table, the engine view
@@ -438,7 +438,7 @@ class GraphPanel(QWidget):
         if model is None or ref < 0:
             self.properties.clear()
         elif kind == BOX_NODE:
-            self.properties.show_node(model.ir, ref)
+            self.properties.show_node(model.ir, ref, self.canvas.overlay)
             self.sig_node_selected.emit(model.ir.label(ref))
         else:
             self.properties.show_group(model, ref)

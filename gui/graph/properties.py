@@ -12,8 +12,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from deploylens.core.graph.details import Section, group_sections, node_sections
+from deploylens.core.graph.details import Section, group_sections, node_sections, overlay_row
 from deploylens.core.graph.ir import GraphIR
+from deploylens.core.graph.overlay import Overlay
 from deploylens.core.graph.result import TensorStatsResult
 from deploylens.core.graph.scene import GraphScene
 from deploylens.gui.common.columns import fit_columns
@@ -59,8 +60,13 @@ class PropertiesView(QWidget):
         self._fit_columns()
         self.stats_button.setEnabled(bool(self.initializers))
 
-    def show_node(self, ir: GraphIR, node: int) -> None:
-        self.show_sections(node_sections(ir, node))
+    def show_node(self, ir: GraphIR, node: int, overlay: Overlay | None = None) -> None:
+        """The node's sections, and the value the overlay on screen paints it with (the figure
+        behind the colour: latency, error, sensitivity)."""
+        sections = node_sections(ir, node)
+        if overlay is not None:
+            sections.insert(0, Section("Overlay", [overlay_row(overlay, node)]))
+        self.show_sections(sections)
 
     def show_group(self, model: GraphScene, group: int) -> None:
         self.show_sections(group_sections(model.ir, group, model.anc))

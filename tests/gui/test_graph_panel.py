@@ -451,3 +451,24 @@ def test_a_click_on_the_plus_badge_expands_and_on_the_minus_collapses(
     frame = stage1_box(BOX_FRAME)
     qtbot.mouseClick(canvas, Qt.MouseButton.LeftButton, pos=badge_point(frame))
     assert len(canvas.scene.box_kind) == boxes
+
+
+def test_properties_show_the_selected_nodes_overlay_value(
+    qtbot, make_window, samples: Path
+) -> None:
+    """The colour on a node had no figure behind it in Properties (issue 45): the overlay on
+    screen gives its row — the value as the legend writes it, and the legend's words."""
+    from deploylens.core.graph.ir import OP
+
+    _window, panel = open_graph(qtbot, make_window, samples / "small_cnn.dynamo.onnx")
+    panel.overlay("latency", {"node_Conv_27": 1.5, "node_relu": 0.25}, "ms per node")
+    panel.overlay_box.setCurrentText("latency")
+    ir = panel.model.ir
+    conv = next(n for n in range(ir.node_count)
+                if ir.kind[n] == OP and ir.node_proto(n).name == "node_Conv_27")  # fmt: skip
+    panel._on_selected(BOX_NODE, conv)
+    text = panel.properties.text()
+    assert text.startswith("Overlay") and "latency | 1.5 | ms per node" in text
+    gemm = next(n for n in range(ir.node_count) if ir.kind[n] == OP and ir.op_type(n) == "Gemm")
+    panel._on_selected(BOX_NODE, gemm)
+    assert "latency | no value" in panel.properties.text()
