@@ -56,6 +56,8 @@ def _where(operator: str, stderr_text: str) -> tuple[str, str]:
             scope = (match.group(2) or "").rstrip(":")
             module = scope.split("::")[-1] if scope else ""
             source = f"{match.group(3)}:{match.group(4)}" if match.group(3) else ""
+            if any(part in source.replace("\\", "/") for part in FRAMEWORK):
+                source = ""  # torch's own dispatch (torch/_ops.py), not a line the user wrote
             return module, source
     return "", ""
 

@@ -204,11 +204,15 @@ def fix_ladder(
                 )
         if dynamo and finding.exporter == "torchscript":
             opset = max(18, first_opset)
+            tried = [f for f in fixes if f.kind == "exporter" and f.settings.exporter == DYNAMO]
+            for fix in tried:  # one rung for one move: the tried export, with the opset it needs
+                fixes.remove(fix)
+            said = "it exports this model (tried on the same inputs); " if tried else ""
             fixes.append(
                 Fix(
                     1,
                     "exporter",
-                    f"Use the dynamo exporter (torchlib translates {op}; opset ≥ {opset})",
+                    f"Use the dynamo exporter: {said}torchlib translates {op} (opset ≥ {opset})",
                     settings=FixSettings(exporter="dynamo", opset=opset),
                 )
             )
