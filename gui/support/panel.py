@@ -50,7 +50,7 @@ from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.columns import set_widths
 from deploylens.gui.job_manager import JobManager
-from deploylens.gui.support.table_model import SupportTableModel
+from deploylens.gui.support.table_model import SupportTableModel, legend_html
 
 ALL_DOMAINS = "(all domains)"
 LIVE_TARGET = "trt-rtx (live)"  # the installed TensorRT-RTX parser, asked about the open model
@@ -101,7 +101,9 @@ class OpSupportPanel(QWidget):
         self.table = QTableView()
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
-        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setVisible(True)  # the op names: they never scroll away
+        self.legend = QLabel(legend_html())
+        self.legend.setWordWrap(True)
         self.aten_table = QTableWidget(0, 3)
         self.aten_table.setHorizontalHeaderLabels(
             ["PyTorch op", "TorchScript exporter (opsets)", "dynamo exporter (torchlib)"]
@@ -127,7 +129,12 @@ class OpSupportPanel(QWidget):
         ):
             filters.addWidget(widget)
         tabs = QTabWidget()
-        tabs.addTab(self.table, "ONNX ops × opset × backend")
+        matrix_tab = QWidget()
+        matrix_layout = QVBoxLayout(matrix_tab)
+        matrix_layout.setContentsMargins(0, 0, 0, 0)
+        matrix_layout.addWidget(self.legend)
+        matrix_layout.addWidget(self.table, 1)
+        tabs.addTab(matrix_tab, "ONNX ops × opset × backend")
         tabs.addTab(self.aten_table, "PyTorch ops × exporter")
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(tabs)
@@ -195,7 +202,7 @@ class OpSupportPanel(QWidget):
                 for column in range(2, self.table_model.columnCount())
             },
         )
-        self.table.setColumnWidth(0, 170)
+        self.table.setColumnHidden(0, True)  # the op is the row's header (it stays on screen)
         self.domain.blockSignals(True)
         self.domain.clear()
         self.domain.addItems([ALL_DOMAINS, *sorted({d for d, _ in matrix.ops()})])

@@ -22,6 +22,35 @@ STATE_COLORS = {
 }
 STATE_MARKS = {INTRODUCED: "+", CHANGED: "Δ", UNCHANGED: "", ABSENT: "", DEPRECATED: "×"}
 YES_COLOR, NO_COLOR = QColor("#c8e6c9"), QColor("#ffcdd2")
+
+
+def legend_html() -> str:
+    """What the marks and colours mean, shown above the table (it had no legend)."""
+
+    def swatch(color: str, mark: str, words: str) -> str:
+        return (f"<span style='background:{color}'>&nbsp;{mark or '&nbsp;'}&nbsp;</span> "
+                f"{words}")  # fmt: skip
+
+    opsets = [
+        swatch(STATE_COLORS[INTRODUCED] or "", STATE_MARKS[INTRODUCED], "introduced"),
+        swatch(STATE_COLORS[CHANGED] or "", STATE_MARKS[CHANGED], "changed"),
+        swatch(STATE_COLORS[UNCHANGED] or "", STATE_MARKS[UNCHANGED], "unchanged"),
+        swatch(STATE_COLORS[DEPRECATED] or "", STATE_MARKS[DEPRECATED], "deprecated"),
+    ]
+    backends = [
+        swatch(YES_COLOR.name(), "✓", "supported"),
+        swatch(PARTIAL_COLOR.name(), "2/5", "measured: input types that pass"),
+        swatch(NO_COLOR.name(), "✗", "not supported"),
+    ]
+    return (
+        "opset columns: "
+        + " · ".join(opsets)
+        + "&nbsp;&nbsp;|&nbsp;&nbsp;backends: "
+        + " · ".join(backends)
+        + " (hover a cell for why)"
+    )
+
+
 PARTIAL_COLOR = QColor("#ffe0b2")  # some of the op's input types, not all
 MAX_TOOLTIP_TYPES = 24
 Index = QModelIndex | QPersistentModelIndex
@@ -100,6 +129,14 @@ class SupportTableModel(QAbstractTableModel):
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
+        if orientation == Qt.Orientation.Vertical and 0 <= section < len(self.rows):
+            # the op as the row's header: it stays on screen while the opsets scroll by
+            domain, op = self.rows[section]
+            if role == Qt.ItemDataRole.DisplayRole:
+                return op
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return f"{domain}::{op}"
+            return None
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return self.headers[section]
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.ToolTipRole:

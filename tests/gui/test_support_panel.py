@@ -24,6 +24,12 @@ def test_support_panel_with_a_model(qtbot, make_window, samples: Path) -> None:
     cell = model.index(row, model.first_opset_column + 8)  # opset 9
     tooltip = model.data(cell, Qt.ItemDataRole.ToolTipRole)
     assert tooltip.startswith("Asinh at opset 9: version 9 (introduced)")
+    # The op is the row's header, so it stays on screen while the opsets scroll (issue 45);
+    # the marks and colours have a legend above the table.
+    assert model.headerData(row, Qt.Orientation.Vertical) == "Asinh"
+    assert panel.table.verticalHeader().isVisibleTo(panel) and panel.table.isColumnHidden(0)
+    legend = panel.legend.text()
+    assert "introduced" in legend and "✓</span>" in legend.replace("&nbsp;", "") and "✗" in legend
     with (
         qtbot.waitSignal(panel.sig_analyzed, timeout=JOB_TIMEOUT_MS),
         qtbot.waitSignal(window.graph_panel.sig_loaded, timeout=JOB_TIMEOUT_MS),
