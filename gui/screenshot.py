@@ -61,6 +61,9 @@ def _render(model: Path, png: Path, size: tuple[int, int], expand: int) -> Path:
     if "graph" in outcome:
         window.graph_panel.expand_to_depth(expand)
         window.graph_panel.canvas.fit()
+    # the jobs opening a model starts (shapes, support) finish first: a picture taken mid-job
+    # showed their progress bars and half-filled panels
+    _wait(lambda: not window.jobs.active())
     loop = QEventLoop()
     try:
         if "ok" not in outcome:

@@ -47,3 +47,23 @@ def test_demo_writes_report_and_a_real_screenshot(tmp_path: Path) -> None:
     assert distinct_colours(image) > 20  # text, tables, tabs: not a blank or single-colour grab
     assert "Main window: " in result.stdout
     assert sys.executable  # the demo ran in this interpreter's environment
+
+
+def test_the_screenshot_waits_for_the_jobs_opening_a_model_starts(
+    qtbot, monkeypatch, samples: Path, tmp_path: Path
+) -> None:
+    """The demo's picture was taken mid-job (progress bars, half-filled panels): the grab now
+    waits until the shapes and support jobs the open started have finished."""
+    from deploylens.gui.main_window import MainWindow
+    from deploylens.gui.screenshot import render_main_window
+
+    running_at_grab: list[int] = []
+    real_grab = MainWindow.grab
+
+    def grab(window: MainWindow, *args: object) -> QImage:
+        running_at_grab.append(len(window.jobs.active()))
+        return real_grab(window, *args)
+
+    monkeypatch.setattr(MainWindow, "grab", grab)
+    png = render_main_window(samples / "small_cnn.dynamo.onnx", tmp_path / "shot.png")
+    assert png.is_file() and running_at_grab == [0]
