@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QImage, QPixmap
 
 from tests.core.test_cli import DEPLOYLENS
 
@@ -60,9 +60,9 @@ def test_the_screenshot_waits_for_the_jobs_opening_a_model_starts(
     running_at_grab: list[int] = []
     real_grab = MainWindow.grab
 
-    def grab(window: MainWindow, *args: object) -> QImage:
+    def grab(window: MainWindow) -> QPixmap:
         running_at_grab.append(len(window.jobs.active()))
-        return real_grab(window, *args)
+        return real_grab(window)
 
     monkeypatch.setattr(MainWindow, "grab", grab)
     png = render_main_window(samples / "small_cnn.dynamo.onnx", tmp_path / "shot.png")
