@@ -124,18 +124,20 @@ def measures(trace: Trace) -> dict[str, Any]:
     api = trace.kind == KIND["cuda_api"]
     launch = np.zeros(api.sum(), bool)
     api_names = trace.name[api]
-    launch_ids = [i for i, n in enumerate(trace.names) if any(c in n for c in LAUNCH_CALLS)]
+    # names are matched among those the API calls and copies use, never across every name
+    # (a trace can hold 50,000 kernel names; scanning them all cost more than the statistics)
+    called = {i: trace.names[i] for i in np.unique(api_names).tolist()}
+    launch_ids = [i for i, n in called.items() if any(c in n for c in LAUNCH_CALLS)]
     if launch_ids:
         launch = member(api_names, launch_ids, len(trace.names))
-    graph_ids = [i for i, n in enumerate(trace.names) if "GraphLaunch" in n]
+    graph_ids = [i for i, n in called.items() if "GraphLaunch" in n]
     graph_launches = int(member(api_names, graph_ids, len(trace.names)).sum()) if graph_ids else 0
     pageable = 0
     for kind in ("memcpy_h2d", "memcpy_d2h"):
-        on = trace.kind == KIND[kind]
-        details = trace.detail[on]
-        pageable += sum(
-            int(np.count_nonzero(details == i)) for i, n in enumerate(trace.names) if "ageable" in n
-        )
+        details = trace.detail[trace.kind == KIND[kind]]
+        used = [i for i in np.unique(details).tolist() if 0 <= i < len(trace.names)]
+        pageable_ids = [i for i in used if "ageable" in trace.names[i]]
+        pageable += int(np.isin(details, pageable_ids).sum()) if pageable_ids else 0
     judged = _judged_span(span, busy, trace.meta.get("capture") or {})
     h2d = trace.kind == KIND["memcpy_h2d"]
     h2d_lanes = trace.lane[h2d]
