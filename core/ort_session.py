@@ -66,7 +66,7 @@ def custom_domains(model: onnx.ModelProto) -> set[str]:
     """The domains whose ops ONNX Runtime cannot run by itself: those a node uses (subgraphs and
     local functions included) that are neither ONNX Runtime's own nor defined by the model's
     local functions. An import no node uses (UltraFace's header names one) is not one."""
-    from deploylens.core.model.summary import iter_subgraphs
+    from deploylens.core.model.walk import iter_subgraphs
 
     functions = {(f.domain, f.name) for f in model.functions}
     graphs = [model.graph, *iter_subgraphs(model.graph.node)]

@@ -18,6 +18,13 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 TIMEOUT_S = 120.0
+_IN_CHILD = False
+
+
+def in_isolated_child() -> bool:
+    """True inside ``run_isolated``'s forked child: its objects are a copy about to be thrown
+    away, so a function may change them in place instead of copying them first."""
+    return _IN_CHILD
 
 
 @dataclass
@@ -39,6 +46,8 @@ def run_isolated(function: Callable[..., T], *args: Any, timeout: float = TIMEOU
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
     if pid == 0:  # the child: answer through the pipe, then leave without cleanup handlers
+        global _IN_CHILD
+        _IN_CHILD = True
         os.close(read_end)
         quiet = os.open(os.devnull, os.O_WRONLY)  # a C++ assertion's text is not the user's
         os.dup2(quiet, 2)

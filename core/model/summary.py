@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from deploylens.core.model.external_data import (
 )
 from deploylens.core.model.isolated import Crashed, run_isolated
 from deploylens.core.model.loading import read_model
+from deploylens.core.model.walk import iter_subgraphs
+from deploylens.core.model.weightless import without_weight_data
 from deploylens.core.results import Result, Verdict
 
 SUMMARY_SCHEMA = 1
@@ -124,19 +125,6 @@ def _value_spec(value: onnx.ValueInfoProto) -> ValueSpec:
     return ValueSpec(name=value.name, type=text, dtype=dtype, shape=shape)
 
 
-def iter_subgraphs(nodes: Any) -> Iterator[onnx.GraphProto]:
-    """Every graph nested in node attributes (If/Loop/Scan bodies), depth first."""
-    for node in nodes:
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                yield attribute.g
-                yield from iter_subgraphs(attribute.g.node)
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for graph in attribute.graphs:
-                    yield graph
-                    yield from iter_subgraphs(graph.node)
-
-
 def _initializer_bytes(tensor: onnx.TensorProto) -> int:
     if tensor_is_external(tensor):
         try:
@@ -167,6 +155,7 @@ def checker_findings(model: onnx.ModelProto) -> list[str]:
 
 
 def _checker_findings(model: onnx.ModelProto) -> list[str]:
+    model = without_weight_data(model)  # neither reads weights; copying them cost 3x polygraphy
     found: list[str] = []
     try:
         onnx.checker.check_model(model, full_check=False)

@@ -12,7 +12,8 @@ from deploylens.core.errors import UserError
 from deploylens.core.model.domains import domain_name
 from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.isolated import run_isolated
-from deploylens.core.model.summary import iter_subgraphs
+from deploylens.core.model.walk import iter_subgraphs
+from deploylens.core.model.weightless import without_weight_data
 from deploylens.core.support.fixes import Fix, FixSettings, ladder, numbered
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
 
@@ -88,7 +89,9 @@ def _value_types(model: onnx.ModelProto, graphs: list[onnx.GraphProto]) -> dict[
 
 def _inferred_types(model: onnx.ModelProto) -> dict[str, str] | None:
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        inferred = onnx.shape_inference.infer_shapes(
+            without_weight_data(model), check_type=False, strict_mode=False
+        )
     except Exception:
         return None
     return _declared_types([inferred.graph, *iter_subgraphs(inferred.graph.node)])

@@ -266,7 +266,7 @@ def model_cells(model: Any) -> list[NodeCell]:
     probed domains gets a cell that is never measured."""
     import onnx
 
-    from deploylens.core.model.summary import iter_subgraphs
+    from deploylens.core.model.walk import iter_subgraphs
     from deploylens.core.support.analysis import _value_types
     from deploylens.core.support.probes import DOMAINS, PAIRED, Cell, marks, signature
 

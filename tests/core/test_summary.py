@@ -128,3 +128,64 @@ def test_every_node_inference_rejects_is_listed_not_just_the_first(tmp_path: Pat
     warnings = inspect_model(tmp_path / "bad.onnx").warnings
     for index in range(3):
         assert any(f"bad_matmul_{index}" in w for w in warnings), warnings
+
+
+def _weighty_with_errors() -> onnx.ModelProto:
+    """Large weights (MatMul 256x256, kept as raw bytes), a Reshape whose shape only the
+    initializer's values give, a wrongly shaped MatMul and an output of the wrong rank."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    f = TensorProto.FLOAT
+    weights = [
+        numpy_helper.from_array(np.ones((256, 256), np.float32), "w"),
+        numpy_helper.from_array(np.ones((3, 5), np.float32), "bad_w"),
+        numpy_helper.from_array(np.array([4, -1], np.int64), "shape"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], "matmul"),
+        helper.make_node("Reshape", ["h", "shape"], ["r"], "reshape"),
+        helper.make_node("MatMul", ["r", "bad_w"], ["y"], "bad_matmul"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "weighty",
+        [helper.make_tensor_value_info("x", f, [4, 256])],
+        [helper.make_tensor_value_info("y", f, [4, 5, 7])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "in-process"])
+def test_checks_without_weight_bytes_find_what_the_full_model_gives(
+    monkeypatch: pytest.MonkeyPatch, forked: bool
+) -> None:
+    """The checker and strict inference run on the model with its large weights' bytes
+    replaced by references (3x polygraphy's CPU was spent copying them): the findings equal
+    those on the full model — the Reshape's shape still comes from its small initializer — and
+    the caller's model keeps every byte, in the forked child and in-process alike."""
+    import os
+
+    from deploylens.core.model.summary import checker_findings
+    from deploylens.core.model.weightless import without_weight_data
+
+    model = _weighty_with_errors()
+    before = model.SerializeToString()
+    expected: list[str] = []
+    try:
+        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    except Exception as exc:
+        expected = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    assert any("bad_matmul" in line for line in expected)  # inference reached it: knew r's shape
+    if not forked:
+        monkeypatch.delattr(os, "fork")
+    found = checker_findings(model)
+    assert len(found) == len(expected) and [w for w in found if "bad_matmul" in w]
+    assert expected[-1].removeprefix("[ShapeInferenceError] Inference error(s): ") in found[-1]
+    assert model.SerializeToString() == before  # nothing of the caller's model changed
+    light = without_weight_data(model)
+    stripped = {
+        t.name for t in light.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
+    }
+    assert stripped == {"w"} and light.ByteSize() < model.ByteSize() - 250_000
