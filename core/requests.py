@@ -12,27 +12,30 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from deploylens.core import typed
 from deploylens.core.guard import check_model_inputs
 from deploylens.core.job_table import JOBS, job_for_request
 from deploylens.core.job_table import request_class as _request_class
 
-R = TypeVar("R", bound="Request")
+R = TypeVar("R", bound="Request[Any]")
+ResultT = TypeVar("ResultT")  # the job's typed result (the job table's ``result`` class)
 
 # job name → "module:Class", from the one job table (core/job_table.py)
 REQUESTS: dict[str, str] = {name: job.request for name, job in JOBS.items() if job.request}
 
 
-def request_class(job: str) -> type[Request]:
+def request_class(job: str) -> type[Request[Any]]:
     """The request class of ``job`` (imported only when asked)."""
-    found: type[Request] = _request_class(job)
+    found: type[Request[Any]] = _request_class(job)
     return found
 
 
-class Request:
-    """Base of the job requests (each is a ``@dataclass``)."""
+class Request(Generic[ResultT]):
+    """Base of the job requests (each is a ``@dataclass``), generic in the job's result:
+    ``InspectRequest(Request["ModelSummary"])`` — so ``run()`` and the GUI's job handle carry
+    the result's type and a handler taking anything else fails ``make lint``."""
 
     JOB: ClassVar[str] = ""  # both from the job table, by the class's own path
     COMMAND: ClassVar[str] = ""  # the ``deploylens`` command that fills it ("" for none)
@@ -125,11 +128,13 @@ class Request:
     # -- running it ---------------------------------------------------------------------------
     def run(
         self, python: str | None = None, on_progress: Any = None, timeout: float | None = None
-    ) -> Any:
-        """Run the job in a fresh worker (the CLI's way; the GUI submits the same params)."""
+    ) -> ResultT:
+        """Run the job in a fresh worker (the CLI's way; the GUI submits the same params); the
+        worker's answer is decoded into the job table's result class (tests check that class
+        is the one this request is generic in)."""
         from deploylens.core.jobs import run_job
 
-        return run_job(self.JOB, self.to_params(), python, on_progress, timeout)
+        return cast(ResultT, run_job(self.JOB, self.to_params(), python, on_progress, timeout))
 
     # -- a script -----------------------------------------------------------------------------
     def python_script(self) -> str:

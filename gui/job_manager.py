@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
+from deploylens.core.requests import Request
 from deploylens.core.settings import AppSettings
 from deploylens.gui.worker_client import WorkerJob
+
+ResultT = TypeVar("ResultT")
 
 
 class JobManager(QObject):
@@ -30,7 +33,7 @@ class JobManager(QObject):
         python: str | None = None,
         remote: str | None = None,
         remote_python: str | None = None,
-    ) -> WorkerJob:
+    ) -> WorkerJob[Any]:
         """Start ``method`` in a worker: on the Preferences' remote host unless ``remote`` says
         otherwise ("" : here; Preferences' check asks a host that is not saved yet) or the job
         reads the model here (``Job.here``: opening a model never depends on the host)."""
@@ -40,7 +43,7 @@ class JobManager(QObject):
         host = settings.remote_host if remote is None else remote
         if remote is None and method in JOBS and JOBS[method].here:
             host = ""
-        job = WorkerJob(
+        job: WorkerJob[Any] = WorkerJob(
             method,
             params,
             python or settings.worker_python or None,
@@ -59,9 +62,13 @@ class JobManager(QObject):
             job.start()
         return job
 
-    def submit_request(self, request: Any, title: str = "", python: str | None = None) -> WorkerJob:
-        """Submit a typed request (``core.requests``): its job with its params."""
-        return self.submit(request.JOB, request.to_params(), title, python)
+    def submit_request(
+        self, request: Request[ResultT], title: str = "", python: str | None = None
+    ) -> WorkerJob[ResultT]:
+        """Submit a typed request (``core.requests``): its job with its params; the handle
+        carries the request's result type, so ``on_finished`` handlers are checked."""
+        job: WorkerJob[ResultT] = self.submit(request.JOB, request.to_params(), title, python)
+        return job
 
     def active(self) -> list[WorkerJob]:
         return [job for job in self.jobs if job.active]

@@ -97,7 +97,7 @@ class ModelDocument(QObject):
         self.parsed = None  # this process's parse when it finished before the summary
         # Answers of a job that a newer open replaced are dropped, not shown.
         job.sig_data.connect(lambda data: self._on_worker_parsed(job, data))
-        job.sig_finished.connect(lambda payload: self._on_summary(job, payload))
+        job.on_finished(lambda payload: self._on_summary(job, payload))
         job.sig_failed.connect(lambda failure: self._on_failed(job, failure))
 
     def _on_worker_parsed(self, job: WorkerJob, data: Any) -> None:

@@ -12,7 +12,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
@@ -28,8 +28,14 @@ _ids = itertools.count(1)
 STARTING, RUNNING, DONE, FAILED, CANCELLING = "starting", "running", "done", "failed", "cancelling"
 
 
-class WorkerJob(QObject):
-    """One job in its own worker process, reporting through signals on the GUI thread."""
+ResultT = TypeVar("ResultT")
+
+
+class WorkerJob(QObject, Generic[ResultT]):
+    """One job in its own worker process, reporting through signals on the GUI thread.
+    Generic in the job's result: ``JobManager.submit_request(request)`` hands back a
+    ``WorkerJob[R]`` for a ``Request[R]``, and ``on_finished`` checks a panel's handler against
+    ``R`` (``sig_finished`` itself carries ``object``: Qt signals are untyped)."""
 
     sig_progress = Signal(object, str)  # fraction (or None), text
     sig_log = Signal(str, str)  # level, text
@@ -79,6 +85,10 @@ class WorkerJob(QObject):
         process.finished.connect(self._on_finished)
         process.errorOccurred.connect(self._on_error)
         return process
+
+    def on_finished(self, handler: Callable[[ResultT], object]) -> None:
+        """Call ``handler`` with the job's typed result when it finishes (on the GUI thread)."""
+        self.sig_finished.connect(handler)
 
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from deploylens.core.export.settings import (
     DYNAMO,
@@ -28,9 +28,12 @@ from deploylens.core.pytorch.source import (
 )
 from deploylens.core.requests import Request
 
+if TYPE_CHECKING:
+    from deploylens.core.export.result import ExportResult  # noqa: F401
+
 
 @dataclass
-class ExportRequest(Request):
+class ExportRequest(Request["ExportResult"]):
     FILES: ClassVar[dict[str, str]] = {
         "source.target": "in",
         "source.inputs_npz": "in",

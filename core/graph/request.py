@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from deploylens.core.requests import Request
 
+if TYPE_CHECKING:
+    from deploylens.core.graph.result import ShapesResult, TensorStatsResult  # noqa: F401
+
 
 @dataclass
-class ShapesRequest(Request):
+class ShapesRequest(Request["ShapesResult"]):
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
     READS_WEIGHTS: ClassVar[bool] = False  # shape inference reads no weights
 
@@ -17,7 +20,7 @@ class ShapesRequest(Request):
 
 
 @dataclass
-class TensorStatsRequest(Request):
+class TensorStatsRequest(Request["TensorStatsResult"]):
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
 
     path: str

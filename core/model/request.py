@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from deploylens.core.requests import Request
 
+if TYPE_CHECKING:
+    from deploylens.core.model.summary import ModelSummary  # noqa: F401
+
 
 @dataclass
-class InspectRequest(Request):
+class InspectRequest(Request["ModelSummary"]):
     FILES: ClassVar[dict[str, str]] = {"path": "in"}
     READS_WEIGHTS: ClassVar[bool] = False  # reports where the weights are, reads none
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from deploylens.core.files import output_path
 from deploylens.core.request_parts import Flag, Part
 from deploylens.core.requests import Request, flag
+
+if TYPE_CHECKING:
+    from deploylens.core.quantize.result import CalibrationReport  # noqa: F401
+    from deploylens.core.quantize.sensitivity import Report  # noqa: F401
+    from deploylens.core.quantize.study import StudyReport  # noqa: F401
 
 Method = Literal["minmax", "entropy", "percentile"]
 METHODS: tuple[str, ...] = ("minmax", "entropy", "percentile")
@@ -72,7 +77,7 @@ class Evaluation(Part):
 
 
 @dataclass
-class CalibrateRequest(Request, CalibrationData, CalibrationMethod):
+class CalibrateRequest(Request["CalibrationReport"], CalibrationData, CalibrationMethod):
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "data": "in",
@@ -182,7 +187,7 @@ Metric = Literal["relL2", "cosine", "top1"]
 
 
 @dataclass
-class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation):
+class SensitivityRequest(Request["Report"], CalibrationData, CalibrationMethod, Evaluation):
     """Per-layer precision sensitivity (``deploylens sensitivity``, the Sensitivity view)."""
 
     FILES: ClassVar[dict[str, str]] = {
@@ -284,7 +289,7 @@ class SensitivityRequest(Request, CalibrationData, CalibrationMethod, Evaluation
 
 
 @dataclass
-class StudyRequest(Request, CalibrationData, Evaluation):
+class StudyRequest(Request["StudyReport"], CalibrationData, Evaluation):
     """Calibration study (``deploylens calibration-study``): the same data calibrated with every
     method and calibration batch size, one table of errors and the ranges that differ most."""
 

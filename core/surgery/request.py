@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, input_file, output_path, read_text
@@ -14,9 +14,12 @@ from deploylens.core.requests import Request
 from deploylens.core.surgery.patterns import PATTERNS
 from deploylens.core.surgery.steps import Step, step_table, steps_from_toml
 
+if TYPE_CHECKING:
+    from deploylens.core.surgery.result import SurgeryResult  # noqa: F401
+
 
 @dataclass
-class SurgeryRequest(Request):
+class SurgeryRequest(Request["SurgeryResult"]):
     FILES: ClassVar[dict[str, str]] = {"model": "in", "output": "out", "script": "out"}
     # a project keeps the chain and the model it applies to (the panel picks the output)
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("output", "script")

@@ -16,6 +16,7 @@ from deploylens.core.trace.pipeline import MODES, Mode
 
 if TYPE_CHECKING:
     from deploylens.core.trace.capture import CaptureSettings
+    from deploylens.core.trace.result import LabResult, ProfileResult, SweepResult  # noqa: F401
 
 Backend = Literal["ort", "torch", "trt"]
 BACKENDS: tuple[str, ...] = ("ort", "torch", "trt")
@@ -43,7 +44,7 @@ class CaptureLoop(Part):
 
 
 @dataclass
-class ProfileRequest(Request, CaptureLoop):
+class ProfileRequest(Request["ProfileResult"], CaptureLoop):
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "out"}
 
     model: str  # ort: an ONNX file; torch: an export spec; trt: an engine file
@@ -171,7 +172,7 @@ def _mode_list(text: str) -> list[Mode]:
 
 
 @dataclass
-class SweepRequest(Request, CaptureLoop):
+class SweepRequest(Request["SweepResult"], CaptureLoop):
     """One capture per batch × streams × mode point, in one worker (``deploylens sweep``)."""
 
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "outdir"}
@@ -254,7 +255,7 @@ class SweepRequest(Request, CaptureLoop):
 
 
 @dataclass
-class LabRequest(Request):
+class LabRequest(Request["LabResult"]):
     """A lab scenario's trace and diagnosis (``deploylens lab``): real on a GPU, else synthetic."""
 
     FILES: ClassVar[dict[str, str]] = {"out": "out"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from deploylens.core import typed
 from deploylens.core.errors import UserError
@@ -14,12 +14,15 @@ from deploylens.core.files import output_path
 from deploylens.core.requests import Request, flag
 from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
 
+if TYPE_CHECKING:
+    from deploylens.core.trt.result import BuildResult  # noqa: F401
+
 DEFAULT_VERSION = "10.16"
 RTX_VERSION = "rtx"  # what --target-cc implies when no --trt-version is given
 
 
 @dataclass
-class BuildRequest(Request):
+class BuildRequest(Request["BuildResult"]):
     FILES: ClassVar[dict[str, str]] = {
         "model": "in",
         "engine": "out",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from deploylens.core.pytorch.source import (
     SPEC_HELP,
@@ -27,6 +27,9 @@ from deploylens.core.validate.tolerances import (
     tolerance_args,
 )
 
+if TYPE_CHECKING:
+    from deploylens.core.validate.result import ValidationResult  # noqa: F401
+
 DEFAULT_BUDGET_MB = 256.0
 
 
@@ -42,7 +45,7 @@ def _torch_source(args: argparse.Namespace) -> ModelSource | None:
 
 
 @dataclass
-class ValidateRequest(Request):
+class ValidateRequest(Request["ValidationResult"]):
     FILES: ClassVar[dict[str, str]] = {
         "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in",
         "torch.weights": "in",

@@ -320,7 +320,7 @@ class ExportPanel(QWidget):
         if self.matrix is None:
             self.sig_needs_matrix.emit()
         job = self.jobs.submit_request(request, f"Export {request.source.spec()}")
-        job.sig_finished.connect(self._on_result)
+        job.on_finished(self._on_result)
         job.sig_failed.connect(self._on_failed)
 
     def _on_failed(self, failure: JobFailure) -> None:

@@ -231,7 +231,7 @@ class GraphPanel(QWidget):
             self.overlay(*pending)
         self.pending_overlays = []
         job = self.jobs.submit_request(ShapesRequest(path), f"Shapes of {Path(path).name}")
-        job.sig_finished.connect(lambda payload: self._on_shapes(model, payload))
+        job.on_finished(lambda payload: self._on_shapes(model, payload))
         self.shapes_job = job
         self.sig_loaded.emit(model)
 
@@ -562,7 +562,7 @@ class GraphPanel(QWidget):
         job = self.jobs.submit_request(
             TensorStatsRequest(self.path, names), "Initializer statistics"
         )
-        job.sig_finished.connect(self.properties.show_stats)
+        job.on_finished(self.properties.show_stats)
         job.sig_failed.connect(lambda failure: self._stats_failed(failure))
 
     def _stats_failed(self, failure: JobFailure) -> None:

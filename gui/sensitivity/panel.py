@@ -224,7 +224,7 @@ class SensitivityPanel(QWidget):
         self.job = job
         name = Path(self.model_path).name
         job.sig_progress.connect(lambda f, t: self._progress(job, f, t))
-        job.sig_finished.connect(lambda report: self._answer(job, name, report))
+        job.on_finished(lambda report: self._answer(job, name, report))
         job.sig_failed.connect(lambda failure: self._failed(failure, job))
 
     def _progress(self, job: Any, fraction: float | None, text: str) -> None:
@@ -320,5 +320,5 @@ class SensitivityPanel(QWidget):
         request = BuildRequest(model, engine=default_engine(model), version="rtx",
                                settings=BuildSettings(compute_capabilities=["sm89"]))  # fmt: skip
         job = self.jobs.submit_request(request, "Build the precision plan")
-        job.sig_finished.connect(self._built)
+        job.on_finished(self._built)
         job.sig_failed.connect(self._failed)

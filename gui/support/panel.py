@@ -176,7 +176,7 @@ class OpSupportPanel(QWidget):
             "exporters, ONNX Runtime kernels); cached after the first time …"
         )
         job = self.jobs.submit_request(CollectRequest(refresh), "Op support registries")
-        job.sig_finished.connect(self._on_collected)
+        job.on_finished(self._on_collected)
         job.sig_failed.connect(self._on_failed)
 
     def _on_failed(self, failure: JobFailure) -> None:
@@ -220,7 +220,7 @@ class OpSupportPanel(QWidget):
         # ready once the live parser answered too (or said it is missing), so the targets and
         # columns a user sees do not change under them
         job = self.jobs.submit_request(TensorRTOpsRequest(), "TensorRT-RTX operators (live)")
-        job.sig_finished.connect(self._on_live_ops)
+        job.on_finished(self._on_live_ops)
         job.sig_failed.connect(self._on_live_failed)
 
     def _ready(self) -> None:
@@ -242,7 +242,7 @@ class OpSupportPanel(QWidget):
             self.measured_note = "measured matrix: probing in the worker (minutes) …"
             self._show_status()
         job = self.jobs.submit_request(request, title)
-        job.sig_finished.connect(self._on_measured)
+        job.on_finished(self._on_measured)
         job.sig_failed.connect(self._on_measure_failed)
 
     def _on_measured(self, answer: MeasuredCache) -> None:
@@ -404,7 +404,7 @@ class OpSupportPanel(QWidget):
         job = self.jobs.submit_request(
             TensorRTProbeRequest(path, "tensorrt_rtx"), "TensorRT-RTX parser (live)"
         )
-        job.sig_finished.connect(
+        job.on_finished(
             lambda result: (
                 self._on_reports(
                     LIVE_TARGET,

@@ -348,7 +348,7 @@ class SurgeryPanel(QWidget):
         self.job.sig_progress.connect(
             lambda f, t: self._set_banner(f"{chain[-1].title()} … {t}", IDLE_STYLE)
         )
-        self.job.sig_finished.connect(self._finished)
+        self.job.on_finished(self._finished)
         self.job.sig_failed.connect(lambda failure: self._failed(failure, undoing, keep_redo))
         self._set_banner(f"{chain[-1].title()} …", IDLE_STYLE)
         self._refresh_buttons()

@@ -349,7 +349,7 @@ class TimelinePanel(QWidget):
         job = self.jobs.submit_request(request.prepared(), f"{dialog.windowTitle()} {name}")
         self.job = job
         job.sig_progress.connect(lambda f, t: self.status.setText(f"{dialog.windowTitle()}: {t}"))
-        job.sig_finished.connect(self._swept if dialog.form.sweep else self._captured)
+        job.on_finished(self._swept if dialog.form.sweep else self._captured)
         job.sig_failed.connect(self._capture_failed)
         if dialog.form.sweep:  # points show up as they finish, in whatever order
             self.sweep_view.start()
@@ -373,7 +373,7 @@ class TimelinePanel(QWidget):
         self.status.setText(f"Lab {name} …")
         job = self.jobs.submit_request(LabRequest(name, out), f"Lab {name}")
         self.job = job
-        job.sig_finished.connect(self._lab_done)
+        job.on_finished(self._lab_done)
         job.sig_failed.connect(self._capture_failed)
 
     def _lab_done(self, result: LabResult) -> None:

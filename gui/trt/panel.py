@@ -380,7 +380,7 @@ class BuildPanel(QWidget):
                 f"{title} …" + (f" {f:.0%}" if isinstance(f, float) else "") + f" {t}", IDLE_STYLE
             )
         )
-        job.sig_finished.connect(lambda result: self._finished(method, result))
+        job.on_finished(lambda result: self._finished(method, result))
         job.sig_failed.connect(self._failed)
 
     def cancel(self) -> None:

@@ -345,7 +345,7 @@ class ValidatePanel(QWidget):
         job = self.jobs.submit_request(request, f"Validate {Path(self.model_path).name}")
         self.job, self.ran = job, request
         job.sig_progress.connect(self._on_progress)
-        job.sig_finished.connect(self._on_finished)
+        job.on_finished(self._on_finished)
         job.sig_failed.connect(self._on_failed)
 
     def cancel(self) -> None:

@@ -259,3 +259,21 @@ def test_a_shared_part_is_declared_once() -> None:
             assert own == fields, part  # every field has its flag
             assert not own & set(vars(cls).get("__annotations__", {})), (cls, own)
     assert {"CaptureLoop", "CalibrationData", "CalibrationMethod", "Evaluation"} <= parts_seen
+
+
+def test_each_request_is_generic_in_its_jobs_result_class() -> None:
+    """``Request["ModelSummary"]`` and the job table's ``result`` name the same class: the type
+    ``run()`` and the GUI's handle promise is the one the worker's answer is decoded into."""
+    import typing
+
+    from deploylens.core.job_table import JOBS
+
+    checked = 0
+    for job, path in REQUESTS.items():
+        cls = request_class(job)
+        (base,) = [b for b in cls.__orig_bases__ if typing.get_origin(b) is Request]  # type: ignore[attr-defined]
+        (argument,) = typing.get_args(base)
+        name = argument.__forward_arg__ if isinstance(argument, typing.ForwardRef) else argument
+        assert name == JOBS[job].result.partition(":")[2], (path, name)
+        checked += 1
+    assert checked == len(REQUESTS) >= 19

@@ -42,3 +42,37 @@ def test_a_type_error_across_modules_fails_make_lints_mypy(tmp_path: Path) -> No
     assert 'Argument 1 to "check_model_file" has incompatible type "int"' in wrong.stdout
     right = _mypy(RIGHT, tmp_path)
     assert right.returncode == 0, right.stdout + right.stderr
+
+
+BOUNDARY_WRONG = """
+from deploylens.core.model.request import InspectRequest
+from deploylens.gui.job_manager import JobManager
+
+def takes_a_count(count: int) -> None: ...
+
+wrong: int = InspectRequest("model.onnx").run()  # a ModelSummary, not an int
+JobManager().submit_request(InspectRequest("model.onnx")).on_finished(takes_a_count)
+"""
+
+BOUNDARY_RIGHT = """
+from deploylens.core.model.request import InspectRequest
+from deploylens.core.model.summary import ModelSummary
+from deploylens.gui.job_manager import JobManager
+
+def shows(summary: ModelSummary) -> None: ...
+
+summary: ModelSummary = InspectRequest("model.onnx").run()
+JobManager().submit_request(InspectRequest("model.onnx")).on_finished(shows)
+"""
+
+
+def test_a_wrong_type_at_the_job_boundary_fails_make_lint(tmp_path: Path) -> None:
+    """``Request[R].run()`` returns ``R`` and the GUI's ``WorkerJob[R].on_finished`` takes a
+    handler of ``R``: before, ``run()`` returned Any and the signal carried object, so both
+    wrong lines passed."""
+    wrong = _mypy(BOUNDARY_WRONG, tmp_path)
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert 'expression has type "ModelSummary", variable has type "int"' in wrong.stdout
+    assert 'Argument 1 to "on_finished" of "WorkerJob" has incompatible type' in wrong.stdout
+    right = _mypy(BOUNDARY_RIGHT, tmp_path)
+    assert right.returncode == 0, right.stdout + right.stderr

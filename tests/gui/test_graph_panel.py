@@ -261,7 +261,7 @@ def test_opening_another_model_stops_the_last_ones_shapes_job(
     from deploylens.gui.worker_client import WorkerJob
 
     window, panel = open_graph(qtbot, make_window, samples / "small_cnn.torchscript.onnx")
-    sleeper = WorkerJob("selftest.sleep", {"seconds": 60})
+    sleeper: WorkerJob[object] = WorkerJob("selftest.sleep", {"seconds": 60})
     try:
         with qtbot.waitSignal(sleeper.sig_progress, timeout=JOB_TIMEOUT_MS):
             sleeper.start()

@@ -23,7 +23,7 @@ def _run(qtbot, job: WorkerJob, signal: str = "sig_finished"):
 
 
 def test_progress_and_result(qtbot) -> None:
-    job = WorkerJob("selftest.progress", {"steps": 3})
+    job: WorkerJob[object] = WorkerJob("selftest.progress", {"steps": 3})
     seen: list[float | None] = []
     job.sig_progress.connect(lambda fraction, text: seen.append(fraction))
     hello: list[dict] = []
@@ -35,7 +35,7 @@ def test_progress_and_result(qtbot) -> None:
 
 
 def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:
-    job = WorkerJob("selftest.segfault")
+    job: WorkerJob[object] = WorkerJob("selftest.segfault")
     failure = _run(qtbot, job, "sig_failed")
     assert not Path(str(job.workdir)).exists()  # a crashed worker leaves no scratch folder
     assert failure.kind == "crashed"
@@ -46,7 +46,7 @@ def test_native_crash_is_reported_and_the_gui_lives_on(qtbot) -> None:
 
 
 def test_cancel_of_a_sleeping_job(qtbot) -> None:
-    job = WorkerJob("selftest.sleep", {"seconds": 60})
+    job: WorkerJob[object] = WorkerJob("selftest.sleep", {"seconds": 60})
     with qtbot.waitSignal(job.sig_progress, timeout=TIMEOUT):
         job.start()
     started = time.monotonic()
@@ -79,7 +79,7 @@ def test_stale_protocol(qtbot, tmp_path: Path) -> None:
         "import json, sys\nprint(json.dumps({'type': 'hello', 'protocol': 0, 'python': "
         "{'version_info': [3, 11, 0]}, 'packages': {}}), flush=True)\nsys.stdin.read()\n"
     )
-    job = WorkerJob("selftest.echo")
+    job: WorkerJob[object] = WorkerJob("selftest.echo")
     job.argv = [sys.executable, str(fake)]
     failure = _run(qtbot, job, "sig_failed")
     assert failure.kind == "protocol_mismatch"
