@@ -9,7 +9,6 @@ from PySide6.QtGui import (
     QBrush,
     QColor,
     QFont,
-    QFontMetrics,
     QImage,
     QKeyEvent,
     QMouseEvent,
@@ -23,8 +22,6 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QWidget
 
-from deploylens.core.graph.details import weights_text
-from deploylens.core.graph.ir import OP
 from deploylens.core.graph.overlay import Overlay
 from deploylens.core.graph.scene import (
     BOX_FRAME,
@@ -35,23 +32,19 @@ from deploylens.core.graph.scene import (
     GraphScene,
     Scene,
 )
-from deploylens.core.model.summary_text import shape_text
 from deploylens.gui.graph import palette, raster
 from deploylens.gui.graph.labels import (
-    LABEL_SLACK_PX,
-    MAX_FONT_PT,
-    MIN_FONT_PT,
     SHAPES_FROM_SCALE,
+    STRIP_HEIGHT,
+    BoxLabels,
     Placed,
-    fit_lines,
+    node_lines,
+    paint_box_labels,
     paint_edge_shapes,
 )
 
 MIN_SCALE, MAX_SCALE = 0.002, 8.0
-LABEL_MIN_PX = 12.0  # boxes narrower than this on screen get no text
-DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
 STRAIGHT_EDGES_BELOW = 0.35  # scale under which edges are drawn as straight segments
-STRIP_HEIGHT = 6.0  # a collapsed group's op-type composition strip (scene units)
 
 
 class GraphCanvas(QWidget):
@@ -471,78 +464,17 @@ class GraphCanvas(QWidget):
     def _paint_labels(
         self, painter: QPainter, boxes: np.ndarray, transform: QTransform, scale: float
     ) -> int:
-        scene, model = self.scene, self.model
-        assert scene is not None and model is not None
-        rects = scene.box_rect[boxes]
-        screen_w = (rects[:, 2] - rects[:, 0]) * scale
-        screen_h = (rects[:, 3] - rects[:, 1]) * scale
-        boxes = boxes[(screen_w >= LABEL_MIN_PX) & (screen_h >= 7)]
-        if not boxes.size or boxes.size > 4000:
-            return 0
-        ir = model.ir
-        font = QFont(self.font_small)
-        font.setPointSizeF(float(np.clip(12.0 * scale, MIN_FONT_PT, MAX_FONT_PT)))
-        painter.setFont(font)
-        metrics = QFontMetrics(font)
-        painter.setPen(QColor(palette.TEXT))
-        drawn = 0
-        for box in boxes.tolist():
-            x0, y0, x1, y1 = scene.box_rect[box].tolist()
-            top_left = transform.map(QPointF(x0, y0))
-            bottom_right = transform.map(QPointF(x1, y1))
-            rect = QRectF(top_left, bottom_right).adjusted(2, 1, -2, -1)
-            kind, ref = int(scene.box_kind[box]), int(scene.box_ref[box])
-            if kind == BOX_NODE:
-                lines = self._node_lines(ref, rect.height())
-                flags = Qt.AlignmentFlag.AlignCenter
-            else:
-                badge = 16 * scale  # the +/− badge sits at the left
-                rect.adjust(badge, 0, 0, 0)
-                name = ir.groups.name[ref] or ir.title
-                count = int(model.group_size[ref])
-                if kind == BOX_FRAME:
-                    if GROUP_HEADER * scale < 0.9 * metrics.height():
-                        continue  # the header band is thinner than a line: no label
-                    rect.setHeight(GROUP_HEADER * scale)
-                    whole = f"{name}  ·  {count:,} nodes"
-                    fits = metrics.horizontalAdvance(whole) <= rect.width()
-                    lines = [whole if fits else name]  # the count goes before the name elides
-                else:
-                    rect.adjust(0, 0, 0, -STRIP_HEIGHT * scale if box in self.strips else 0)
-                    two = rect.height() >= 2.2 * metrics.height()
-                    lines = [name, f"{count:,} nodes"] if two else [name]
-                flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter
-            if kind == BOX_NODE:
-                r, g, b = self.fills[box].tolist()
-            elif kind == BOX_FRAME:
-                r, g, b = palette.FRAME_HEADER
-            else:
-                r, g, b = self.fills[box].tolist()
-            dark = 0.299 * r + 0.587 * g + 0.114 * b < 120
-            painter.setPen(QColor("white" if dark else palette.TEXT))
-            text = fit_lines(lines, metrics, rect.width())
-            if not text:
-                continue
-            room = rect.adjusted(-LABEL_SLACK_PX / 2, 0, LABEL_SLACK_PX / 2, 0)
-            painter.drawText(room, int(flags), text)
-            drawn += 1
-        return drawn
+        assert self.scene is not None and self.model is not None
+        return paint_box_labels(
+            painter,
+            BoxLabels(self.scene, self.model, self.fills, self.strips, self.font_small),
+            boxes,
+            transform,
+            scale,
+        )
 
     def _node_lines(self, node: int, height_px: float) -> list[str]:
-        ir = self.model.ir
-        first = ir.op_type(node) if ir.kind[node] == OP else ir.label(node)
-        if height_px < DETAIL_MIN_PX:
-            return [first]
-        lines = [first, ir.label(node)] if ir.kind[node] == OP else [first]
-        weights = weights_text(ir, node) if ir.kind[node] == OP else ""
-        if weights:  # Netron's W⟨64×64×1×1⟩ B⟨64⟩, right under the op type
-            lines.insert(1, weights)
-        proto = ir.node_proto(node)
-        output = proto.output[0] if proto is not None and proto.output else ir.label(node)
-        typed = ir.value_types.get(output)
-        if typed and height_px >= DETAIL_MIN_PX * 1.4:
-            lines.append(f"{typed[0]} {shape_text(typed[1])}")
-        return lines
+        return node_lines(self.model.ir, node, height_px)
 
     # -- input ------------------------------------------------------------------------------------
     def wheelEvent(self, event: QWheelEvent) -> None:

@@ -1,13 +1,18 @@
-"""Text on the graph canvas that is not a box's own drawing: how a label is fitted to its box,
-and the tensor shapes painted beside the edges (split from ``canvas.py``, which paints the rest)."""
+"""Text on the graph canvas: each box's label (fitted to its box: op type, weights, name, shape
+as room allows) and the tensor shapes painted beside the edges (split from ``canvas.py``,
+which paints the boxes, edges and marks)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QFontMetricsF, QPainter, QTransform
 
-from deploylens.core.graph.scene import GraphScene, Scene
+from deploylens.core.graph.details import weights_text
+from deploylens.core.graph.ir import OP, GraphIR
+from deploylens.core.graph.scene import BOX_FRAME, BOX_NODE, GROUP_HEADER, GraphScene, Scene
 from deploylens.core.model.summary_text import shape_text
 from deploylens.gui.graph import palette
 
@@ -15,6 +20,9 @@ LABEL_SLACK_PX = 10.0  # a label may overhang its box by this much rather than v
 MIN_FONT_PT, MAX_FONT_PT = 7.0, 9.0  # labels never shrink below readable
 SHAPES_FROM_SCALE = 0.55  # tensor shapes on edges from this zoom in (Netron shows them)
 SHAPES_MAX_EDGES = 1500  # … while this few edges are in view
+LABEL_MIN_PX = 12.0  # boxes narrower than this on screen get no text
+DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
+STRIP_HEIGHT = 6.0  # a collapsed group's op-type composition strip (scene units)
 
 
 def fit_lines(lines: list[str], metrics: QFontMetrics, width: float) -> str:
@@ -121,3 +129,94 @@ def paint_edge_shapes(
         painter.drawText(QPointF(rect.left(), rect.top() + ascent), text)
         drawn += 1
     return drawn
+
+
+@dataclass
+class BoxLabels:
+    """What the box labels are painted from (the canvas's scene, model, fills and strips)."""
+
+    scene: Scene
+    model: GraphScene
+    fills: np.ndarray
+    strips: dict[int, list[tuple[float, tuple[int, int, int]]]]
+    font_small: QFont
+
+
+def paint_box_labels(
+    painter: QPainter, on: BoxLabels, boxes: np.ndarray, transform: QTransform, scale: float
+) -> int:
+    """The text in each box on screen large enough to hold some: op type, weights, name
+    and output shape as height allows; a group's name and node count."""
+    scene, model = on.scene, on.model
+    rects = scene.box_rect[boxes]
+    screen_w = (rects[:, 2] - rects[:, 0]) * scale
+    screen_h = (rects[:, 3] - rects[:, 1]) * scale
+    boxes = boxes[(screen_w >= LABEL_MIN_PX) & (screen_h >= 7)]
+    if not boxes.size or boxes.size > 4000:
+        return 0
+    ir = model.ir
+    font = QFont(on.font_small)
+    font.setPointSizeF(float(np.clip(12.0 * scale, MIN_FONT_PT, MAX_FONT_PT)))
+    painter.setFont(font)
+    metrics = QFontMetrics(font)
+    painter.setPen(QColor(palette.TEXT))
+    drawn = 0
+    for box in boxes.tolist():
+        x0, y0, x1, y1 = scene.box_rect[box].tolist()
+        top_left = transform.map(QPointF(x0, y0))
+        bottom_right = transform.map(QPointF(x1, y1))
+        rect = QRectF(top_left, bottom_right).adjusted(2, 1, -2, -1)
+        kind, ref = int(scene.box_kind[box]), int(scene.box_ref[box])
+        if kind == BOX_NODE:
+            lines = node_lines(ir, ref, rect.height())
+            flags = Qt.AlignmentFlag.AlignCenter
+        else:
+            badge = 16 * scale  # the +/− badge sits at the left
+            rect.adjust(badge, 0, 0, 0)
+            name = ir.groups.name[ref] or ir.title
+            count = int(model.group_size[ref])
+            if kind == BOX_FRAME:
+                if GROUP_HEADER * scale < 0.9 * metrics.height():
+                    continue  # the header band is thinner than a line: no label
+                rect.setHeight(GROUP_HEADER * scale)
+                whole = f"{name}  ·  {count:,} nodes"
+                fits = metrics.horizontalAdvance(whole) <= rect.width()
+                lines = [whole if fits else name]  # the count goes before the name elides
+            else:
+                rect.adjust(0, 0, 0, -STRIP_HEIGHT * scale if box in on.strips else 0)
+                two = rect.height() >= 2.2 * metrics.height()
+                lines = [name, f"{count:,} nodes"] if two else [name]
+            flags = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter
+        if kind == BOX_NODE:
+            r, g, b = on.fills[box].tolist()
+        elif kind == BOX_FRAME:
+            r, g, b = palette.FRAME_HEADER
+        else:
+            r, g, b = on.fills[box].tolist()
+        dark = 0.299 * r + 0.587 * g + 0.114 * b < 120
+        painter.setPen(QColor("white" if dark else palette.TEXT))
+        text = fit_lines(lines, metrics, rect.width())
+        if not text:
+            continue
+        room = rect.adjusted(-LABEL_SLACK_PX / 2, 0, LABEL_SLACK_PX / 2, 0)
+        painter.drawText(room, int(flags), text)
+        drawn += 1
+    return drawn
+
+
+def node_lines(ir: GraphIR, node: int, height_px: float) -> list[str]:
+    """A node box's lines: the op type; with height, Netron's W⟨…⟩ B⟨…⟩, its name and
+    the output's type and shape."""
+    first = ir.op_type(node) if ir.kind[node] == OP else ir.label(node)
+    if height_px < DETAIL_MIN_PX:
+        return [first]
+    lines = [first, ir.label(node)] if ir.kind[node] == OP else [first]
+    weights = weights_text(ir, node) if ir.kind[node] == OP else ""
+    if weights:  # Netron's W⟨64×64×1×1⟩ B⟨64⟩, right under the op type
+        lines.insert(1, weights)
+    proto = ir.node_proto(node)
+    output = proto.output[0] if proto is not None and proto.output else ir.label(node)
+    typed = ir.value_types.get(output)
+    if typed and height_px >= DETAIL_MIN_PX * 1.4:
+        lines.append(f"{typed[0]} {shape_text(typed[1])}")
+    return lines
