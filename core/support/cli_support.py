@@ -67,17 +67,27 @@ def cmd_support(args: argparse.Namespace) -> int:
         from deploylens.core.model.loading import read_model
 
         model = read_model(args.model)  # a bad file is said before the registries load
-    matrix = load_matrix(python=args.python, refresh=args.refresh)
+    live_only = (
+        model is not None
+        and not (args.op or args.aten or args.sample)
+        and bool(args.target)
+        and set(args.target) <= {target for target, _, _ in LIVE_TARGETS} | set(MEASURED_LEVELS)
+    )
+    # the registries (0.5 s of CPU) only where a question reads them: a live parse does not
+    matrix = None if live_only else load_matrix(python=args.python, refresh=args.refresh)
     output: dict[str, Any] = {}
     texts: list[str] = []
     status = 0
     if args.op:
+        assert matrix is not None
         output["op"] = report = queries.op_report(matrix, args.op, args.domain)
         texts.append(queries.op_text(report))
     if args.aten:
+        assert matrix is not None
         output["aten"] = report = queries.aten_report(matrix, args.aten)
         texts.append(queries.aten_text(report))
     if args.sample:
+        assert matrix is not None
         ops = SampleAtenRequest(args.sample).run(args.python).ops
         rows = {op: {"calls": n, **queries.aten_report(matrix, op)} for op, n in ops.items()}
         output["sample"] = {"name": args.sample, "ops": rows}
@@ -113,6 +123,7 @@ def cmd_support(args: argparse.Namespace) -> int:
             status = max(status, guess.verdict().exit_code)
         if wanted:
             targets = [parse_target(t) for t in wanted]
+            assert matrix is not None
             reports = analyze(model, matrix, targets)
             output["targets"] = report_dict(reports)
             texts.append(queries.reports_text(reports))

@@ -331,9 +331,19 @@ class TensorRTAdapter:
 
         trt = self.trt
         builder = trt.Builder(self.logger)
+        # TensorRT's own logger drops messages in C++; ours costs a Python call for each of the
+        # ~85k a 10k-node parse logs. A model that parses needs none of them; one that fails is
+        # parsed again with ours, whose log holds the plugin lookups its findings name.
+        quiet = trt.Logger(trt.Logger.ERROR) if hasattr(trt, "Logger") else self.logger
         network = builder.create_network(self._network_flags(False))
-        parser = trt.OnnxParser(network, self.logger)
+        parser = trt.OnnxParser(network, quiet)
         supported = bool(parser.parse_from_file(str(model_path)))
+        held = [(network, parser)]  # a parser points at its network: both live to the end
+        if not supported and quiet is not self.logger:
+            network = builder.create_network(self._network_flags(False))
+            parser = trt.OnnxParser(network, self.logger)
+            held.append((network, parser))
+            supported = bool(parser.parse_from_file(str(model_path)))
         findings = self.findings(parser)
         model = onnx.load(str(model_path), load_external_data=False)
         nodes = list(model.graph.node)
@@ -354,7 +364,7 @@ class TensorRTAdapter:
         # A parser keeps only a raw pointer to its network: the network must be held here (a
         # temporary one is freed at once, and the parser then crashes the process).
         partition_network = builder.create_network(self._network_flags(False))
-        partition_parser = trt.OnnxParser(partition_network, self.logger)
+        partition_parser = trt.OnnxParser(partition_network, quiet)  # its messages repeat
         data = model.SerializeToString()
         if hasattr(partition_parser, "supports_model_v2"):
             partition_parser.supports_model_v2(data)
@@ -380,6 +390,7 @@ class TensorRTAdapter:
             name(i) for i in range(len(nodes)) if runs and i not in covered
         ]
         del partition_parser, partition_network, parser, network
+        held.clear()  # a (network, parser) pair frees its parser first: last item first
         return result
 
     def try_model(
