@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QTreeView,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -19,6 +22,30 @@ from deploylens.core.graph.result import TensorStatsResult
 from deploylens.core.graph.scene import GraphScene
 from deploylens.gui.common.columns import fit_columns
 
+WRAP = Qt.TextFlag.TextWordWrap | Qt.TextFlag.TextWrapAnywhere  # as the style paints wrapped text
+
+
+class WrappingRows(QStyledItemDelegate):
+    """Row heights that hold each value wrapped to its column's width: a tree view sizes rows
+    for one line and elided a long value ("float32 [64] weight (Identi…" at 1366×768)."""
+
+    def __init__(self, view: QTreeView) -> None:
+        super().__init__(view)
+        self.view = view
+
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
+        size = super().sizeHint(option, index)
+        text = index.data()
+        style = self.view.style()
+        margin = 2 * (style.pixelMetric(style.PixelMetric.PM_FocusFrameHMargin) + 1)
+        width = self.view.columnWidth(index.column()) - margin  # what the style paints text in
+        if index.column() and isinstance(text, str) and text and width > 0:
+            needed = option.fontMetrics.boundingRect(QRect(0, 0, width, 0), WRAP, text)
+            size.setHeight(max(size.height(), needed.height() + 4))
+        return size
+
 
 class PropertiesView(QWidget):
     sig_stats_requested = Signal(list)  # initializer names
@@ -29,6 +56,9 @@ class PropertiesView(QWidget):
         self.tree.setHeaderLabels(["Property", "Value", "Detail"])
         self.tree.setAlternatingRowColors(True)
         self.tree.setWordWrap(True)
+        self.tree.setItemDelegate(WrappingRows(self.tree))
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideNone)  # wrapped whole, never cut
+        self.tree.header().sectionResized.connect(lambda *_: self.tree.scheduleDelayedItemsLayout())
         self.stats_button = QPushButton("Compute initializer statistics")
         self.stats_button.setEnabled(False)
         self.stats_button.clicked.connect(self._request_stats)
@@ -93,6 +123,7 @@ class PropertiesView(QWidget):
         )
         self.tree.setColumnHidden(2, not has_detail)
         fit_columns(self.tree, stretch=1)
+        self.tree.doItemsLayout()  # rows measured again at the columns' new widths
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

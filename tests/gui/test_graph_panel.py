@@ -472,3 +472,33 @@ def test_properties_show_the_selected_nodes_overlay_value(
     gemm = next(n for n in range(ir.node_count) if ir.kind[n] == OP and ir.op_type(n) == "Gemm")
     panel._on_selected(BOX_NODE, gemm)
     assert "latency | no value" in panel.properties.text()
+
+
+def test_properties_wrap_long_values_at_laptop_width(qtbot) -> None:
+    """At 1366×768 the Properties pane cut values ("float32 [64] weight (Identi…", issue 45):
+    a row is now as tall as its value wrapped to the column, never elided, and shrinks back to
+    one line when the pane is wide enough."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QFontMetrics
+
+    from deploylens.core.graph.details import Section
+    from deploylens.gui.graph.properties import WRAP, PropertiesView
+
+    view = PropertiesView()
+    qtbot.addWidget(view)
+    view.resize(320, 400)
+    view.show()
+    long = "float32 [64, 64, 3, 3] weight (Identity of onnx::Conv_123, shared by /layer1/conv2)"
+    view.show_sections([Section("Inputs", [("W", long, "initializer"), ("B", "float32 [64]", "")])])
+    tree = view.tree
+    assert tree.textElideMode() == Qt.TextElideMode.ElideNone
+    row = tree.topLevelItem(0).child(0)
+    rect = tree.visualRect(tree.indexFromItem(row, 1))
+    line = QFontMetrics(tree.font()).height()
+    needed = QFontMetrics(tree.font()).boundingRect(QRect(0, 0, rect.width() - 6, 0), WRAP, long)
+    assert needed.height() >= 2 * line  # the value does not fit one line at this width …
+    assert rect.height() >= needed.height()  # … and its row holds every wrapped line
+    short = tree.visualRect(tree.indexFromItem(tree.topLevelItem(0).child(1), 1))
+    assert short.height() < 2 * line  # a short value keeps one line
+    view.resize(1200, 400)
+    qtbot.waitUntil(lambda: tree.visualRect(tree.indexFromItem(row, 1)).height() < 2 * line)
