@@ -492,13 +492,16 @@ def test_properties_wrap_long_values_at_laptop_width(qtbot) -> None:
     view.show_sections([Section("Inputs", [("W", long, "initializer"), ("B", "float32 [64]", "")])])
     tree = view.tree
     assert tree.textElideMode() == Qt.TextElideMode.ElideNone
-    row = tree.topLevelItem(0).child(0)
+    section = tree.topLevelItem(0)
+    assert section is not None
+    row, other = section.child(0), section.child(1)
+    assert row is not None and other is not None
     rect = tree.visualRect(tree.indexFromItem(row, 1))
     line = QFontMetrics(tree.font()).height()
     needed = QFontMetrics(tree.font()).boundingRect(QRect(0, 0, rect.width() - 6, 0), WRAP, long)
     assert needed.height() >= 2 * line  # the value does not fit one line at this width …
     assert rect.height() >= needed.height()  # … and its row holds every wrapped line
-    short = tree.visualRect(tree.indexFromItem(tree.topLevelItem(0).child(1), 1))
+    short = tree.visualRect(tree.indexFromItem(other, 1))
     assert short.height() < 2 * line  # a short value keeps one line
     view.resize(1200, 400)
     qtbot.waitUntil(lambda: tree.visualRect(tree.indexFromItem(row, 1)).height() < 2 * line)
