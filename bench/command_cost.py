@@ -1,0 +1,162 @@
+"""Whole commands against their peer or floor, in CPU seconds of the process tree (issue 47):
+each pair run interleaved (ours, theirs, ours, theirs …) in one run, so load moves both alike.
+
+- inspect vit_b_16 / swin_t (default checks) vs ``polygraphy inspect model``: <= 1.2x (and RSS)
+- ``support`` 10k nodes ``--target trt-rtx`` vs ``onnx.load`` in a fresh interpreter: <= 3x
+- ``graph --stats`` 100k nodes vs ``onnx.load``: <= 2x
+
+The vision models are torchvision's with random weights, exported by ``torch.onnx.export``
+(TorchScript) into ``--models`` once and reused. ``--quick``: one repeat, resnet18 in place of
+vit_b_16 and swin_t, 2k/20k-node graphs.
+
+    python bench/command_cost.py [--quick] [--models DIR] [--json out.json]
+
+``--ours-from DIR`` runs our commands with ``PYTHONPATH=DIR`` (a folder holding a
+``deploylens/`` whose rooms link to another checkout), for before/after figures in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from generate_models import many_nodes  # noqa: E402
+from measure import Measured, run_measured  # noqa: E402
+
+BIN = Path(sys.executable).parent
+DEPLOYLENS = str(BIN / "deploylens")
+POLYGRAPHY = str(BIN / "polygraphy")
+LOAD = [sys.executable, "-c", "import sys, onnx; onnx.load(sys.argv[1])"]
+
+
+EXPORT = """
+import sys, torch, torchvision
+name, path = sys.argv[1], sys.argv[2]
+model = getattr(torchvision.models, name)(weights=None).eval()
+# with grad enabled: under no_grad torchvision's attention takes a fused fast path
+# (aten::_native_multi_head_attention) the TorchScript exporter has no symbolic for
+torch.onnx.export(model, (torch.randn(1, 3, 224, 224),), path, dynamo=False, opset_version=17)
+"""
+
+
+def export_torchvision(name: str, folder: Path) -> Path:
+    """``name`` from torchvision, random weights, exported once (TorchScript exporter) in a
+    child process: Linux carries a parent's peak RSS into the children it forks, so a bench
+    that had torch and the model in memory would report that peak for every command."""
+    path = folder / f"{name}.onnx"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-c", EXPORT, name, str(path)], check=True)
+    return path
+
+
+def interleaved(
+    pairs: list[tuple[str, list[str], dict[str, str] | None]], repeats: int
+) -> dict[str, list[Measured]]:
+    runs: dict[str, list[Measured]] = {label: [] for label, _, _ in pairs}
+    for _ in range(repeats):
+        for label, command, env in pairs:
+            run = run_measured(command, timeout=900, env=env)
+            if run.rc != 0:
+                raise SystemExit(f"{label}: exit {run.rc}\n{run.stderr[-2000:]}")
+            runs[label].append(run)
+    return runs
+
+
+def summary(runs: list[Measured]) -> dict[str, float]:
+    return {
+        "cpu_s": statistics.median(r.cpu_s for r in runs),
+        "wall_s": statistics.median(r.wall_s for r in runs),
+        "peak_mb": max(r.peak_mb for r in runs),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--models", type=Path, default=ROOT / "out" / "bench-models")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--ours-from", type=Path, help="PYTHONPATH for our commands")
+    parser.add_argument("--only", default="", help="rows whose command contains this text")
+    args = parser.parse_args()
+    ours_env = None
+    if args.ours_from:
+        ours_env = {**os.environ, "PYTHONPATH": str(args.ours_from)}
+    repeats = 1 if args.quick else 3
+    vision = ["resnet18"] if args.quick else ["vit_b_16", "swin_t"]
+    small, large = (2_000, 20_000) if args.quick else (10_000, 100_000)
+    rows = []
+    cases: list[tuple[str, list[str], str, list[str], float]] = []
+    for name in vision:
+        model = str(export_torchvision(name, args.models))
+        cases.append(
+            (
+                f"inspect {name}",
+                [DEPLOYLENS, "inspect", model],
+                "polygraphy inspect model",
+                [POLYGRAPHY, "inspect", "model", model],
+                1.2,
+            )
+        )
+    support_model = str(many_nodes(args.models / f"many_{small}.onnx", small))
+    cases.append(
+        (
+            f"support {small:,} nodes --target trt-rtx",
+            [DEPLOYLENS, "support", support_model, "--target", "trt-rtx"],
+            "onnx.load",
+            [*LOAD, support_model],
+            3.0,
+        )
+    )
+    graph_model = str(many_nodes(args.models / f"many_{large}.onnx", large))
+    cases.append(
+        (
+            f"graph --stats {large:,} nodes",
+            [DEPLOYLENS, "graph", "--stats", graph_model],
+            "onnx.load",
+            [*LOAD, graph_model],
+            2.0,
+        )
+    )
+    for label, ours, peer_label, peer, target in cases:
+        if args.only not in label:
+            continue
+        runs = interleaved([("ours", ours, ours_env), ("peer", peer, None)], repeats)
+        a, b = summary(runs["ours"]), summary(runs["peer"])
+        rows.append(
+            {
+                "command": label,
+                "peer": peer_label,
+                "ours": a,
+                "theirs": b,
+                "cpu_ratio": a["cpu_s"] / max(b["cpu_s"], 1e-9),
+                "wall_ratio": a["wall_s"] / max(b["wall_s"], 1e-9),
+                "rss_ratio": a["peak_mb"] / max(b["peak_mb"], 1e-9),
+                "target_cpu_ratio": target,
+            }
+        )
+    head = f"{'command':<36} {'ours CPU/wall s':>16} {'peer':<26} {'CPU/wall s':>12}"
+    print(head + f" {'CPU x':>6} {'wall x':>6} {'RSS x':>6} {'target':>6}")
+    for r in rows:
+        ours = f"{r['ours']['cpu_s']:.2f}/{r['ours']['wall_s']:.2f}"
+        theirs = f"{r['theirs']['cpu_s']:.2f}/{r['theirs']['wall_s']:.2f}"
+        print(
+            f"{r['command']:<36} {ours:>16} {r['peer']:<26} {theirs:>12} {r['cpu_ratio']:>6.2f}"
+            f" {r['wall_ratio']:>6.2f} {r['rss_ratio']:>6.2f} {r['target_cpu_ratio']:>6.1f}"
+        )
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"repeats": repeats, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
