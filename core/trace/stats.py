@@ -309,6 +309,13 @@ def hints(
                 "(pin_memory / cudaHostAlloc) would still skip the staging copy and free the "
                 "host thread that waits on each one."
             )
+        elif hidden is not None and hidden >= 10:  # some overlap was measured: say so
+            found.append(
+                f"{count:,} copies use pageable host memory; {hidden:.1f}% of this trace's copy "
+                "time is hidden behind kernels, so copies did overlap in part — but each pageable "
+                "copy is staged through a pinned buffer and holds its host thread: pinned buffers "
+                "(pin_memory / cudaHostAlloc) would let more of it overlap."
+            )
         else:
             found.append(
                 f"{count:,} copies use pageable host memory: they are staged and synchronous, so "
