@@ -86,6 +86,9 @@ KEYS_HELP = (
 )
 
 
+STATUS_MS = 8000  # a panel's status-bar message stays this long
+
+
 class MainWindow(QMainWindow):
     def __init__(self, persist_layout: bool = True, document: ModelDocument | None = None) -> None:
         """``document``: one already opening (``app.open_early``), whose jobs this window takes
@@ -114,17 +117,14 @@ class MainWindow(QMainWindow):
         self.start_page.sig_action.connect(self._start_action)
         self.jobs_panel = JobsPanel(self.jobs)
         self.graph_panel = GraphPanel(self.jobs)
-        self.graph_panel.sig_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.graph_panel.sig_failed.connect(self.notifier.user_message)
         self.support_panel = OpSupportPanel(self.jobs)
         self.support_panel.sig_op_selected.connect(self.graph_panel.highlight_op)
         self.support_panel.sig_overlay.connect(self.graph_panel.overlay)
-        self.support_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.support_panel.sig_ready.connect(self._share_matrix)
         self.export_panel = ExportPanel(self.jobs)
         self.export_panel.sig_needs_matrix.connect(self.support_panel.ensure_loaded)
         self.export_panel.sig_exported.connect(self.open_path)
-        self.export_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.surgery_panel = SurgeryPanel(self.jobs)
         self.surgery_panel.selection_source = self.graph_panel.chosen_node_names
         self.surgery_panel.graph_source = self.graph_panel.shown_graph
@@ -133,10 +133,7 @@ class MainWindow(QMainWindow):
         self.graph_panel.sig_loaded.connect(self._paint_surgery_diff)
         self.surgery_panel.sig_open_model.connect(self.open_path)
         self.export_panel.sig_surgery.connect(self._export_surgery)
-        self.surgery_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
-        self.surgery_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.validate_panel = ValidatePanel(self.jobs)
-        self.validate_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.validate_panel.sig_overlay.connect(
             lambda name, values, limit: self.graph_panel.overlay(
                 name,
@@ -148,24 +145,17 @@ class MainWindow(QMainWindow):
             )
         )
         self.validate_panel.sig_result.connect(self._remember_validation)
-        self.validate_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.build_panel = BuildPanel(self.jobs)
-        self.build_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.build_panel.sig_overlay.connect(self._engine_overlay)
-        self.build_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.build_panel.sig_engine_ready.connect(lambda: self.docks["Engine"].raise_())
         self.engine_view = self.build_panel.engine_view
         self.sensitivity_panel = SensitivityPanel(self.jobs)
-        self.sensitivity_panel.sig_node_selected.connect(self.graph_panel.reveal_name)
         self.sensitivity_panel.sig_overlay.connect(
             lambda name, values, legend: self.graph_panel.overlay(name, values, legend, "max")
         )
-        self.sensitivity_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
         self.timeline_panel = TimelinePanel(self.jobs)
-        self.timeline_panel.sig_message.connect(lambda t: self.statusBar().showMessage(t, 8000))
-        self.link = GraphLink(
-            self.graph_panel, self.timeline_panel, lambda t: self.statusBar().showMessage(t, 8000)
-        )
+        self._wire_panel_contract()
+        self.link = GraphLink(self.graph_panel, self.timeline_panel, self.say)
         self.timeline_panel.sig_nodes.connect(self.link.timeline_to_graph)
         self.timeline_panel.sig_overlay.connect(self.link.overlay)
         self.graph_panel.sig_node_selected.connect(self.link.graph_to_timeline)
@@ -185,6 +175,24 @@ class MainWindow(QMainWindow):
             self._restore_layout()
         if document.model_path is not None and document.summary is None:
             self._on_loading(str(document.model_path))  # it began before this window was made
+
+    # -- the panels' shared contract -------------------------------------------------------------
+    def _wire_panel_contract(self) -> None:
+        """The signals panels share, wired in one loop: what a panel says goes to the status
+        bar, and a node a panel names is revealed in the graph (each was a hand-written line
+        per panel: a new panel could forget one)."""
+        talking = (self.graph_panel, self.support_panel, self.export_panel, self.surgery_panel,
+                   self.validate_panel, self.build_panel, self.sensitivity_panel,
+                   self.timeline_panel)  # fmt: skip
+        for panel in talking:
+            panel.sig_message.connect(self.say)
+        for pointing in (self.surgery_panel, self.validate_panel, self.build_panel,
+                         self.sensitivity_panel):  # fmt: skip
+            pointing.sig_node_selected.connect(self.graph_panel.reveal_name)
+
+    def say(self, text: str) -> None:
+        """A panel's message in the status bar, for long enough to read."""
+        self.statusBar().showMessage(text, STATUS_MS)
 
     # -- construction ----------------------------------------------------------------------
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:

@@ -592,3 +592,24 @@ def test_a_project_that_cannot_load_is_said_and_the_window_stays(
         window.open_path(project)
     assert said in failed.args[0].message
     assert window.isVisible()
+
+
+def test_every_panel_is_wired_by_the_one_contract(qtbot, make_window, samples: Path) -> None:
+    """The shared signals are wired in one loop (issue 46): what any panel says lands in the
+    status bar, and a node any pointing panel names is looked up in the graph (an unknown name
+    comes back as the graph's own status message)."""
+    from tests.gui.test_graph_panel import open_graph
+
+    window, _panel = open_graph(qtbot, make_window, samples / "small_cnn.dynamo.onnx")
+    talking = [window.graph_panel, window.support_panel, window.export_panel,
+               window.surgery_panel, window.validate_panel, window.build_panel,
+               window.sensitivity_panel, window.timeline_panel]  # fmt: skip
+    for panel in talking:
+        text = f"hello from {type(panel).__name__}"
+        panel.sig_message.emit(text)
+        assert window.statusBar().currentMessage() == text
+    for panel in (window.surgery_panel, window.validate_panel, window.build_panel,
+                  window.sensitivity_panel):  # fmt: skip
+        name = f"no_such_node_from_{type(panel).__name__}"
+        panel.sig_node_selected.emit(name)
+        assert window.statusBar().currentMessage() == f"No node named {name} in this graph."
