@@ -33,6 +33,9 @@ class Architecture:
     # where a right export may carry a named difference (detections' set semantics) or an
     # exporter's known refusal: said here so the bench marks it as expected, never silently
     notes: dict[str, str] = field(default_factory=dict)
+    # why none of its exporters writes a model that agrees with torch, where that is the truth
+    # (the tool's FAIL and refusals are then the right verdicts, and the later cells cannot run)
+    no_right_export: str = ""
 
 
 # -- Hugging Face folders ---------------------------------------------------------------------
@@ -244,7 +247,15 @@ ZOO: tuple[Architecture, ...] = (
     Architecture("fasterrcnn", "detection (two-stage)", "python", _factory("fasterrcnn")),
     Architecture("maskrcnn", "detection + instance masks", "python", _factory("maskrcnn")),
     Architecture("retinanet", "detection (one-stage)", "python", _factory("retinanet")),
-    Architecture("ssdlite", "detection (one-stage, mobile)", "python", _factory("ssdlite")),
+    Architecture(
+        "ssdlite",
+        "detection (one-stage, mobile)",
+        "python",
+        _factory("ssdlite"),
+        no_right_export="the TorchScript export returns 256 detections where torch gives 272 on "
+        "the same input (rel L2 0.75, measured by the independent check); dynamo refuses at "
+        "torchvision/ops/boxes.py batched_nms (a data-dependent guard)",
+    ),
     Architecture(
         "deeplabv3",
         "segmentation (CNN)",
