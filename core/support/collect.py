@@ -13,7 +13,7 @@ import platformdirs
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_text
-from deploylens.core.own_files import Either, Range, Table, read_own_json
+from deploylens.core.own_files import Either, Optional, Range, Table, read_own_json
 from deploylens.core.support.result import RegistryCache
 
 SUPPORT_SCHEMA = 3  # bump when the collected data changes shape
@@ -89,15 +89,20 @@ REGISTRY_SCHEMA = {
         "max_opset": Table(str, OPSET),
         "ops": [{"domain": str, "name": str, "versions": [_VERSION]}],
     },
+    # a backend this interpreter lacks is {"available": false, "reason": ...}: every other key
+    # is optional (the bundle without torch wrote a cache its own reader then refused)
     "ort": {
-        "available": bool, "version": str, "providers": [str],
-        "kernels": [{"op": str, "domain": str, "start": OPSET, "end": Either(None, Range(1, 2**31)),
-                     "provider": str, "types": Table(str, [str])}],
+        "available": bool, "reason": Optional(str), "version": Optional(str),
+        "providers": Optional([str]),
+        "kernels": Optional([{"op": str, "domain": str, "start": OPSET,
+                              "end": Either(None, Range(1, 2**31)), "provider": str,
+                              "types": Table(str, [str])}]),
     },
-    "torchscript": {"available": bool, "torch": str, "opsets": [OPSET],
-                    "ops": Table(str, [OPSET])},
-    "dynamo": {"available": bool, "torch": str, "min_opset": OPSET, "opset": OPSET,
-               "ops": Table(str, [str])},
+    "torchscript": {"available": bool, "reason": Optional(str), "torch": Optional(str),
+                    "opsets": Optional([OPSET]), "ops": Optional(Table(str, [OPSET]))},
+    "dynamo": {"available": bool, "reason": Optional(str), "torch": Optional(str),
+               "min_opset": Optional(OPSET), "opset": Optional(OPSET),
+               "ops": Optional(Table(str, [str]))},
     "tensorrt_installed": Either(None, str),
 }  # fmt: skip
 CACHE_LIMIT = 64 << 20

@@ -99,3 +99,48 @@ def test_a_measured_cache_without_a_librarys_answers_is_measured_again(tmp_path:
         assert again.trt.cells == first.trt.cells
     finally:
         patch.undo()
+
+
+_WITHOUT = """
+import importlib.abc, sys
+
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("torch", "onnxruntime"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Missing())
+"""
+
+
+def test_registries_collected_without_torch_and_ort_read_back(tmp_path: Path) -> None:
+    """The installed bundle has no torch: it collected {"available": false, "reason": ...} for
+    both exporters and then refused its own cache ("has no 'torch'"), so `support` failed in
+    the package smoke test. Collected with torch and ONNX Runtime unimportable, the cache reads
+    back through the same guarded reader, and support answers from it."""
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_WITHOUT)
+    script = (
+        "import json, sys\n"
+        "from deploylens.core.support.collect import collect, read_registries\n"
+        "from deploylens.core.support.matrix import SupportMatrix\n"
+        "data = collect(lambda *a: None)\n"
+        "assert not data['torchscript']['available'] and not data['ort']['available'], data\n"
+        "path = sys.argv[1]\n"
+        "open(path, 'w').write(json.dumps(data))\n"
+        "back = read_registries(path)\n"
+        "SupportMatrix(back)\n"
+        "print('read back', back['dynamo']['reason'][:40])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "cache.json")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "read back torch is not importable here" in done.stdout
