@@ -211,12 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # The reader went away (`deploylens … | head`): nothing more to say, and nowhere to say
-        # it. Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        # The reader went away (`deploylens … | head`, `| grep -q`): it had what it wanted, so
+        # this is success — exit 1 failed `set -o pipefail` scripts (the package smoke test's
+        # `deploylens env | grep -q`). Point stdout at /dev/null so the interpreter's final
+        # flush does not fail again.
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
-        return 1
+        return 0
 
 
 if __name__ == "__main__":

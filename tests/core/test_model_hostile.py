@@ -4,6 +4,7 @@ inspect, graph and support answer or say in one sentence what is wrong — never
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -150,7 +151,8 @@ def test_a_node_that_feeds_itself(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
-    """``deploylens … | head`` printed a BrokenPipeError traceback."""
+    """``deploylens … | head`` printed a BrokenPipeError traceback, then exited 1, which failed
+    ``set -o pipefail`` scripts such as the package smoke test's ``deploylens env | grep -q``."""
     model = chain_model(400)
     model.graph.initializer.append(numpy_helper.from_array(np.zeros(4, np.float32), "spare"))
     path = tmp_path / "big.onnx"
@@ -164,8 +166,16 @@ def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     process.stdout.read(10)
     process.stdout.close()  # what head does after its lines
     err = process.stderr.read().decode()
-    assert process.wait(timeout=60) in (0, 1)
+    assert process.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # a reader that is already gone: the first write meets a closed pipe
+    try:
+        gone = subprocess.run([DEPLOYLENS, "env"], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=300)  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert gone.returncode == 0 and "Traceback" not in gone.stderr, gone.stderr
 
 
 def test_a_native_crash_prints_the_lines_it_promises(
