@@ -53,7 +53,14 @@ WORKER_NEEDS = ("numpy", "onnx", "onnxruntime", "onnxscript", "platformdirs", "t
 
 def missing_needs() -> list[str]:
     """The worker's needs this interpreter lacks (``WORKER_NEEDS``)."""
-    return [m for m in WORKER_NEEDS if distribution_version(KNOWN_PACKAGES[m][0]) is None]
+    # a packaged bundle carries the modules without their pip metadata: importable is present
+    return [m for m in WORKER_NEEDS if not _present(m)]
+
+
+def _present(module: str) -> bool:
+    if distribution_version(KNOWN_PACKAGES[module][0]) is not None:
+        return True
+    return importlib.util.find_spec(module) is not None
 
 
 def requirement_for(module: str, torch_version: str | None = None) -> str:
