@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from deploylens.core.results import Result
-from deploylens.core.worker.probe import WORKER_NEEDS, install_line
+from deploylens.core.worker.probe import install_line, needs_given
 
 
 @dataclass
@@ -87,8 +87,10 @@ class Environment(Result):
         )
 
     def missing_needs(self) -> list[str]:
-        """What every worker job needs (``WORKER_NEEDS``) that this interpreter lacks."""
-        return [n for n in WORKER_NEEDS if n in self.packages and not self.packages[n].version]
+        """What every worker job needs (``needs_given``) that this interpreter lacks."""
+        torch = self.packages.get("torch")
+        needs = needs_given(bool(torch and torch.version))
+        return [n for n in needs if n in self.packages and not self.packages[n].version]
 
     def package_text(self, name: str) -> str:
         """ "1.20.1 (CPUExecutionProvider)", or "missing"."""

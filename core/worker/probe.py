@@ -49,18 +49,41 @@ KNOWN_PACKAGES: dict[str, Any] = {
 # What a worker needs for its jobs whatever the model: a training environment with torch alone
 # met these one failed run at a time (onnx, then onnxruntime, then onnxscript …).
 WORKER_NEEDS = ("numpy", "onnx", "onnxruntime", "onnxscript", "platformdirs", "tomli_w", "msgspec")
+# Needs that serve only torch's exporter: an interpreter without torch (the packaged bundle,
+# an ONNX-only venv) exports nowhere, so lacking them is not a failing worker.
+TORCH_ONLY_NEEDS = ("onnxscript",)
+# Version shown for a module that imports but has no pip metadata (a bundle may carry code only).
+NO_METADATA = "(present, no pip metadata)"
+
+
+def needs_given(has_torch: bool) -> tuple[str, ...]:
+    """``WORKER_NEEDS`` for an interpreter with or without torch."""
+    if has_torch:
+        return WORKER_NEEDS
+    return tuple(n for n in WORKER_NEEDS if n not in TORCH_ONLY_NEEDS)
 
 
 def missing_needs() -> list[str]:
-    """The worker's needs this interpreter lacks (``WORKER_NEEDS``)."""
-    # a packaged bundle carries the modules without their pip metadata: importable is present
-    return [m for m in WORKER_NEEDS if not _present(m)]
+    """The worker's needs this interpreter lacks (``needs_given``)."""
+    return [m for m in needs_given(_present("torch")) if not _present(m)]
 
 
 def _present(module: str) -> bool:
-    if distribution_version(KNOWN_PACKAGES[module][0]) is not None:
-        return True
-    return importlib.util.find_spec(module) is not None
+    return installed_version(module) is not None
+
+
+def installed_version(module: str) -> str | None:
+    """The version of the package that provides ``module``, when ``module`` imports here.
+
+    Metadata alone is not presence: a PyInstaller bundle carries dist-info of packages it
+    excludes (torch's, from a dependency's hook) and code of packages without their dist-info."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken parent package, a module with __spec__ None
+        found = False
+    if not found:
+        return None
+    return distribution_version(KNOWN_PACKAGES[module][0]) or NO_METADATA
 
 
 def requirement_for(module: str, torch_version: str | None = None) -> str:
@@ -68,6 +91,8 @@ def requirement_for(module: str, torch_version: str | None = None) -> str:
     the installed torch takes (torch 2.N pairs with torchvision 0.(N+15)), so installing it
     never replaces the user's torch and its CUDA libraries."""
     top = module.split(".")[0]
+    if torch_version == NO_METADATA:
+        torch_version = None
     if top == "torchvision" and torch_version:
         parts = torch_version.split("+")[0].split(".")
         if len(parts) >= 2 and parts[0] == "2" and parts[1].isdigit():
@@ -82,7 +107,7 @@ def install_line(modules: Any, python: str | None = None, torch_version: Any = "
     """One pip line for every module in ``modules`` (never one per failed run); torch's version
     is this interpreter's unless given (another interpreter's, from its probe)."""
     if torch_version == "":
-        torch_version = distribution_version(("torch",))
+        torch_version = installed_version("torch")
     wanted = []
     for module in modules:
         requirement = requirement_for(module, torch_version)
@@ -95,7 +120,7 @@ def install_line(modules: Any, python: str | None = None, torch_version: Any = "
 def pip_install_line(module: str, python: str | None = None) -> str:
     """The exact command that installs ``module`` into ``python`` (default: this interpreter).
     A packaged bundle cannot take pip installs: it says where the module can come from."""
-    requirement = requirement_for(module, distribution_version(("torch",)))
+    requirement = requirement_for(module, installed_version("torch"))
     if getattr(sys, "frozen", False) and (python is None or python == sys.executable):
         return (
             f"the DeployLens bundle does not include {requirement}: choose the Python of your "
@@ -181,9 +206,9 @@ def probe_packages(deep: bool = True) -> dict[str, Any]:
     when ``deep``, ONNX Runtime's providers — which means importing onnxruntime (~0.09 s), so the
     handshake every job's worker makes skips them (``env.probe`` and ``deploylens env`` ask)."""
     packages: dict[str, Any] = {}
-    for module, (dists, requirement, purpose) in KNOWN_PACKAGES.items():
+    for module, (_dists, requirement, purpose) in KNOWN_PACKAGES.items():
         packages[module] = {
-            "version": distribution_version(dists),
+            "version": installed_version(module),
             "requirement": requirement,
             "purpose": purpose,
         }

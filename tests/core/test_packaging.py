@@ -110,3 +110,47 @@ def test_the_packaging_files_agree(tmp_path) -> None:
     from deploylens.core.frozen import WORKER_FLAG
 
     assert "WORKER_FLAG" in (packaging / "launcher.py").read_text() and WORKER_FLAG.startswith("--")
+
+
+def test_presence_is_an_importable_module_not_a_metadata_folder(tmp_path, monkeypatch) -> None:
+    """A PyInstaller bundle shipped torch's dist-info (a dependency's hook) without torch, and
+    msgspec's code without its dist-info: `deploylens env` said torch 2.14.1 and msgspec
+    missing. Both are built here for a module this venv lacks (tensorrt)."""
+    import importlib
+
+    from deploylens.core.worker.probe import NO_METADATA, installed_version
+
+    metadata_only = tmp_path / "metadata_only"
+    (metadata_only / "tensorrt-10.0.0.dist-info").mkdir(parents=True)
+    (metadata_only / "tensorrt-10.0.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: tensorrt\nVersion: 10.0.0\n"
+    )
+    monkeypatch.syspath_prepend(str(metadata_only))
+    importlib.invalidate_caches()
+    assert installed_version("tensorrt") is None
+
+    code_only = tmp_path / "code_only"
+    (code_only / "tensorrt").mkdir(parents=True)
+    (code_only / "tensorrt" / "__init__.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(code_only), *sys.path[1:]])
+    importlib.invalidate_caches()
+    assert installed_version("tensorrt") == NO_METADATA
+
+
+def test_an_interpreter_without_torch_does_not_need_torchs_exporter() -> None:
+    """The bundle excludes torch and onnxscript on purpose: `deploylens env` there exited 1
+    ("the worker needs onnxscript") and failed the packaged smoke test. onnxscript serves
+    only torch's exporter, so it is a need where torch is, and an option where it is not."""
+    from deploylens.core.environment import Environment
+    from deploylens.core.results import typed_result
+    from deploylens.core.worker.probe import environment_report
+
+    report = environment_report(deep=False)
+    for name in ("torch", "onnxscript", "msgspec"):
+        report["packages"][name]["version"] = None
+    no_torch: Environment = typed_result("env.probe", report)
+    assert no_torch.missing_needs() == ["msgspec"]
+    report["packages"]["torch"]["version"] = "2.14.1"
+    with_torch: Environment = typed_result("env.probe", report)
+    assert with_torch.missing_needs() == ["onnxscript", "msgspec"]
+    assert "onnxscript msgspec" in with_torch.install_line("onnxscript")
