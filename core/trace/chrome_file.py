@@ -46,7 +46,8 @@ def load_chrome(
     partial: Callable[[Trace], None] | None = None,
 ) -> Trace:
     """Any Chrome-trace-shaped file; ``progress(bytes_read, text)`` per chunk, and
-    ``partial(trace so far)`` now and then while a large file loads (first after 1.5 s)."""
+    ``partial(trace so far)`` now and then while a large file loads (core/trace/partial.py:
+    the first once FIRST_VIEW_EVENTS are decoded)."""
     path = Path(path)
     state = chrome.ChromeImport()
     views = PartialViews(partial, lambda: state.snapshot(path)) if partial is not None else None

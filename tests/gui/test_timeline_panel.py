@@ -352,7 +352,7 @@ def test_a_large_file_is_drawn_while_it_loads(qtbot, tmp_path: Path, monkeypatch
     from deploylens.core.trace import chrome_file, partial
 
     monkeypatch.setattr(chrome_file, "SEQUENTIAL_CHUNK", 64 << 10)
-    monkeypatch.setattr(partial, "FIRST_VIEW_S", 0.0)
+    monkeypatch.setattr(partial, "FIRST_VIEW_EVENTS", 1)
     monkeypatch.setenv("DEPLOYLENS_IMPORT_WORKERS", "1")
     path = write_chrome(make_trace(20_000), tmp_path / "t.json")
     panel = open_panel(qtbot, write_chrome(make_trace(3000), tmp_path / "before.json"))
