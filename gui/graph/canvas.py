@@ -37,6 +37,7 @@ from deploylens.gui.graph.labels import (
     SHAPES_FROM_SCALE,
     STRIP_HEIGHT,
     BoxLabels,
+    Label,
     Placed,
     node_lines,
     paint_box_labels,
@@ -80,6 +81,7 @@ class GraphCanvas(QWidget):
         self.font_small.setPointSizeF(8.5)
         self.last_paint_stats: dict[str, int] = {}
         self.shape_labels = Placed()  # where the last paint put the tensor shapes
+        self.box_labels: list[Label] = []  # the last paint's box labels, as painted
 
     # -- content ----------------------------------------------------------------------------
     def set_model(self, model: GraphScene, fit: bool = True) -> None:
@@ -294,13 +296,18 @@ class GraphCanvas(QWidget):
         self._paint_groups(painter, groups, scale)
         self._paint_marks(painter, scale)
         painter.resetTransform()
-        labelled = self._paint_labels(painter, np.flatnonzero(visible), transform, scale)
-        shapes = 0
         self.shape_labels = Placed()  # where this paint put the tensor shapes (tests read it)
+        self.box_labels = self._paint_labels(painter, np.flatnonzero(visible), transform, scale)
+        labelled = len(self.box_labels)
+        shapes = 0
         if near or scale >= SHAPES_FROM_SCALE:
+            beside = Placed()  # a shape may sit on a box's edge, never on a label beside it
+            for label in self.box_labels:
+                if label.beside:
+                    beside.take(label.rect)
             shapes = paint_edge_shapes(
                 painter, self.scene, self.model, self.font_small, view, transform, scale,
-                self.shape_labels,
+                self.shape_labels, avoid=beside,
             )  # fmt: skip
         self.last_paint_stats = {
             "boxes": int(visible.sum()), "edges": edges, "labels": labelled, "shapes": shapes,
@@ -463,7 +470,7 @@ class GraphCanvas(QWidget):
 
     def _paint_labels(
         self, painter: QPainter, boxes: np.ndarray, transform: QTransform, scale: float
-    ) -> int:
+    ) -> list[Label]:
         assert self.scene is not None and self.model is not None
         return paint_box_labels(
             painter,

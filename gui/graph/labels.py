@@ -22,6 +22,7 @@ SHAPES_FROM_SCALE = 0.55  # tensor shapes on edges from this zoom in (Netron sho
 SHAPES_MAX_EDGES = 1500  # … while this few edges are in view
 LABEL_MIN_PX = 12.0  # boxes narrower than this on screen get no text
 DETAIL_MIN_PX = 46.0  # boxes taller than this get name and shape lines
+MAX_LABELLED = 4000  # more boxes on screen than this: too dense for text
 STRIP_HEIGHT = 6.0  # a collapsed group's op-type composition strip (scene units)
 
 
@@ -79,9 +80,11 @@ def paint_edge_shapes(
     transform: QTransform,
     scale: float,
     placed: Placed | None = None,
+    avoid: Placed | None = None,
 ) -> int:
     """Tensor shapes beside the edges, near their heads (from the model's value info and the
-    worker's shape inference), each where no other shape is."""
+    worker's shape inference), each where no other shape is (``placed``) and on no label
+    written beside a box (``avoid``)."""
     assert scene is not None and model is not None
     placed = placed if placed is not None else Placed()
     if not len(scene.edge_tensor) or scale < SHAPES_FROM_SCALE:
@@ -121,7 +124,7 @@ def paint_edge_shapes(
                 QPointF(x1 + (x2 - x1) * step / length, y1 + (y2 - y1) * step / length)
             )
             rect = QRectF(at.x() + 5, at.y() + 4 - ascent, width, height)
-            if placed.free(rect):
+            if placed.free(rect) and (avoid is None or avoid.free(rect)):
                 break
         else:
             continue  # no room beside this edge: the Properties view gives the shape
@@ -142,25 +145,69 @@ class BoxLabels:
     font_small: QFont
 
 
+@dataclass(frozen=True)
+class Label:
+    """One label as painted: its box, its text and where on screen (tests read these)."""
+
+    box: int
+    text: str
+    rect: QRectF
+    beside: bool = False  # drawn next to its box, which is narrower than the text
+
+
+def box_obstacles(scene: Scene, boxes: np.ndarray, transform: QTransform) -> Placed:
+    """The screen rectangles of the boxes on screen and of the frames' header bands (a frame's
+    body holds the others): a label drawn beside its box must land on none of them."""
+    placed = Placed()
+    for box in boxes.tolist():
+        x0, y0, x1, y1 = scene.box_rect[box].tolist()
+        if scene.box_kind[box] == BOX_FRAME:
+            y1 = y0 + GROUP_HEADER
+        placed.take(QRectF(transform.map(QPointF(x0, y0)), transform.map(QPointF(x1, y1))))
+    return placed
+
+
+def beside_rect(box_rect: QRectF, width: float, height: float, placed: Placed) -> QRectF | None:
+    """Where a label too wide for its box goes: right of the box, else left, on nothing."""
+    top = box_rect.center().y() - height / 2
+    for left in (box_rect.right() + 3, box_rect.left() - 3 - width):
+        rect = QRectF(left, top, width, height)
+        if placed.free(rect):
+            return rect
+    return None
+
+
 def paint_box_labels(
-    painter: QPainter, on: BoxLabels, boxes: np.ndarray, transform: QTransform, scale: float
-) -> int:
+    painter: QPainter,
+    on: BoxLabels,
+    boxes: np.ndarray,
+    transform: QTransform,
+    scale: float,
+) -> list[Label]:
     """The text in each box on screen large enough to hold some: op type, weights, name
-    and output shape as height allows; a group's name and node count."""
+    and output shape as height allows; a group's name and node count. An op type wider than
+    its box (MatMul, Softmax at a block's zoom) is written whole beside the box where that
+    space is free (on no box on screen, no label so far), as Netron's
+    text-sized boxes would show it, rather than elided to nothing."""
     scene, model = on.scene, on.model
+    on_screen = boxes
     rects = scene.box_rect[boxes]
     screen_w = (rects[:, 2] - rects[:, 0]) * scale
     screen_h = (rects[:, 3] - rects[:, 1]) * scale
     boxes = boxes[(screen_w >= LABEL_MIN_PX) & (screen_h >= 7)]
-    if not boxes.size or boxes.size > 4000:
-        return 0
+    if not boxes.size or boxes.size > MAX_LABELLED:
+        return []
+    # the boxes on screen, then the labels beside them (a view this dense: the labelled ones)
+    placed = box_obstacles(
+        scene, on_screen if on_screen.size <= 2 * MAX_LABELLED else boxes, transform
+    )
     ir = model.ir
     font = QFont(on.font_small)
     font.setPointSizeF(float(np.clip(12.0 * scale, MIN_FONT_PT, MAX_FONT_PT)))
     painter.setFont(font)
     metrics = QFontMetrics(font)
     painter.setPen(QColor(palette.TEXT))
-    drawn = 0
+    drawn: list[Label] = []
     for box in boxes.tolist():
         x0, y0, x1, y1 = scene.box_rect[box].tolist()
         top_left = transform.map(QPointF(x0, y0))
@@ -194,13 +241,26 @@ def paint_box_labels(
         else:
             r, g, b = on.fills[box].tolist()
         dark = 0.299 * r + 0.587 * g + 0.114 * b < 120
+        first = lines[0]
+        width = metrics.horizontalAdvance(first)
+        if kind == BOX_NODE and width > rect.width() + LABEL_SLACK_PX:
+            beside = beside_rect(rect, width, metrics.height(), placed)
+            if beside is not None:  # whole, next to the box, in the canvas's text colour
+                placed.take(beside)
+                backdrop = QColor(palette.BACKGROUND)
+                backdrop.setAlpha(215)  # edges and frame lines under it stay faintly visible
+                painter.fillRect(beside.adjusted(-1, 0, 1, 0), backdrop)
+                painter.setPen(QColor(palette.TEXT))
+                painter.drawText(beside, int(Qt.AlignmentFlag.AlignCenter), first)
+                drawn.append(Label(box, first, beside, beside=True))
+                continue
         painter.setPen(QColor("white" if dark else palette.TEXT))
         text = fit_lines(lines, metrics, rect.width())
         if not text:
             continue
         room = rect.adjusted(-LABEL_SLACK_PX / 2, 0, LABEL_SLACK_PX / 2, 0)
         painter.drawText(room, int(flags), text)
-        drawn += 1
+        drawn.append(Label(box, text, room))
     return drawn
 
 

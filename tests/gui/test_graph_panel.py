@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QImage
 
 from deploylens.core.graph.ir import build_model_ir
@@ -505,3 +505,77 @@ def test_properties_wrap_long_values_at_laptop_width(qtbot) -> None:
     assert short.height() < 2 * line  # a short value keeps one line
     view.resize(1200, 400)
     qtbot.waitUntil(lambda: tree.visualRect(tree.indexFromItem(row, 1)).height() < 2 * line)
+
+
+def attention_block() -> onnx.ModelProto:
+    """Scaled dot-product attention as exporters write it, built here: three MatMul branches
+    (query, key, value), Transpose, MatMul, Softmax, MatMul, grouped under /attn/…"""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def weight(name: str) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.zeros((16, 16), np.float32), name)
+
+    nodes = [
+        helper.make_node("MatMul", ["x", f"w_{b}"], [b], name=f"/attn/{b}/MatMul")
+        for b in ("query", "key", "value")
+    ]
+    nodes += [
+        helper.make_node("Transpose", ["key"], ["kt"], perm=[0, 2, 1], name="/attn/Transpose"),
+        helper.make_node("MatMul", ["query", "kt"], ["scores"], name="/attn/MatMul"),
+        helper.make_node("Softmax", ["scores"], ["probs"], axis=-1, name="/attn/Softmax"),
+        helper.make_node("MatMul", ["probs", "value"], ["y"], name="/attn/MatMul_1"),
+    ]
+    graph = helper.make_graph(
+        nodes, "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16])],
+        initializer=[weight(f"w_{b}") for b in ("query", "key", "value")],
+    )  # fmt: skip
+    return helper.make_model(graph)
+
+
+def test_matmul_and_softmax_are_named_at_a_blocks_zoom(qtbot) -> None:
+    """At the zoom that shows a whole attention block, the MatMul and Softmax boxes are
+    narrower than their op type at the smallest readable font: they were painted blank, where
+    Netron names them. The op type is now written whole beside its box, on no other box or
+    label. Asserted on the labels as painted (text and screen rectangle)."""
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    from deploylens.core.graph.ir import OP
+    from deploylens.gui.graph.labels import MIN_FONT_PT
+
+    model = GraphScene(build_model_ir(attention_block()))
+    model.expand_to_depth(4)
+    canvas = GraphCanvas()
+    qtbot.addWidget(canvas)
+    canvas.resize(1366, 700)
+    canvas.set_model(model)
+    canvas.show()
+    ir, scene = model.ir, canvas.scene
+    assert scene is not None
+    nodes = [
+        b for b in range(len(scene.box_kind))
+        if scene.box_kind[b] == BOX_NODE and ir.kind[int(scene.box_ref[b])] == OP
+    ]  # fmt: skip
+    for scale in (0.3, 0.4):
+        canvas.scale = scale
+        canvas.center_on_box(nodes[len(nodes) // 2])
+        canvas.grab()
+        font = QFont(canvas.font_small)
+        font.setPointSizeF(MIN_FONT_PT)
+        text_px = QFontMetricsF(font).horizontalAdvance("MatMul")
+        width = float(scene.box_rect[nodes[0], 2] - scene.box_rect[nodes[0], 0]) * scale
+        assert width < text_px, (scale, width, text_px)  # too narrow to hold its name
+        named = {label.box: label for label in canvas.box_labels}
+        for box in nodes:
+            op = ir.op_type(int(scene.box_ref[box]))
+            assert box in named and named[box].text == op, (scale, op, named.get(box))
+        rects = [label.rect for label in canvas.box_labels if label.beside]
+        assert len(rects) >= 5, scale  # the MatMuls and the Softmax, beside their boxes
+        assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1 :])
+        others = canvas.transform()
+        for rect in rects:
+            for box in nodes:
+                x0, y0, x1, y1 = scene.box_rect[box].tolist()
+                on_screen = others.mapRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+                assert not rect.intersects(on_screen), (scale, rect, on_screen)
