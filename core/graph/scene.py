@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from deploylens.core.graph.details import weights_text
 from deploylens.core.graph.hierarchy import ROOT
 from deploylens.core.graph.ir import OP, GraphIR
 from deploylens.core.graph.layout import RANK_GAP, LayeredLayout, layered_layout
 from deploylens.core.graph.routing import around, crosses, spread_entries
 
 NODE_HEIGHT = 30.0
+WEIGHTS_LINE = 14.0  # a node that takes weights is a line taller: W⟨…⟩ B⟨…⟩ under its op type
+WEIGHTS_LEVEL_MAX = 20_000  # a level with more nodes keeps plain boxes (no text is read there)
 GROUP_HEIGHT = 44.0
 GROUP_HEADER = 24.0
 GROUP_PAD = 14.0
@@ -123,9 +126,18 @@ class GraphScene:
                 self.expand(group)
 
     # -- layout -------------------------------------------------------------------------------
-    def _node_size(self, node: int) -> tuple[float, float]:
-        text = self.ir.op_type(node) if self.ir.kind[node] == OP else self.ir.label(node)
-        return max(56.0, CHAR_WIDTH * min(len(text), 28) + 20.0), NODE_HEIGHT
+    def _node_size(self, node: int, weighted: bool = True) -> tuple[float, float]:
+        """Sized for its op type and, as Netron draws them, its weights' shapes on a second
+        line (``weighted``: not for a level too dense to be read)."""
+        ir = self.ir
+        text = ir.op_type(node) if ir.kind[node] == OP else ir.label(node)
+        width = max(56.0, CHAR_WIDTH * min(len(text), 28) + 20.0)
+        if weighted and ir.kind[node] == OP:
+            weights = weights_text(ir, node)
+            if weights:
+                wide = CHAR_WIDTH * min(len(weights), 36) + 20.0
+                return max(width, wide), NODE_HEIGHT + WEIGHTS_LINE
+        return width, NODE_HEIGHT
 
     def _group_size(self, group: int) -> tuple[float, float]:
         name = self.ir.groups.name[group]
@@ -157,9 +169,10 @@ class GraphScene:
         width = np.empty(n)
         height = np.empty(n)
         children: dict[int, _Level] = {}
+        weighted = n <= WEIGHTS_LEVEL_MAX
         for i in range(n):
             if items_node[i] >= 0:
-                width[i], height[i] = self._node_size(int(items_node[i]))
+                width[i], height[i] = self._node_size(int(items_node[i]), weighted)
             elif int(items_group[i]) in self.expanded:
                 child = self.level(int(items_group[i]))
                 children[i] = child

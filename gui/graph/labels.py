@@ -215,7 +215,7 @@ def paint_box_labels(
         rect = QRectF(top_left, bottom_right).adjusted(2, 1, -2, -1)
         kind, ref = int(scene.box_kind[box]), int(scene.box_ref[box])
         if kind == BOX_NODE:
-            lines = node_lines(ir, ref, rect.height())
+            lines = node_lines(ir, ref, rect.height(), metrics.lineSpacing())
             flags = Qt.AlignmentFlag.AlignCenter
         else:
             badge = 16 * scale  # the +/− badge sits at the left
@@ -264,14 +264,15 @@ def paint_box_labels(
     return drawn
 
 
-def node_lines(ir: GraphIR, node: int, height_px: float) -> list[str]:
-    """A node box's lines: the op type; with height, Netron's W⟨…⟩ B⟨…⟩, its name and
-    the output's type and shape."""
+def node_lines(ir: GraphIR, node: int, height_px: float, line_px: float = 14.0) -> list[str]:
+    """A node box's lines: the op type; Netron's W⟨…⟩ B⟨…⟩ once two lines fit (a node that
+    takes weights is laid out a line taller for it); with more height its name and the
+    output's type and shape."""
     first = ir.op_type(node) if ir.kind[node] == OP else ir.label(node)
-    if height_px < DETAIL_MIN_PX:
-        return [first]
-    lines = [first, ir.label(node)] if ir.kind[node] == OP else [first]
     weights = weights_text(ir, node) if ir.kind[node] == OP else ""
+    if height_px < DETAIL_MIN_PX:
+        return [first, weights] if weights and height_px >= 1.9 * line_px else [first]
+    lines = [first, ir.label(node)] if ir.kind[node] == OP else [first]
     if weights:  # Netron's W⟨64×64×1×1⟩ B⟨64⟩, right under the op type
         lines.insert(1, weights)
     proto = ir.node_proto(node)
