@@ -56,7 +56,10 @@ def cmd_env(args: argparse.Namespace) -> int:
     missing = found.missing()
     if found.deploylens.frozen and missing:
         print(f"  not in the bundle: {', '.join(missing)}")
-        print(f"  {found.install_line(missing[0])}")
+        print(  # a bundle takes no pip installs: the jobs that need them run in another Python
+            "  for those, choose the Python of your training environment in Preferences → "
+            "Worker interpreter, or check one with `deploylens env --python PATH`"
+        )
         missing = []
     needs = found.missing_needs()
     if needs:  # one line for everything a worker job needs, before the optional ones

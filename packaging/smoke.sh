@@ -54,7 +54,10 @@ inside deploylens --version
 inside deploylens inspect /smoke/small_cnn.dynamo.onnx | head -4
 inside deploylens support /smoke/small_cnn.dynamo.onnx --target ort-cpu
 inside deploylens trace /smoke/model.pt.trace.json --top 3 | head -6
-inside deploylens env | grep -q "DeployLens .* (packaged bundle)"
+inside deploylens env > "$root/smoke/env.txt"  # exit 0: the bundle lacks none of its needs
+grep -q "DeployLens .* (packaged bundle)" "$root/smoke/env.txt"
+grep -q "^- torch: not installed" "$root/smoke/env.txt"  # torch's stray dist-info is not torch
+grep -q "^- msgspec: [0-9]" "$root/smoke/env.txt"
 
 step "offscreen screenshot, glyphs checked against the venv's render"
 inside deploylens screenshot /smoke/small_cnn.dynamo.onnx --out /smoke/window.png --size 1400x860
