@@ -1,11 +1,12 @@
-"""Request fields several jobs share, written once: a part is a keyword-only dataclass whose
-fields a request inherits, with each field's command-line flag declared beside it. Its
-defaults, its flags, how ``--flag`` becomes the field and how the field becomes the CLI line
-again come from that one declaration — profile and sweep (or calibrate, sensitivity and the
-study) cannot drift apart in a default or a spelling.
+"""A request's command line from its fields: each field that has a flag declares it beside
+itself (``field(default=…, metadata=cli(help=…))``), and the parser's arguments, how the parsed
+arguments become the fields and how the fields become a command line again all come from that
+one declaration — flags, help texts and defaults cannot drift from the request they fill.
 
-Parts stay flat in the request: the worker params, a project's table and the TOML keep the
-field names they had.
+Shared parts (``Part``): keyword-only dataclasses whose fields several requests inherit, their
+flags declared in ``FLAGS`` — profile and sweep (or calibrate, sensitivity and the study)
+cannot drift apart in a default or a spelling. Parts stay flat in the request: the worker
+params, a project's table and the TOML keep the field names they had.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from deploylens.core.requests import flag as changed_flag
+
+def changed_flag(args: list[str], name: str, value: Any, default: Any) -> None:
+    """Append ``name value`` when ``value`` is not the default (a CLI line holds only changes)."""
+    if value != default and value is not None:
+        args += [name, str(value)]
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,120 @@ class Flag:
     choices: tuple[str, ...] | None = None
     path: bool = False  # a file or folder: given as a path, kept as text ("" for none)
     option: str = ""  # the flag when it is not the field's (--field-name by default)
+    positional: bool = False  # an argument named ``option`` (or the field), not a flag
+    negate: bool = False  # a bool that is on by default: the flag (--no-…) turns it off
+    repeat: bool = False  # a list field: the flag is given once per item
+    group: str = ""  # the --help section it is listed under ("": the command's own)
+    metavar: str | None = None
+    always: bool = False  # written in a command line even at its default (a reproducer's)
 
     @property
     def name(self) -> str:
+        if self.positional:
+            return self.option or self.field
         return self.option or "--" + self.field.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        """Where argparse keeps it: its own name, as a hand-written parser had it."""
+        return self.name.lstrip("-").replace("-", "_")
+
+
+def cli(help: str = "", **options: Any) -> dict[str, Flag]:
+    """A request field's command-line flag, as the field's metadata:
+    ``inputs: str = field(default="", metadata=cli("…", path=True))``."""
+    return {"cli": Flag(field="", help=help, **options)}
+
+
+def field_flags(cls: Any) -> list[Flag]:
+    """The flags declared on ``cls``'s fields, in field order."""
+    return [
+        dataclasses.replace(f.metadata["cli"], field=f.name)
+        for f in dataclasses.fields(cls)
+        if "cli" in f.metadata
+    ]
+
+
+def _default(cls: Any, name: str) -> Any:
+    found = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if found.default is not dataclasses.MISSING:
+        return found.default
+    if found.default_factory is not dataclasses.MISSING:
+        return found.default_factory()
+    return dataclasses.MISSING
+
+
+def add_field_arguments(
+    cls: Any,
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    groups: dict[str, argparse._ArgumentGroup] | None = None,
+) -> None:
+    """``cls``'s declared flags on ``parser`` (each in its ``group``, made on first use)."""
+    groups = {} if groups is None else groups
+    for flag in field_flags(cls):
+        target: Any = parser
+        if flag.group:
+            if flag.group not in groups:
+                assert isinstance(parser, argparse.ArgumentParser), flag.group
+                groups[flag.group] = parser.add_argument_group(flag.group)
+            target = groups[flag.group]
+        default = _default(cls, flag.field)
+        options: dict[str, Any] = {"help": flag.help or None}
+        if flag.metavar is not None:
+            options["metavar"] = flag.metavar
+        if flag.positional:
+            options["type"] = Path if flag.path else flag.type
+            if default is not dataclasses.MISSING:
+                options["nargs"] = "?"
+        elif flag.negate or (default is False and flag.type is None):
+            options["action"] = "store_true"
+        elif flag.repeat:
+            options.update(action="append", default=[], type=flag.type)
+        elif flag.path:
+            options.update(type=Path, default=None)
+        else:
+            options.update(type=flag.type, default=default)
+        if flag.choices:
+            options["choices"] = flag.choices
+        target.add_argument(flag.name, **options)
+
+
+def field_values(cls: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The declared fields of ``cls`` from parsed arguments (keyword arguments)."""
+    values: dict[str, Any] = {}
+    for flag in field_flags(cls):
+        value = getattr(args, flag.dest)
+        if flag.negate:
+            value = not value
+        elif flag.path:
+            value = str(value) if value else ""
+        elif flag.repeat:
+            value = list(value)
+        values[flag.field] = value
+    return values
+
+
+def field_args(request: Any) -> list[str]:
+    """The arguments that give ``request``'s declared fields back: the positional ones first,
+    then each flag whose value is not its default."""
+    flags = field_flags(request)
+    args = [str(getattr(request, f.field)) for f in flags if f.positional]
+    for flag in flags:
+        value, default = getattr(request, flag.field), _default(request, flag.field)
+        if flag.positional:
+            continue
+        if flag.negate:
+            args += [flag.name] if not value else []
+        elif flag.repeat:
+            for item in value:
+                args += [flag.name, str(item)]
+        elif isinstance(value, bool) and flag.type is None:
+            args += [flag.name] if value else []
+        elif flag.always and value is not None:
+            args += [flag.name, str(value)]
+        else:
+            changed_flag(args, flag.name, value, default)
+    return args
 
 
 class Part:

@@ -18,6 +18,13 @@ from deploylens.core import typed
 from deploylens.core.guard import check_model_inputs
 from deploylens.core.job_table import JOBS, job_for_request
 from deploylens.core.job_table import request_class as _request_class
+from deploylens.core.request_parts import (
+    add_field_arguments,
+    changed_flag,
+    field_args,
+    field_flags,
+    field_values,
+)
 
 R = TypeVar("R", bound="Request[Any]")
 ResultT = TypeVar("ResultT")  # the job's typed result (the job table's ``result`` class)
@@ -110,17 +117,25 @@ class Request(Generic[ResultT]):
         return cls.from_fields({**table, **given}, f"The project's {what} settings")
 
     # -- the command line ---------------------------------------------------------------------
+    # Generated from the fields' declared flags (``request_parts.cli``); a request with
+    # arguments that are not one field each (a model spec, tolerances) adds those by hand
+    # around the generated ones.
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """The arguments that fill this request (a command adds its own output flags)."""
+        add_field_arguments(cls, parser)
 
     @classmethod
     def from_args(cls: type[R], args: argparse.Namespace) -> R:
-        raise NotImplementedError(f"{cls.__name__} has no command line")
+        if not field_flags(cls):
+            raise NotImplementedError(f"{cls.__name__} has no command line")
+        return cls(**field_values(cls, args))
 
     def cli_args(self) -> list[str]:
         """The arguments after ``deploylens COMMAND`` that give this request back."""
-        raise NotImplementedError(f"{type(self).__name__} has no command line")
+        if not field_flags(self):
+            raise NotImplementedError(f"{type(self).__name__} has no command line")
+        return field_args(self)
 
     def cli_line(self) -> str:
         return shlex.join(["deploylens", self.COMMAND, *self.cli_args()])
@@ -162,7 +177,4 @@ def _tomlable(value: Any) -> Any:
     return value
 
 
-def flag(args: list[str], name: str, value: Any, default: Any) -> None:
-    """Append ``name value`` when ``value`` is not the default (a CLI line holds only changes)."""
-    if value != default and value is not None:
-        args += [name, str(value)]
+flag = changed_flag  # the rooms' name for it

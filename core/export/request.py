@@ -8,8 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from deploylens.core.export.settings import (
-    DYNAMO,
-    TORCHSCRIPT,
+    EXPORT,
     ExportSettings,
     parse_dynamic_axes,
 )
@@ -26,6 +25,7 @@ from deploylens.core.pytorch.source import (
     source_args,
     source_options,
 )
+from deploylens.core.request_parts import add_field_arguments, field_args, field_values
 from deploylens.core.requests import Request
 
 if TYPE_CHECKING:
@@ -60,31 +60,12 @@ class ExportRequest(Request["ExportResult"]):
         )
         source.add_argument("--inputs", help=".npz of example inputs (no pickles)")
         add_source_options(source)
-        export = parser.add_argument_group("the export")
-        export.add_argument(
-            "--exporter", choices=(TORCHSCRIPT, DYNAMO), default=DYNAMO,
-            help="torch.export-based dynamo (default) or the TorchScript tracer",
-        )  # fmt: skip
-        export.add_argument("--opset", type=int, help="ONNX opset (default: the exporter's own)")
-        export.add_argument(
-            "--output-name", action="append", default=[], metavar="NAME",
-            help="name the outputs in order (repeatable; default: a dict output's keys)",
-        )  # fmt: skip
-        export.add_argument(
+        groups = {EXPORT: parser.add_argument_group(EXPORT)}
+        add_field_arguments(ExportSettings, parser, groups)  # exporter, opset, out, …
+        groups[EXPORT].add_argument(
             "--dynamic", action="append", default=[], metavar="TENSOR:AXIS:LABEL",
             help="make an axis dynamic, e.g. input_ids:1:sequence (repeatable)",
         )  # fmt: skip
-        export.add_argument(
-            "--no-constant-folding", action="store_true", help="torchscript: keep constant parts"
-        )
-        export.add_argument("--no-optimize", action="store_true", help="dynamo: skip the optimizer")
-        export.add_argument(
-            "--external-data", action="store_true", help="weights in a file beside the model"
-        )
-        export.add_argument("--plugin", action="append", default=[], help="op plugin to apply")
-        export.add_argument(
-            "--out", default="model.onnx", metavar="FILE", help="the ONNX file (default model.onnx)"
-        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ExportRequest:
@@ -92,23 +73,13 @@ class ExportRequest(Request["ExportResult"]):
         source.inputs = [parse_input(text) for text in args.input]
         source.inputs_npz = args.inputs or ""
         settings = ExportSettings(
-            exporter=args.exporter,
-            opset=args.opset,
-            output=args.out,
-            output_names=list(args.output_name),
-            dynamic_axes=parse_dynamic_axes(args.dynamic),
-            constant_folding=not args.no_constant_folding,
-            optimize=not args.no_optimize,
-            external_data=args.external_data,
-            plugins=list(args.plugin),
+            **field_values(ExportSettings, args), dynamic_axes=parse_dynamic_axes(args.dynamic)
         )
         return cls(source, settings)
 
     def cli_args(self) -> list[str]:
         source, settings = self.source, self.settings
-        parts = [source.spec(), *source_args(source), "--exporter", settings.exporter]
-        if settings.opset is not None:
-            parts += ["--opset", str(settings.opset)]
+        parts = [source.spec(), *source_args(source), *field_args(settings)]
         for spec in source.inputs:
             shape = "x".join(map(str, spec.shape))
             ranged = spec.low is not None and spec.high is not None
@@ -116,20 +87,10 @@ class ExportRequest(Request["ExportResult"]):
             parts += ["--input", f"{spec.name}:{shape}:{spec.dtype}{given}"]
         if source.inputs_npz:
             parts += ["--inputs", source.inputs_npz]
-        for name in settings.output_names:
-            parts += ["--output-name", name]
         for tensor, axes in settings.dynamic_axes.items():
             for axis, label in axes.items():
                 parts += ["--dynamic", f"{tensor}:{axis}:{label}"]
-        if not settings.constant_folding:
-            parts.append("--no-constant-folding")
-        if not settings.optimize:
-            parts.append("--no-optimize")
-        if settings.external_data:
-            parts.append("--external-data")
-        for plugin in settings.plugins:
-            parts += ["--plugin", plugin]
-        return [*parts, "--out", settings.output]
+        return parts
 
     def python_script(self, drawn: list[InputSpec] | None = None) -> str:
         """The same export with torch.onnx alone (no DeployLens needed to run it); ``drawn``:

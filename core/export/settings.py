@@ -7,22 +7,51 @@ from typing import Any
 
 from deploylens.core.codegen import docstring, identifier, literal
 from deploylens.core.pytorch.source import InputSpec, ModelSource
+from deploylens.core.request_parts import cli
 
 TORCHSCRIPT, DYNAMO = "torchscript", "dynamo"
+EXPORT = "the export"  # the --help section of the settings' flags
 
 
 @dataclass
 class ExportSettings:
-    exporter: str = DYNAMO
-    opset: int | None = None  # None: the exporter's default
-    output: str = "model.onnx"
+    exporter: str = field(
+        default=DYNAMO,
+        metadata=cli("torch.export-based dynamo (default) or the TorchScript tracer",
+                     choices=(TORCHSCRIPT, DYNAMO), always=True, group=EXPORT),
+    )  # fmt: skip
+    opset: int | None = field(  # None: the exporter's default
+        default=None, metadata=cli("ONNX opset (default: the exporter's own)", type=int,
+                                   group=EXPORT),
+    )  # fmt: skip
+    output: str = field(
+        default="model.onnx",
+        metadata=cli("the ONNX file (default model.onnx)", option="--out", metavar="FILE",
+                     always=True, group=EXPORT),
+    )  # fmt: skip
     input_names: list[str] = field(default_factory=list)
-    output_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(
+        default_factory=list,
+        metadata=cli("name the outputs in order (repeatable; default: a dict output's keys)",
+                     option="--output-name", repeat=True, metavar="NAME", group=EXPORT),
+    )  # fmt: skip
+    # --dynamic TENSOR:AXIS:LABEL, by hand (one flag per axis, not per field item)
     dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
-    constant_folding: bool = True
-    optimize: bool = True  # dynamo only
-    external_data: bool = False
-    plugins: list[str] = field(default_factory=list)
+    constant_folding: bool = field(
+        default=True, metadata=cli("torchscript: keep constant parts", negate=True,
+                                   option="--no-constant-folding", group=EXPORT),
+    )  # fmt: skip
+    optimize: bool = field(  # dynamo only
+        default=True, metadata=cli("dynamo: skip the optimizer", negate=True,
+                                   option="--no-optimize", group=EXPORT),
+    )  # fmt: skip
+    external_data: bool = field(
+        default=False, metadata=cli("weights in a file beside the model", group=EXPORT)
+    )
+    plugins: list[str] = field(
+        default_factory=list,
+        metadata=cli("op plugin to apply", option="--plugin", repeat=True, group=EXPORT),
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, input_file, output_path, read_text
+from deploylens.core.request_parts import cli, field_args, field_values
 from deploylens.core.requests import Request
 from deploylens.core.surgery.patterns import PATTERNS
 from deploylens.core.surgery.steps import Step, step_table, steps_from_toml
@@ -24,12 +25,21 @@ class SurgeryRequest(Request["SurgeryResult"]):
     # a project keeps the chain and the model it applies to (the panel picks the output)
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("output", "script")
 
-    model: str
-    steps: list[Step] = field(default_factory=list)
-    output: str = ""  # default: <model>.edited.onnx
-    script: str = ""  # also write the onnx-graphsurgeon reproducer here
-    compare: bool = True  # edited vs original through ONNX Runtime on seeded inputs
-    check_tensorrt: bool = True  # the installed TensorRT(-RTX) parser's verdict, where there is one
+    model: str = field(metadata=cli("the ONNX model to edit", positional=True, path=True))
+    steps: list[Step] = field(default_factory=list)  # --steps, --fold, --pattern: by hand
+    output: str = field(  # always named in a CLI line: a remote worker's output comes back here
+        default="", metadata=cli("the edited model (default MODEL.edited.onnx)", option="--out",
+                                 path=True),
+    )  # fmt: skip
+    script: str = field(
+        default="", metadata=cli("write the onnx-graphsurgeon reproducer", path=True)
+    )
+    compare: bool = field(  # edited vs original through ONNX Runtime on seeded inputs
+        default=True, metadata=cli("skip edited vs original", option="--no-compare", negate=True)
+    )
+    check_tensorrt: bool = field(  # the installed TensorRT(-RTX) parser's verdict, where one is
+        default=True, metadata=cli("skip the parser check", option="--no-tensorrt", negate=True)
+    )
 
     def output_path(self) -> str:
         return self.output or default_output(self.model)
@@ -50,7 +60,7 @@ class SurgeryRequest(Request["SurgeryResult"]):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("model", type=Path)
+        super().add_arguments(parser)  # the fields' own flags; then the steps, which are not
         parser.add_argument("--steps", type=Path, help="a TOML file of [[steps]] tables")
         parser.add_argument("--fold", action="store_true", help="fold constants and simplify first")
         parser.add_argument(
@@ -60,10 +70,6 @@ class SurgeryRequest(Request["SurgeryResult"]):
             choices=list(PATTERNS),
             help="apply a built-in pattern (repeatable; after --steps)",
         )
-        parser.add_argument("--out", type=Path, help="the edited model (default MODEL.edited.onnx)")
-        parser.add_argument("--script", type=Path, help="write the onnx-graphsurgeon reproducer")
-        parser.add_argument("--no-compare", action="store_true", help="skip edited vs original")
-        parser.add_argument("--no-tensorrt", action="store_true", help="skip the parser check")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SurgeryRequest:
@@ -76,33 +82,18 @@ class SurgeryRequest(Request["SurgeryResult"]):
         steps += [Step(op="pattern", pattern=p) for p in args.pattern]
         if not steps:
             raise UserError("nothing to do: give --steps FILE, --fold or --pattern NAME")
-        return cls(
-            model=str(input_file(args.model, "ONNX model").resolve()),
-            steps=steps,
-            output=output_path(
-                args.out or default_output(output_path(args.model))
-            ),  # always named: a remote worker's output comes back here; links not followed
-            script=output_path(args.script) if args.script else "",
-            compare=not args.no_compare,
-            check_tensorrt=not args.no_tensorrt,
-        )
+        fields = field_values(cls, args)
+        model = str(input_file(args.model, "ONNX model").resolve())
+        output = output_path(fields["output"] or default_output(output_path(args.model)))
+        script = output_path(fields["script"]) if fields["script"] else ""
+        return cls(**{**fields, "model": model, "output": output, "script": script}, steps=steps)
 
     def cli_args(self) -> list[str]:
-        args = [self.model]
-        patterns = [s.pattern for s in self.steps if s.op == "pattern"]
+        args = field_args(self)
         if any(s.op != "pattern" for s in self.steps):
-            args += ["--steps", str(Path(self.output_path()).with_suffix(".steps.toml"))]
-        else:
-            for name in patterns:
-                args += ["--pattern", name]
-        if self.output:
-            args += ["--out", self.output]
-        if self.script:
-            args += ["--script", self.script]
-        if not self.compare:
-            args.append("--no-compare")
-        if not self.check_tensorrt:
-            args.append("--no-tensorrt")
+            return [*args, "--steps", str(Path(self.output_path()).with_suffix(".steps.toml"))]
+        for step in self.steps:
+            args += ["--pattern", step.pattern]
         return args
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from deploylens.core.pytorch.source import (
@@ -17,6 +16,7 @@ from deploylens.core.pytorch.source import (
     source_args,
     source_options,
 )
+from deploylens.core.request_parts import add_field_arguments, cli, field_args, field_values
 from deploylens.core.requests import Request, flag
 from deploylens.core.validate.tolerances import (
     DEFAULT_ATOL,
@@ -31,6 +31,17 @@ if TYPE_CHECKING:
     from deploylens.core.validate.result import ValidationResult  # noqa: F401
 
 DEFAULT_BUDGET_MB = 256.0
+COMPARE, LAYERS = "what to compare", "layer-wise"  # the --help sections
+INPUTS_HELP = (
+    ".npz of inputs by input name (fed to both sides), or a folder of images/.npy/.npz "
+    "(default: the PyTorch source's own example where it fits the model, else seeded random "
+    "inputs shaped from the ONNX file: floats in [-1, 1], masks 1, ids within the vocabulary "
+    "the model's embedding holds)"
+)
+PREPROCESS_HELP = (
+    "for image folders: imagenet, or resize=256,crop=224,mean=a/b/c,std=a/b/c,scale=1/255,"
+    "layout=NCHW,order=RGB"
+)
 
 
 def _torch_source(args: argparse.Namespace) -> ModelSource | None:
@@ -52,41 +63,41 @@ class ValidateRequest(Request["ValidationResult"]):
     }  # fmt: skip
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("path", "plugin_entries")
 
-    path: str = ""  # the ONNX model
+    path: str = field(
+        default="", metadata=cli("the ONNX model", option="model", positional=True, path=True,
+                                 group=COMPARE),
+    )  # fmt: skip
     torch: ModelSource | None = None  # the reference; None: ORT with optimizations off
-    inputs: str = ""  # an .npz/.npy, or a folder of images/arrays; "": seeded random
-    preprocess: str = ""  # for image folders
-    tolerances: Tolerances = field(default_factory=Tolerances)
-    seed: int = 0
-    layerwise: bool = False
-    budget_mb: float = DEFAULT_BUDGET_MB
+    inputs: str = field(  # an .npz/.npy, or a folder of images/arrays; "": seeded random
+        default="", metadata=cli(INPUTS_HELP, path=True, group=COMPARE)
+    )
+    preprocess: str = field(default="", metadata=cli(PREPROCESS_HELP, group=COMPARE))
+    tolerances: Tolerances = field(default_factory=Tolerances)  # by hand: N or OUTPUT:N
+    seed: int = field(default=0, metadata=cli("for random inputs", type=int, group=COMPARE))
+    layerwise: bool = field(
+        default=False, metadata=cli("compare every mapped intermediate tensor", group=LAYERS)
+    )
+    budget_mb: float = field(
+        default=DEFAULT_BUDGET_MB,
+        metadata=cli(
+            f"activations held at once in layer-wise mode (default {DEFAULT_BUDGET_MB:g})",
+            type=float, group=LAYERS,
+        ),
+    )  # fmt: skip
     plugin_entries: dict[str, str] = field(default_factory=dict)  # filled at submission
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("what to compare")
-        group.add_argument("model", type=Path, nargs="?")
-        group.add_argument(
+        groups = {name: parser.add_argument_group(name) for name in (COMPARE, "tolerances")}
+        add_field_arguments(cls, parser, groups)  # model, inputs, seed …; layer-wise
+        compare = groups[COMPARE]
+        compare.add_argument(
             "--torch",
             help=f"the PyTorch source: {SPEC_HELP} (default: ONNX Runtime with graph "
             "optimizations off)",
         )
-        add_source_options(group)
-        group.add_argument(
-            "--inputs",
-            help=".npz of inputs by input name (fed to both sides), or a folder of "
-            "images/.npy/.npz (default: the PyTorch source's own example where it fits the "
-            "model, else seeded random inputs shaped from the ONNX file: floats in [-1, 1], "
-            "masks 1, ids within the vocabulary the model's embedding holds)",
-        )
-        group.add_argument(
-            "--preprocess",
-            default="",
-            help="for image folders: imagenet, or resize=256,crop=224,mean=a/b/c,std=a/b/c,"
-            "scale=1/255,layout=NCHW,order=RGB",
-        )
-        group.add_argument("--seed", type=int, default=0, help="for random inputs")
-        tolerances = parser.add_argument_group("tolerances")
+        add_source_options(compare)
+        tolerances = groups["tolerances"]
         tolerances.add_argument(
             "--rtol", action="append", default=[], help=f"N or OUTPUT:N (default {DEFAULT_RTOL})"
         )
@@ -106,24 +117,12 @@ class ValidateRequest(Request["ValidationResult"]):
         tolerances.add_argument(
             "--quantile", type=float, default=0.99, help="for --statistic quantile"
         )
-        layers = parser.add_argument_group("layer-wise")
-        layers.add_argument(
-            "--layerwise", action="store_true", help="compare every mapped intermediate tensor"
-        )
-        layers.add_argument(
-            "--budget-mb",
-            type=float,
-            default=DEFAULT_BUDGET_MB,
-            help=f"activations held at once in layer-wise mode (default {DEFAULT_BUDGET_MB:g})",
-        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ValidateRequest:
         return cls(
-            path=str(args.model) if args.model else "",
+            **field_values(cls, args),
             torch=_torch_source(args),
-            inputs=args.inputs or "",
-            preprocess=args.preprocess,
             tolerances=Tolerances(
                 rtol=parse_tolerance(args.rtol, DEFAULT_RTOL),
                 atol=parse_tolerance(args.atol, DEFAULT_ATOL),
@@ -131,27 +130,18 @@ class ValidateRequest(Request["ValidationResult"]):
                 quantile=args.quantile,
                 rel_l2=parse_tolerance(args.rel_l2, None),
             ),
-            seed=args.seed,
-            layerwise=args.layerwise,
-            budget_mb=args.budget_mb,
         )
 
     def cli_args(self) -> list[str]:
-        args = [self.path]
+        args = field_args(self)
         if self.torch is not None:
             args += ["--torch", self.torch.spec(), *source_args(self.torch)]
-        flag(args, "--inputs", self.inputs, "")
-        flag(args, "--preprocess", self.preprocess, "")
-        flag(args, "--seed", self.seed, 0)
         t = self.tolerances
         args += tolerance_args("--rtol", t.rtol, DEFAULT_RTOL)
         args += tolerance_args("--atol", t.atol, DEFAULT_ATOL)
         args += tolerance_args("--rel-l2", t.rel_l2, None)
         flag(args, "--statistic", t.statistic, "elemwise")
         flag(args, "--quantile", t.quantile, 0.99)
-        if self.layerwise:
-            args.append("--layerwise")
-        flag(args, "--budget-mb", self.budget_mb, DEFAULT_BUDGET_MB)
         return args
 
     def prepared(self, trust: bool = False) -> ValidateRequest:
