@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from deploylens.core import typed
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
+from deploylens.core.request_parts import add_field_arguments, cli, field_args, field_values
 from deploylens.core.requests import Request, flag
 from deploylens.core.trt.settings import BuildSettings, default_engine, load_settings
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 DEFAULT_VERSION = "10.16"
 RTX_VERSION = "rtx"  # what --target-cc implies when no --trt-version is given
+ENGINE = "the engine"  # the --help section
 
 
 @dataclass
@@ -36,13 +38,27 @@ class BuildRequest(Request["BuildResult"]):
         "model", "engine", "settings_file", "target_cc", "profile"
     )  # fmt: skip
 
-    model: str
-    engine: str = ""  # default: MODEL.engine
+    model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=ENGINE))
+    engine: str = field(  # default: MODEL.engine
+        default="", metadata=cli("where the engine goes (MODEL.engine)", group=ENGINE)
+    )
     settings: BuildSettings = field(default_factory=BuildSettings)
-    settings_file: str = ""  # the TOML they came from (the CLI line names it)
+    settings_file: str = field(  # the TOML they came from (the CLI line names it)
+        default="",
+        metadata=cli("TOML ([build] table or top level)", option="--settings", path=True,
+                     group=ENGINE),
+    )  # fmt: skip
+    # by hand: --trt-version's default depends on --target-cc, which is comma-separated
     version: str = DEFAULT_VERSION  # the release the settings and commands are checked for
     target_cc: list[str] | None = None  # --target-cc: TensorRT-RTX targets over the file's
-    profile: list[str] = field(default_factory=list)  # --profile: as given (the CLI line)
+    profile: list[str] = field(  # --profile: as given (the CLI line)
+        default_factory=list,
+        metadata=cli(
+            "an optimization profile's shapes for INPUT, e.g. input_ids:1x8/1x128/1x512 "
+            "(repeat for each dynamic input; replaces the settings' profiles)",
+            repeat=True, metavar="INPUT:MIN/OPT/MAX", group=ENGINE,
+        ),
+    )  # fmt: skip
 
     @property
     def engine_path(self) -> str:
@@ -60,28 +76,18 @@ class BuildRequest(Request["BuildResult"]):
         if not isinstance(data, dict):
             raise UserError(f"{where} must be a table, not {typed.kind(data)}.")
         settings = BuildSettings.from_dict(data.get("settings") or {}, f"{where}.settings")
-        rest = typed.from_dict(_Fields, {k: v for k, v in data.items() if k != "settings"}, where)
-        return cls(settings=settings, **typed.to_dict(rest))
+        rest = typed.from_dict(cls, {k: v for k, v in data.items() if k != "settings"}, where)
+        return replace(rest, settings=settings)
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("the engine")
-        group.add_argument("model", type=Path)
-        group.add_argument("--settings", type=Path, help="TOML ([build] table or top level)")
+        group = parser.add_argument_group(ENGINE)
+        add_field_arguments(cls, parser, {ENGINE: group})  # model, engine, settings, profile
         group.add_argument(
             "--trt-version",
             default=None,
             help=f"8.6, 10.x, 11.x or rtx (TensorRT-RTX; rtx-1.7 …) (default {DEFAULT_VERSION}, "
             "or rtx with --target-cc)",
-        )
-        group.add_argument("--engine", default="", help="where the engine goes (MODEL.engine)")
-        group.add_argument(
-            "--profile",
-            action="append",
-            default=[],
-            metavar="INPUT:MIN/OPT/MAX",
-            help="an optimization profile's shapes for INPUT, e.g. input_ids:1x8/1x128/1x512 "
-            "(repeat for each dynamic input; replaces the settings' profiles)",
         )
         group.add_argument(
             "--target-cc",
@@ -93,7 +99,9 @@ class BuildRequest(Request["BuildResult"]):
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BuildRequest:
-        settings = load_settings(args.settings) if args.settings else BuildSettings()
+        fields = field_values(cls, args)
+        settings_file = fields["settings_file"]
+        settings = load_settings(Path(settings_file)) if settings_file else BuildSettings()
         targets = (
             [t.strip().lower() for t in args.target_cc.split(",") if t.strip()]
             if (args.target_cc is not None)
@@ -101,31 +109,24 @@ class BuildRequest(Request["BuildResult"]):
         )
         if targets is not None:
             settings = replace(settings, compute_capabilities=targets or None)
-        if args.profile:
+        if fields["profile"]:
             from deploylens.core.trt.profiles import parse_profile_args
 
-            settings = replace(settings, profiles=parse_profile_args(args.profile))
+            settings = replace(settings, profiles=parse_profile_args(fields["profile"]))
         return cls(
-            model=str(args.model),
-            engine=args.engine,
+            **fields,
             settings=settings,
-            settings_file=str(args.settings) if args.settings else "",
             version=args.trt_version or (RTX_VERSION if targets else DEFAULT_VERSION),
             target_cc=targets,
-            profile=list(args.profile),
         )
 
     def cli_args(self) -> list[str]:
-        args = [self.model]
-        flag(args, "--settings", self.settings_file, "")
+        args = field_args(self)
         flag(
             args, "--trt-version", self.version, RTX_VERSION if self.target_cc else DEFAULT_VERSION
         )
-        flag(args, "--engine", self.engine, "")
         if self.target_cc is not None:
             args += ["--target-cc", ",".join(self.target_cc)]
-        for item in self.profile:
-            args += ["--profile", item]
         return args
 
     def python_script(self) -> str:
@@ -139,15 +140,3 @@ class BuildRequest(Request["BuildResult"]):
 
         model = str(input_file(self.model, "ONNX model").resolve())
         return replace(self, model=model, engine=output_path(self.engine_path))
-
-
-@dataclass
-class _Fields:
-    """The request's fields other than the settings, for the strict conversion."""
-
-    model: str
-    engine: str = ""
-    settings_file: str = ""
-    version: str = DEFAULT_VERSION
-    target_cc: list[str] | None = None
-    profile: list[str] = field(default_factory=list)
