@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 
 def changed_flag(args: list[str], name: str, value: Any, default: Any) -> None:
@@ -128,13 +128,15 @@ def field_values(cls: Any, args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def field_args(request: Any) -> list[str]:
-    """The arguments that give ``request``'s declared fields back: the positional ones first,
-    then each flag whose value is not its default."""
-    flags = field_flags(request)
+def field_args(request: Any, declared_on: Any = None) -> list[str]:
+    """The arguments that give ``request``'s declared fields back (only those declared on
+    ``declared_on``, a part, when given): the positional ones first, then each flag whose
+    value is not its default."""
+    declared_on = declared_on or request
+    flags = field_flags(declared_on)
     args = [str(getattr(request, f.field)) for f in flags if f.positional]
     for flag in flags:
-        value, default = getattr(request, flag.field), _default(request, flag.field)
+        value, default = getattr(request, flag.field), _default(declared_on, flag.field)
         if flag.positional:
             continue
         if flag.negate:
@@ -152,49 +154,25 @@ def field_args(request: Any) -> list[str]:
 
 
 class Part:
-    """Base of the shared parts (each a ``@dataclass(kw_only=True)``)."""
-
-    FLAGS: ClassVar[tuple[Flag, ...]] = ()
-
-    @classmethod
-    def _defaults(cls) -> dict[str, Any]:
-        own = {part.field for part in cls.FLAGS}
-        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-        return {f.name: f.default for f in fields if f.name in own}
+    """Base of the shared parts (each a ``@dataclass(kw_only=True)`` whose fields declare
+    their flags with ``cli``): its flags go in the group a request gives them."""
 
     @classmethod
     def add_part_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        defaults = cls._defaults()
-        for flag in cls.FLAGS:
-            options: dict[str, Any] = {"dest": flag.field, "help": flag.help or None}
-            if flag.path:
-                options.update(type=Path, default=None)
-            else:
-                options.update(type=flag.type, default=defaults[flag.field])
-            if flag.choices:
-                options["choices"] = flag.choices
-            group.add_argument(flag.name, **options)
+        add_field_arguments(cls, group)
 
     @classmethod
     def part_values(cls, args: argparse.Namespace) -> dict[str, Any]:
         """The part's fields from parsed arguments (keyword arguments of the request)."""
-        values: dict[str, Any] = {}
-        for flag in cls.FLAGS:
-            value = getattr(args, flag.field)
-            values[flag.field] = (str(value) if value else "") if flag.path else value
-        return values
+        return field_values(cls, args)
 
     @classmethod
     def part_args(cls, request: Any) -> list[str]:
         """The flags that give this part of ``request`` back (only what differs from the
         defaults; a request may hold several parts, so each is asked by name)."""
-        defaults = cls._defaults()
-        args: list[str] = []
-        for part in cls.FLAGS:
-            changed_flag(args, part.name, getattr(request, part.field), defaults[part.field])
-        return args
+        return field_args(request, cls)
 
     @classmethod
     def part_of(cls, request: Any) -> dict[str, Any]:
         """This part's fields of ``request`` (to make another request with the same part)."""
-        return {part.field: getattr(request, part.field) for part in cls.FLAGS}
+        return {f.name: getattr(request, f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from deploylens.core.files import output_path
-from deploylens.core.request_parts import Flag, Part
+from deploylens.core.request_parts import Part, cli
 from deploylens.core.requests import Request, flag
 
 if TYPE_CHECKING:
@@ -35,45 +35,41 @@ def default_output(model: str, method: str) -> str:
 class CalibrationData(Part):
     """How the calibration samples are read: calibrate's, sensitivity's and the study's."""
 
-    FLAGS: ClassVar[tuple[Flag, ...]] = (
-        Flag("preprocess", "for image folders, as for validate (e.g. imagenet)"),
-        Flag("batches", "at most this many batches", int),
+    preprocess: str = field(
+        default="", metadata=cli("for image folders, as for validate (e.g. imagenet)")
     )
-
-    preprocess: str = ""
-    batches: int | None = None  # default: every sample in the folder
+    batches: int | None = field(  # default: every sample in the folder
+        default=None, metadata=cli("at most this many batches", type=int)
+    )
 
 
 @dataclass(kw_only=True)
 class CalibrationMethod(Part):
     """How the ranges are calibrated: calibrate's and sensitivity's (the study varies them)."""
 
-    FLAGS: ClassVar[tuple[Flag, ...]] = (
-        Flag("method", "range calibration (default entropy)", choices=METHODS),
-        Flag("percentile", "the percentile method's", float),
-        Flag("batch_size", "calibration batch (default: the model's fixed batch, else 1)", int),
+    method: Method = field(
+        default="entropy", metadata=cli("range calibration (default entropy)", choices=METHODS)
     )
-
-    method: Method = "entropy"
-    percentile: float = 99.99
-    batch_size: int | None = None  # default: the model's batch axis when fixed, else 1
+    percentile: float = field(default=99.99, metadata=cli("the percentile method's", type=float))
+    batch_size: int | None = field(  # default: the model's batch axis when fixed, else 1
+        default=None,
+        metadata=cli("calibration batch (default: the model's fixed batch, else 1)", type=int),
+    )
 
 
 @dataclass(kw_only=True)
 class Evaluation(Part):
     """The samples a sensitivity analysis and a study score every variant on."""
 
-    FLAGS: ClassVar[tuple[Flag, ...]] = (
-        Flag("evaluate", "evaluation samples", int),
-        Flag("eval_data", "held-out images/arrays (default: the calibration data)", path=True),
-        Flag("labels", ".npy of class indices (top1 = accuracy)", path=True),
-        Flag("threads", "ONNX Runtime threads (0: its default)", int),
+    evaluate: int = field(default=64, metadata=cli("evaluation samples", type=int))
+    eval_data: str = field(  # held-out data; default: the calibration data
+        default="",
+        metadata=cli("held-out images/arrays (default: the calibration data)", path=True),
     )
-
-    evaluate: int = 64
-    eval_data: str = ""  # held-out data; default: the calibration data
-    labels: str = ""  # .npy of class indices for eval samples: top1 becomes accuracy
-    threads: int = 0
+    labels: str = field(  # .npy of class indices for eval samples: top1 becomes accuracy
+        default="", metadata=cli(".npy of class indices (top1 = accuracy)", path=True)
+    )
+    threads: int = field(default=0, metadata=cli("ONNX Runtime threads (0: its default)", type=int))
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
-from deploylens.core.request_parts import Flag, Part
+from deploylens.core.request_parts import Part, cli
 from deploylens.core.requests import Request, flag
 from deploylens.core.trace.pipeline import MODES, Mode
 
@@ -30,17 +30,15 @@ EXECUTORS = ("auto", "worker", "ray")
 class CaptureLoop(Part):
     """How a capture runs the model, whatever it varies: profile's and sweep's, written once."""
 
-    FLAGS: ClassVar[tuple[Flag, ...]] = (
-        Flag("host_buffers", "host memory for the copies (pinned: page-locked)", choices=HOSTS),
-        Flag("warmup", "untimed batches first", int),
-        Flag("iterations", "timed batches", int),
-        Flag("device", "torch device (default: cuda when there)"),
-    )  # fmt: skip
-
-    host_buffers: Host = "pinned"  # the copies' host memory (``--host`` names a machine)
-    warmup: int = 5
-    iterations: int = 20
-    device: str = ""  # torch device; "": cuda when available
+    host_buffers: Host = field(  # the copies' host memory (``--host`` names a machine)
+        default="pinned",
+        metadata=cli("host memory for the copies (pinned: page-locked)", choices=HOSTS),
+    )
+    warmup: int = field(default=5, metadata=cli("untimed batches first", type=int))
+    iterations: int = field(default=20, metadata=cli("timed batches", type=int))
+    device: str = field(  # torch device; "": cuda when available
+        default="", metadata=cli("torch device (default: cuda when there)")
+    )
 
 
 @dataclass

@@ -246,7 +246,7 @@ def test_a_shared_part_is_declared_once() -> None:
     the part alone — a request that declared one again would have its own default and flag."""
     import dataclasses
 
-    from deploylens.core.request_parts import Part
+    from deploylens.core.request_parts import Part, field_flags
 
     parts_seen = set()
     for job in REQUESTS:
@@ -254,7 +254,7 @@ def test_a_shared_part_is_declared_once() -> None:
         parts = [b for b in cls.__mro__ if issubclass(b, Part) and not issubclass(b, Request)]
         for part in (base for base in parts if base is not Part):
             parts_seen.add(part.__name__)
-            own = {f.field for f in part.FLAGS}
+            own = {f.field for f in field_flags(part)}
             fields = {f.name for f in dataclasses.fields(part)}  # type: ignore[arg-type]
             assert own == fields, part  # every field has its flag
             assert not own & set(vars(cls).get("__annotations__", {})), (cls, own)
