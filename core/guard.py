@@ -104,11 +104,11 @@ def check_model_file(path: str | Path) -> None:
     """Raise ``UserError`` when the ONNX model at ``path`` names external data outside its
     folder (or a FIFO, device or folder); returns quietly otherwise, and for files that are not
     models (their own reader says what they are)."""
-    import onnx
-
     path = Path(path)
     if not path.is_file() or not _mentions_external_data(path):
-        return
+        return  # before importing onnx: a job that never parses the model (a build) pays nothing
+    import onnx
+
     try:
         model = onnx.load(str(path), load_external_data=False)
     except Exception:

@@ -245,3 +245,38 @@ def test_surgery_out_through_a_symlink_replaces_the_link_not_its_target(tmp_path
     assert not link.is_symlink() and onnx.load(link).graph.node
     assert (out / "edited.steps.toml").is_file()  # beside the asked path
     assert not (elsewhere / "precious.steps.toml").exists()
+
+
+def test_the_guard_parses_only_a_model_that_names_external_data(tmp_path: Path) -> None:
+    """The guard stands in front of every job that reads a model; a model with its weights
+    inside needs no parse, so a job that never parses one (a TensorRT build hands the file to
+    the parser) no longer imports onnx for it (0.35 s CPU of the build's fixed cost). A model
+    that names external data is still parsed and checked."""
+    inside = tmp_path / "inside.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph), inside)
+    code = (
+        "import sys; from deploylens.core.guard import check_model_file; "
+        f"check_model_file({str(inside)!r}); print('onnx' in sys.modules)"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert found.returncode == 0 and found.stdout.strip() == "False", found.stderr[-500:]
+    outside = tmp_path / "outside.onnx"
+    weight = numpy_helper.from_array(np.ones(4, np.float32), "w")
+    weight.data_location = TensorProto.EXTERNAL
+    weight.external_data.add(key="location", value="../../etc/passwd")
+    weight.ClearField("raw_data")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], initializer=[weight],
+    )  # fmt: skip
+    outside.write_bytes(helper.make_model(graph).SerializeToString())
+    with pytest.raises(UserError, match="own folder"):
+        check_model_file(outside)
