@@ -41,6 +41,7 @@ class Flag:
     group: str = ""  # the --help section it is listed under ("": the command's own)
     metavar: str | None = None
     always: bool = False  # written in a command line even at its default (a reproducer's)
+    required: bool = False  # a flag that must be given (a path the job writes)
 
     @property
     def name(self) -> str:
@@ -106,6 +107,8 @@ def add_field_arguments(
             options.update(action="append", default=[], type=flag.type)
         elif flag.path:
             options.update(type=Path, default=None)
+            if flag.required:
+                options["required"] = True
         else:
             options.update(type=flag.type, default=default)
         if flag.choices:

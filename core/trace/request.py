@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import output_path
-from deploylens.core.request_parts import Part, cli
+from deploylens.core.request_parts import (
+    Part,
+    add_field_arguments,
+    cli,
+    field_args,
+    field_values,
+)
 from deploylens.core.requests import Request, flag
 from deploylens.core.trace.pipeline import MODES, Mode
 
@@ -24,6 +30,7 @@ Host = Literal["pinned", "pageable"]
 HOSTS: tuple[str, ...] = ("pinned", "pageable")
 Executor = Literal["auto", "worker", "ray"]
 EXECUTORS = ("auto", "worker", "ray")
+CAPTURE = "the capture"  # the --help section
 
 
 @dataclass(kw_only=True)
@@ -45,12 +52,30 @@ class CaptureLoop(Part):
 class ProfileRequest(Request["ProfileResult"], CaptureLoop):
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "out"}
 
-    model: str  # ort: an ONNX file; torch: an export spec; trt: an engine file
-    out: str  # the trace file (Chrome JSON)
-    backend: Backend = "ort"
-    mode: Mode = "serial"  # how batches are issued on a GPU (core/trace/pipeline.py)
-    batch: int = 1
-    streams: int = 1  # CUDA (compute) streams; ignored on the CPU, and said so
+    model: str = field(  # ort: an ONNX file; torch: an export spec; trt: an engine file
+        metadata=cli(
+            "ort: FILE.onnx; torch: an export spec (torchvision:NAME, FILE.py:f, …); "
+            "trt: FILE.engine", positional=True, group=CAPTURE,
+        )
+    )  # fmt: skip
+    out: str = field(  # the trace file (Chrome JSON)
+        metadata=cli("trace file to write (.json)", path=True, required=True, always=True,
+                     group=CAPTURE)
+    )  # fmt: skip
+    backend: Backend = "ort"  # by hand: its default follows the model
+    mode: Mode = field(  # how batches are issued on a GPU (core/trace/pipeline.py)
+        default="serial",
+        metadata=cli(
+            "GPU: serial (H2D → compute → D2H per batch), pipelined (copy streams, the next "
+            "batch's H2D before this batch's compute), cudagraph (compute replayed) or "
+            "graph-pipelined (both: graphs replayed while the copies run on their own streams)",
+            choices=MODES, group=CAPTURE,
+        ),
+    )  # fmt: skip
+    batch: int = field(default=1, metadata=cli("batch size (default 1)", type=int, group=CAPTURE))
+    streams: int = field(  # CUDA (compute) streams; ignored on the CPU, and said so
+        default=1, metadata=cli("CUDA compute streams (GPU)", type=int, group=CAPTURE)
+    )
 
     def capture(self) -> CaptureSettings:
         from deploylens.core.trace.capture import CaptureSettings
@@ -66,12 +91,8 @@ class ProfileRequest(Request["ProfileResult"], CaptureLoop):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("the capture")
-        group.add_argument(
-            "model",
-            help="ort: FILE.onnx; torch: an export spec (torchvision:NAME, FILE.py:f, …); "
-            "trt: FILE.engine",
-        )
+        group = parser.add_argument_group(CAPTURE)
+        add_field_arguments(cls, group, {CAPTURE: group})  # its fields and CaptureLoop's
         group.add_argument(
             "--backend",
             choices=BACKENDS,
@@ -79,38 +100,15 @@ class ProfileRequest(Request["ProfileResult"], CaptureLoop):
             help="ort, torch or trt (default: from the model: .onnx → ort, .engine/.plan → trt, "
             "a PyTorch source → torch)",
         )
-        group.add_argument(
-            "--mode",
-            choices=MODES,
-            default="serial",
-            help="GPU: serial (H2D → compute → D2H per batch), pipelined (copy streams, the "
-            "next batch's H2D before this batch's compute), cudagraph (compute replayed) or "
-            "graph-pipelined (both: graphs replayed while the copies run on their own streams)",
-        )
-        group.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-        group.add_argument("--streams", type=int, default=1, help="CUDA compute streams (GPU)")
-        CaptureLoop.add_part_arguments(group)
-        group.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ProfileRequest:
-        return cls(
-            model=args.model,
-            out=str(args.out),
-            backend=args.backend or infer_backend(args.model),
-            mode=args.mode,
-            batch=args.batch,
-            streams=args.streams,
-            **CaptureLoop.part_values(args),
-        )
+        return cls(**field_values(cls, args), backend=args.backend or infer_backend(args.model))
 
     def cli_args(self) -> list[str]:
-        args = [self.model, "--out", self.out]
+        args = field_args(self)  # model, --out, the changed ones; the part's included
         flag(args, "--backend", self.backend, infer_backend(self.model))
-        flag(args, "--mode", self.mode, "serial")
-        flag(args, "--batch", self.batch, 1)
-        flag(args, "--streams", self.streams, 1)
-        return args + CaptureLoop.part_args(self)
+        return args
 
     def check(self) -> None:
         """Numbers no capture can use, and a model the backend cannot take, refused in one

@@ -43,6 +43,7 @@ def flag_table() -> dict[str, list[dict[str, Any]]]:
                 "nargs": _value(action.nargs),
                 "type": getattr(action.type, "__name__", None) if action.type else None,
                 "help": action.help,
+                "required": action.required,
             })  # fmt: skip
         found[name] = sorted(rows, key=lambda row: row["options"][0])
     return found
