@@ -30,7 +30,8 @@ Host = Literal["pinned", "pageable"]
 HOSTS: tuple[str, ...] = ("pinned", "pageable")
 Executor = Literal["auto", "worker", "ray"]
 EXECUTORS = ("auto", "worker", "ray")
-CAPTURE = "the capture"  # the --help section
+CAPTURE, SWEEP, FAN_OUT = "the capture", "the sweep", "where the points run"  # --help sections
+SCENARIO = "the scenario"
 
 
 @dataclass(kw_only=True)
@@ -173,22 +174,42 @@ class SweepRequest(Request["SweepResult"], CaptureLoop):
 
     FILES: ClassVar[dict[str, str]] = {"model": "in", "out": "outdir"}
 
-    model: str
-    out: str  # a folder: one trace per point, sweep.json/.csv/.png
+    model: str = field(metadata=cli("as for deploylens profile", positional=True, group=SWEEP))
+    out: str = field(  # a folder: one trace per point, sweep.json/.csv/.png
+        metadata=cli("folder for the traces and tables", path=True, required=True,
+                     always=True, group=SWEEP)
+    )  # fmt: skip
+    # by hand: the backend's default follows the model; the points are comma-separated lists
     backend: Backend = "torch"
     batches: list[int] = field(default_factory=lambda: [1])
     streams: list[int] = field(default_factory=lambda: [1])
     modes: list[Mode] = field(default_factory=lambda: ["serial"])
-    executor: Executor = "auto"  # auto: Ray where the worker's interpreter has it
-    ray_address: str = ""  # a running Ray cluster ("" : Ray started on this machine)
+    executor: Executor = field(  # auto: Ray where the worker's interpreter has it
+        default="auto",
+        metadata=cli(
+            "ray: each point a Ray task (GPU points need a GPU each); worker: one after "
+            "another in the worker; auto (default): Ray only where it pays — a cluster, several "
+            "GPUs, or CPU work (estimated from the cheapest point) of 30 s or more",
+            choices=EXECUTORS, group=FAN_OUT,
+        ),
+    )  # fmt: skip
+    ray_address: str = field(  # a running Ray cluster ("" : Ray started on this machine)
+        default="",
+        metadata=cli(
+            "a running Ray cluster's GCS address, HOST:PORT (ray status prints it); "
+            "default: Ray on this machine (loopback only), started and stopped with the sweep",
+            group=FAN_OUT,
+        ),
+    )  # fmt: skip
 
     def base(self) -> ProfileRequest:
         return ProfileRequest(self.model, "", backend=self.backend, **CaptureLoop.part_of(self))
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("the sweep")
-        group.add_argument("model", help="as for deploylens profile")
+        group = parser.add_argument_group(SWEEP)
+        groups = {SWEEP: group, FAN_OUT: parser.add_argument_group(FAN_OUT)}
+        add_field_arguments(cls, group, groups)  # model, --out, the capture loop, the fan-out
         group.add_argument(
             "--backend",
             choices=BACKENDS,
@@ -200,49 +221,24 @@ class SweepRequest(Request["SweepResult"], CaptureLoop):
         group.add_argument(
             "--mode", default="serial", help="modes, e.g. serial,pipelined,cudagraph"
         )
-        CaptureLoop.add_part_arguments(group)
-        group.add_argument(
-            "--out", type=Path, required=True, help="folder for the traces and tables"
-        )
-        fan = parser.add_argument_group("where the points run")
-        fan.add_argument(
-            "--executor",
-            choices=EXECUTORS,
-            default="auto",
-            help="ray: each point a Ray task (GPU points need a GPU each); worker: one after "
-            "another in the worker; auto (default): Ray only where it pays — a cluster, several "
-            "GPUs, or CPU work (estimated from the cheapest point) of 30 s or more",
-        )
-        fan.add_argument(
-            "--ray-address",
-            default="",
-            help="a running Ray cluster's GCS address, HOST:PORT (ray status prints it); "
-            "default: Ray on this machine (loopback only), started and stopped with the sweep",
-        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SweepRequest:
         return cls(
-            model=args.model,
-            out=str(args.out),
+            **field_values(cls, args),
             backend=args.backend or infer_backend(args.model),
             batches=_int_list(args.batch),
             streams=_int_list(args.streams),
             modes=_mode_list(args.mode),
-            **CaptureLoop.part_values(args),
-            executor=args.executor,
-            ray_address=args.ray_address,
         )
 
     def cli_args(self) -> list[str]:
-        args = [self.model, "--out", self.out]
-        flag(args, "--executor", self.executor, "auto")
-        flag(args, "--ray-address", self.ray_address, "")
+        args = field_args(self)
         flag(args, "--backend", self.backend, infer_backend(self.model))
         flag(args, "--batch", ",".join(map(str, self.batches)), "1")
         flag(args, "--streams", ",".join(map(str, self.streams)), "1")
         flag(args, "--mode", ",".join(self.modes), "serial")
-        return args + CaptureLoop.part_args(self)
+        return args
 
     def prepared(self) -> SweepRequest:
         self.base().check()
@@ -256,25 +252,29 @@ class LabRequest(Request["LabResult"]):
 
     FILES: ClassVar[dict[str, str]] = {"out": "out"}
 
-    name: str
-    out: str
-    synthetic: bool = False  # even where a GPU is: the made-up trace (what CI checks)
+    name: str  # by hand: its choices are the lab's scenarios, imported when asked
+    out: str = field(
+        metadata=cli("trace file to write (.json)", path=True, required=True, always=True,
+                     group=SCENARIO)
+    )  # fmt: skip
+    synthetic: bool = field(  # even where a GPU is: the made-up trace (what CI checks)
+        default=False, metadata=cli("made-up trace, no GPU used", group=SCENARIO)
+    )
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         from deploylens.core.trace.lab import SCENARIOS
 
-        group = parser.add_argument_group("the scenario")
+        group = parser.add_argument_group(SCENARIO)
         group.add_argument("name", choices=sorted(SCENARIOS))
-        group.add_argument("--out", type=Path, required=True, help="trace file to write (.json)")
-        group.add_argument("--synthetic", action="store_true", help="made-up trace, no GPU used")
+        add_field_arguments(cls, group, {SCENARIO: group})
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LabRequest:
-        return cls(args.name, str(args.out), bool(args.synthetic))
+        return cls(args.name, **field_values(cls, args))
 
     def cli_args(self) -> list[str]:
-        return [self.name, "--out", self.out] + (["--synthetic"] if self.synthetic else [])
+        return [self.name, *field_args(self)]
 
     def prepared(self) -> LabRequest:
         return replace(self, out=output_path(self.out))
