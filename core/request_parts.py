@@ -61,12 +61,19 @@ def cli(help: str = "", **options: Any) -> dict[str, Flag]:
     return {"cli": Flag(field="", help=help, **options)}
 
 
-def field_flags(cls: Any) -> list[Flag]:
-    """The flags declared on ``cls``'s fields, in field order."""
+def field_flags(cls: Any, own: bool = False) -> list[Flag]:
+    """The flags declared on ``cls``'s fields, in field order; ``own``: not its parts' (a
+    request that lists a part's flags in another --help section adds those itself)."""
+    skip: set[str] = set()
+    if own:
+        kind = cls if isinstance(cls, type) else type(cls)
+        for base in kind.__mro__[1:]:
+            if issubclass(base, Part) and base is not Part and dataclasses.is_dataclass(base):
+                skip |= {f.name for f in dataclasses.fields(base)}
     return [
         dataclasses.replace(f.metadata["cli"], field=f.name)
         for f in dataclasses.fields(cls)
-        if "cli" in f.metadata
+        if "cli" in f.metadata and f.name not in skip
     ]
 
 
@@ -83,10 +90,12 @@ def add_field_arguments(
     cls: Any,
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     groups: dict[str, argparse._ArgumentGroup] | None = None,
+    own: bool = False,
 ) -> None:
-    """``cls``'s declared flags on ``parser`` (each in its ``group``, made on first use)."""
+    """``cls``'s declared flags on ``parser`` (each in its ``group``, made on first use);
+    ``own``: not its parts' (``field_flags``)."""
     groups = {} if groups is None else groups
-    for flag in field_flags(cls):
+    for flag in field_flags(cls, own):
         target: Any = parser
         if flag.group:
             if flag.group not in groups:

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from deploylens.core.files import output_path
-from deploylens.core.request_parts import Part, cli
-from deploylens.core.requests import Request, flag
+from deploylens.core.request_parts import (
+    Part,
+    add_field_arguments,
+    cli,
+    field_args,
+    field_values,
+)
+from deploylens.core.requests import Request
 
 if TYPE_CHECKING:
     from deploylens.core.quantize.result import CalibrationReport  # noqa: F401
@@ -21,6 +26,9 @@ Method = Literal["minmax", "entropy", "percentile"]
 METHODS: tuple[str, ...] = ("minmax", "entropy", "percentile")
 DEFAULT_EVALUATE = 20
 DEFAULT_CACHE_VERSION = "10.16"
+# the --help sections
+CALIB, CHECK = "calibration", "accuracy and TensorRT cache"
+SENS, OUTPUTS, STUDY = "sensitivity", "evaluation and outputs", "the study"
 
 
 def default_output(model: str, method: str) -> str:
@@ -82,82 +90,55 @@ class CalibrateRequest(Request["CalibrationReport"], CalibrationData, Calibratio
         "trt_cache": "out",
     }
 
-    model: str
-    data: str  # a folder of images or .npy/.npz arrays (or one .npz)
-    output: str = ""  # the Q/DQ model; default: <model>.<method>.qdq.onnx
-    per_channel: bool = True
-    exclude: list[str] = field(default_factory=list)  # node names kept in float
-    evaluate: int = DEFAULT_EVALUATE  # samples for the accuracy check (0: none)
-    eval_data: str = ""  # held-out data for it; default: the calibration data
-    trt_cache: str = ""  # also write a TensorRT ≤ 10 calibration cache here
-    trt_version: str = DEFAULT_CACHE_VERSION  # the cache header's TensorRT
-    threads: int = 0  # ONNX Runtime intra-op threads for the accuracy check (0: its default)
+    model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=CALIB))
+    data: str = field(  # a folder of images or .npy/.npz arrays (or one .npz)
+        metadata=cli("images or .npy/.npz files", path=True, required=True, always=True,
+                     group=CALIB)
+    )  # fmt: skip
+    output: str = field(  # the Q/DQ model; default: <model>.<method>.qdq.onnx
+        default="", metadata=cli("the Q/DQ model (default MODEL.METHOD.qdq.onnx)",
+                                 option="--out", path=True, group=CALIB),
+    )  # fmt: skip
+    per_channel: bool = field(
+        default=True, metadata=cli("per-tensor weights (default per channel)",
+                                   option="--per-tensor", negate=True, group=CALIB),
+    )  # fmt: skip
+    exclude: list[str] = field(  # node names kept in float
+        default_factory=list,
+        metadata=cli("a node kept in float (repeatable)", repeat=True, group=CALIB),
+    )
+    evaluate: int = field(  # samples for the accuracy check (0: none)
+        default=DEFAULT_EVALUATE,
+        metadata=cli("samples for the accuracy check (from --eval-data, else the calibration "
+                     "data)", type=int, group=CHECK),
+    )  # fmt: skip
+    eval_data: str = field(  # held-out data for it; default: the calibration data
+        default="", metadata=cli("held-out images/arrays for the accuracy check", path=True,
+                                 group=CHECK),
+    )  # fmt: skip
+    trt_cache: str = field(  # also write a TensorRT ≤ 10 calibration cache here
+        default="", metadata=cli("also write a TensorRT ≤10 calibration cache", path=True,
+                                 group=CHECK),
+    )  # fmt: skip
+    trt_version: str = field(
+        default=DEFAULT_CACHE_VERSION, metadata=cli("the cache header's TensorRT", group=CHECK)
+    )
+    threads: int = field(  # ONNX Runtime intra-op threads for the accuracy check (0: default)
+        default=0, metadata=cli("ONNX Runtime threads", type=int, group=CHECK)
+    )
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("calibration")
-        group.add_argument("model", type=Path)
-        group.add_argument("--data", type=Path, required=True, help="images or .npy/.npz files")
-        CalibrationMethod.add_part_arguments(group)
-        CalibrationData.add_part_arguments(group)
-        group.add_argument(
-            "--exclude", action="append", default=[], help="a node kept in float (repeatable)"
-        )
-        group.add_argument(
-            "--per-tensor", action="store_true", help="per-tensor weights (default per channel)"
-        )
-        group.add_argument(
-            "--out", type=Path, help="the Q/DQ model (default MODEL.METHOD.qdq.onnx)"
-        )
-        check = parser.add_argument_group("accuracy and TensorRT cache")
-        check.add_argument(
-            "--evaluate",
-            type=int,
-            default=DEFAULT_EVALUATE,
-            help="samples for the accuracy check (from --eval-data, else the calibration data)",
-        )
-        check.add_argument(
-            "--eval-data", type=Path, help="held-out images/arrays for the accuracy check"
-        )
-        check.add_argument(
-            "--trt-cache", type=Path, help="also write a TensorRT ≤10 calibration cache"
-        )
-        check.add_argument(
-            "--trt-version", default=DEFAULT_CACHE_VERSION, help="the cache header's TensorRT"
-        )
-        check.add_argument("--threads", type=int, default=0, help="ONNX Runtime threads")
+        group = parser.add_argument_group(CALIB)
+        groups = {CALIB: group, CHECK: parser.add_argument_group(CHECK)}
+        add_field_arguments(cls, group, groups)  # its own, and its parts' (in CALIB) flags
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CalibrateRequest:
-        return cls(
-            model=str(args.model),
-            data=str(args.data),
-            output=str(args.out) if args.out else "",
-            **CalibrationMethod.part_values(args),
-            **CalibrationData.part_values(args),
-            per_channel=not args.per_tensor,
-            exclude=list(args.exclude),
-            evaluate=args.evaluate,
-            eval_data=str(args.eval_data) if args.eval_data else "",
-            trt_cache=str(args.trt_cache) if args.trt_cache else "",
-            trt_version=args.trt_version,
-            threads=args.threads,
-        )
+        return cls(**field_values(cls, args))
 
     def cli_args(self) -> list[str]:
-        args = [self.model, "--data", self.data]
-        args += CalibrationMethod.part_args(self) + CalibrationData.part_args(self)
-        for node in self.exclude:
-            args += ["--exclude", node]
-        if not self.per_channel:
-            args.append("--per-tensor")
-        flag(args, "--out", self.output, "")
-        flag(args, "--evaluate", self.evaluate, DEFAULT_EVALUATE)
-        flag(args, "--eval-data", self.eval_data, "")
-        flag(args, "--trt-cache", self.trt_cache, "")
-        flag(args, "--trt-version", self.trt_version, DEFAULT_CACHE_VERSION)
-        flag(args, "--threads", self.threads, 0)
-        return args
+        return field_args(self)
 
     def prepared(self) -> CalibrateRequest:
         """Files checked and every path absolute (the worker's working folder is not ours)."""
@@ -194,74 +175,58 @@ class SensitivityRequest(Request["Report"], CalibrationData, CalibrationMethod, 
         "out": "outdir",
     }
 
-    model: str
-    data: str  # calibration data: a folder of images or .npy/.npz arrays
-    out: str = ""  # a folder for the plan and report; default: MODEL.sensitivity beside the model
-    precision: Precision = "int8"
-    metric: Metric = "relL2"
-    budget: float | None = None  # relL2 ≤ it; cosine or top1 ≥ it (defaults per metric)
-    build: bool = False  # also build the plan with TensorRT-RTX ahead of time (where installed)
-    reuse_prefix: bool = True  # run only what a variant changes (core/quantize/prefix.py)
+    model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=SENS))
+    data: str = field(  # calibration data: a folder of images or .npy/.npz arrays
+        metadata=cli("calibration images/arrays", path=True, required=True, always=True,
+                     group=SENS)
+    )  # fmt: skip
+    out: str = field(  # a folder for the plan and report; default: MODEL.sensitivity beside it
+        default="",
+        metadata=cli("folder for the plan (default: MODEL.sensitivity beside the model, or in "
+                     "the outputs folder when the model's folder is not yours)", path=True,
+                     group=OUTPUTS),
+    )  # fmt: skip
+    precision: Precision = field(
+        default="int8",
+        metadata=cli("the lower precision each layer is tried in (default int8)",
+                     choices=("int8", "fp16"), group=SENS),
+    )  # fmt: skip
+    metric: Metric = field(
+        default="relL2",
+        metadata=cli("how far from FP32: rel L2 (default), cosine, or top-1 against --labels",
+                     choices=("relL2", "cosine", "top1"), group=SENS),
+    )  # fmt: skip
+    budget: float | None = field(  # relL2 ≤ it; cosine or top1 ≥ it (defaults per metric)
+        default=None,
+        metadata=cli("relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)", type=float,
+                     group=SENS),
+    )  # fmt: skip
+    build: bool = field(  # also build the plan with TensorRT-RTX ahead of time (where installed)
+        default=False,
+        metadata=cli("build the plan with TensorRT-RTX (no GPU needed)", group=OUTPUTS),
+    )
+    reuse_prefix: bool = field(  # run only what a variant changes (core/quantize/prefix.py)
+        default=True,
+        metadata=cli("evaluate every variant whole (default: only what it changes, from FP32's "
+                     "and the Q/DQ model's kept tensors)", option="--whole-model", negate=True,
+                     group=OUTPUTS),
+    )  # fmt: skip
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("sensitivity")
-        group.add_argument("model", type=Path)
-        group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
-        group.add_argument(
-            "--precision", choices=("int8", "fp16"), default="int8",
-            help="the lower precision each layer is tried in (default int8)",
-        )  # fmt: skip
+        group = parser.add_argument_group(SENS)
+        groups = {SENS: group, OUTPUTS: parser.add_argument_group(OUTPUTS)}
+        add_field_arguments(cls, group, groups, own=True)
         CalibrationMethod.add_part_arguments(group)
-        group.add_argument(
-            "--metric", choices=("relL2", "cosine", "top1"), default="relL2",
-            help="how far from FP32: rel L2 (default), cosine, or top-1 against --labels",
-        )  # fmt: skip
-        group.add_argument(
-            "--budget", type=float, help="relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)"
-        )
         CalibrationData.add_part_arguments(group)
-        evaluation = parser.add_argument_group("evaluation and outputs")
-        Evaluation.add_part_arguments(evaluation)
-        evaluation.add_argument(
-            "--out",
-            type=Path,
-            help="folder for the plan (default: MODEL.sensitivity beside the model, or in the "
-            "outputs folder when the model's folder is not yours)",
-        )
-        evaluation.add_argument(
-            "--build", action="store_true", help="build the plan with TensorRT-RTX (no GPU needed)"
-        )
-        evaluation.add_argument(
-            "--whole-model",
-            action="store_true",
-            help="evaluate every variant whole (default: only what it changes, from FP32's and "
-            "the Q/DQ model's kept tensors)",
-        )
+        Evaluation.add_part_arguments(groups[OUTPUTS])
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SensitivityRequest:
-        return cls(
-            model=str(args.model), data=str(args.data), out=str(args.out) if args.out else "",
-            precision=args.precision, metric=args.metric, budget=args.budget,
-            build=bool(args.build), reuse_prefix=not args.whole_model,
-            **CalibrationMethod.part_values(args), **CalibrationData.part_values(args),
-            **Evaluation.part_values(args),
-        )  # fmt: skip
+        return cls(**field_values(cls, args))
 
     def cli_args(self) -> list[str]:
-        args = [self.model, "--data", self.data]
-        flag(args, "--precision", self.precision, "int8")
-        flag(args, "--metric", self.metric, "relL2")
-        flag(args, "--budget", self.budget, None)
-        args += CalibrationMethod.part_args(self) + CalibrationData.part_args(self)
-        args += Evaluation.part_args(self)
-        flag(args, "--out", self.out, "")
-        if self.build:
-            args.append("--build")
-        if not self.reuse_prefix:
-            args.append("--whole-model")
-        return args
+        return field_args(self)
 
     @property
     def out_dir(self) -> str:
@@ -296,39 +261,30 @@ class StudyRequest(Request["StudyReport"], CalibrationData, Evaluation):
         "labels": "in",
     }
 
-    model: str
-    data: str
-    executor: Literal["auto", "worker", "ray"] = "auto"  # auto: Ray where installed
-    ray_address: str = ""
+    model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=STUDY))
+    data: str = field(
+        metadata=cli("calibration images/arrays", path=True, required=True, always=True,
+                     group=STUDY)
+    )  # fmt: skip
+    executor: Literal["auto", "worker", "ray"] = field(  # auto: Ray where installed
+        default="auto",
+        metadata=cli("ray: each configuration a Ray task; worker: one after another; auto "
+                     "(default): ray when installed (deploylens[cluster])",
+                     choices=("auto", "ray", "worker"), group=STUDY),
+    )  # fmt: skip
+    ray_address: str = field(default="", metadata=cli("a running Ray cluster", group=STUDY))
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("the study")
-        group.add_argument(
-            "--executor", choices=("auto", "ray", "worker"), default="auto",
-            help="ray: each configuration a Ray task; worker: one after another; auto "
-            "(default): ray when installed (deploylens[cluster])",
-        )  # fmt: skip
-        group.add_argument("--ray-address", default="", help="a running Ray cluster")
-        group.add_argument("model", type=Path)
-        group.add_argument("--data", type=Path, required=True, help="calibration images/arrays")
-        CalibrationData.add_part_arguments(group)
-        Evaluation.add_part_arguments(group)
+        group = parser.add_argument_group(STUDY)
+        add_field_arguments(cls, group, {STUDY: group})  # its own and its parts' flags
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> StudyRequest:
-        return cls(
-            model=str(args.model), data=str(args.data), executor=args.executor,
-            ray_address=args.ray_address, **CalibrationData.part_values(args),
-            **Evaluation.part_values(args),
-        )  # fmt: skip
+        return cls(**field_values(cls, args))
 
     def cli_args(self) -> list[str]:
-        args = [self.model, "--data", self.data]
-        args += CalibrationData.part_args(self) + Evaluation.part_args(self)
-        flag(args, "--executor", self.executor, "auto")
-        flag(args, "--ray-address", self.ray_address, "")
-        return args
+        return field_args(self)
 
     def sensitivity(self) -> SensitivityRequest:
         """The evaluation settings as the sensitivity analysis spells them."""
