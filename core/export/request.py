@@ -63,9 +63,12 @@ class ExportRequest(Request["ExportResult"]):
         groups = {EXPORT: parser.add_argument_group(EXPORT)}
         add_field_arguments(ExportSettings, parser, groups)  # exporter, opset, out, …
         groups[EXPORT].add_argument(
-            "--dynamic", action="append", default=[], metavar="TENSOR:AXIS:LABEL",
+            "--dynamic",
+            action="append",
+            default=[],
+            metavar="TENSOR:AXIS:LABEL",
             help="make an axis dynamic, e.g. input_ids:1:sequence (repeatable)",
-        )  # fmt: skip
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ExportRequest:

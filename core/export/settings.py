@@ -17,34 +17,55 @@ EXPORT = "the export"  # the --help section of the settings' flags
 class ExportSettings:
     exporter: str = field(
         default=DYNAMO,
-        metadata=cli("torch.export-based dynamo (default) or the TorchScript tracer",
-                     choices=(TORCHSCRIPT, DYNAMO), always=True, group=EXPORT),
-    )  # fmt: skip
+        metadata=cli(
+            "torch.export-based dynamo (default) or the TorchScript tracer",
+            choices=(TORCHSCRIPT, DYNAMO),
+            always=True,
+            group=EXPORT,
+        ),
+    )
     opset: int | None = field(  # None: the exporter's default
-        default=None, metadata=cli("ONNX opset (default: the exporter's own)", type=int,
-                                   group=EXPORT),
-    )  # fmt: skip
+        default=None,
+        metadata=cli("ONNX opset (default: the exporter's own)", type=int, group=EXPORT),
+    )
     output: str = field(
         default="model.onnx",
-        metadata=cli("the ONNX file (default model.onnx)", option="--out", metavar="FILE",
-                     always=True, group=EXPORT),
-    )  # fmt: skip
+        metadata=cli(
+            "the ONNX file (default model.onnx)",
+            option="--out",
+            metavar="FILE",
+            always=True,
+            group=EXPORT,
+        ),
+    )
     input_names: list[str] = field(default_factory=list)
     output_names: list[str] = field(
         default_factory=list,
-        metadata=cli("name the outputs in order (repeatable; default: a dict output's keys)",
-                     option="--output-name", repeat=True, metavar="NAME", group=EXPORT),
-    )  # fmt: skip
+        metadata=cli(
+            "name the outputs in order (repeatable; default: a dict output's keys)",
+            option="--output-name",
+            repeat=True,
+            metavar="NAME",
+            group=EXPORT,
+        ),
+    )
     # --dynamic TENSOR:AXIS:LABEL, by hand (one flag per axis, not per field item)
     dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
     constant_folding: bool = field(
-        default=True, metadata=cli("torchscript: keep constant parts", negate=True,
-                                   option="--no-constant-folding", group=EXPORT),
-    )  # fmt: skip
+        default=True,
+        metadata=cli(
+            "torchscript: keep constant parts",
+            negate=True,
+            option="--no-constant-folding",
+            group=EXPORT,
+        ),
+    )
     optimize: bool = field(  # dynamo only
-        default=True, metadata=cli("dynamo: skip the optimizer", negate=True,
-                                   option="--no-optimize", group=EXPORT),
-    )  # fmt: skip
+        default=True,
+        metadata=cli(
+            "dynamo: skip the optimizer", negate=True, option="--no-optimize", group=EXPORT
+        ),
+    )
     external_data: bool = field(
         default=False, metadata=cli("weights in a file beside the model", group=EXPORT)
     )
@@ -267,9 +288,10 @@ def python_script(
     if source.kind == "hf":
         names = [spec.name for spec in source.inputs or drawn or []]
         lines.append(
-            f"model = Wrapped(hf_model, {literal(names)})" if names else
-            "model = Wrapped(hf_model, names)"
-        )  # fmt: skip
+            f"model = Wrapped(hf_model, {literal(names)})"
+            if names
+            else "model = Wrapped(hf_model, names)"
+        )
     opset = settings.opset or (18 if settings.exporter == "dynamo" else 17)
     if settings.plugins:
         lines += [

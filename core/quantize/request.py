@@ -92,34 +92,45 @@ class CalibrateRequest(Request["CalibrationReport"], CalibrationData, Calibratio
 
     model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=CALIB))
     data: str = field(  # a folder of images or .npy/.npz arrays (or one .npz)
-        metadata=cli("images or .npy/.npz files", path=True, required=True, always=True,
-                     group=CALIB)
-    )  # fmt: skip
+        metadata=cli(
+            "images or .npy/.npz files", path=True, required=True, always=True, group=CALIB
+        )
+    )
     output: str = field(  # the Q/DQ model; default: <model>.<method>.qdq.onnx
-        default="", metadata=cli("the Q/DQ model (default MODEL.METHOD.qdq.onnx)",
-                                 option="--out", path=True, group=CALIB),
-    )  # fmt: skip
+        default="",
+        metadata=cli(
+            "the Q/DQ model (default MODEL.METHOD.qdq.onnx)", option="--out", path=True, group=CALIB
+        ),
+    )
     per_channel: bool = field(
-        default=True, metadata=cli("per-tensor weights (default per channel)",
-                                   option="--per-tensor", negate=True, group=CALIB),
-    )  # fmt: skip
+        default=True,
+        metadata=cli(
+            "per-tensor weights (default per channel)",
+            option="--per-tensor",
+            negate=True,
+            group=CALIB,
+        ),
+    )
     exclude: list[str] = field(  # node names kept in float
         default_factory=list,
         metadata=cli("a node kept in float (repeatable)", repeat=True, group=CALIB),
     )
     evaluate: int = field(  # samples for the accuracy check (0: none)
         default=DEFAULT_EVALUATE,
-        metadata=cli("samples for the accuracy check (from --eval-data, else the calibration "
-                     "data)", type=int, group=CHECK),
-    )  # fmt: skip
+        metadata=cli(
+            "samples for the accuracy check (from --eval-data, else the calibration data)",
+            type=int,
+            group=CHECK,
+        ),
+    )
     eval_data: str = field(  # held-out data for it; default: the calibration data
-        default="", metadata=cli("held-out images/arrays for the accuracy check", path=True,
-                                 group=CHECK),
-    )  # fmt: skip
+        default="",
+        metadata=cli("held-out images/arrays for the accuracy check", path=True, group=CHECK),
+    )
     trt_cache: str = field(  # also write a TensorRT ≤ 10 calibration cache here
-        default="", metadata=cli("also write a TensorRT ≤10 calibration cache", path=True,
-                                 group=CHECK),
-    )  # fmt: skip
+        default="",
+        metadata=cli("also write a TensorRT ≤10 calibration cache", path=True, group=CHECK),
+    )
     trt_version: str = field(
         default=DEFAULT_CACHE_VERSION, metadata=cli("the cache header's TensorRT", group=CHECK)
     )
@@ -177,40 +188,53 @@ class SensitivityRequest(Request["Report"], CalibrationData, CalibrationMethod, 
 
     model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=SENS))
     data: str = field(  # calibration data: a folder of images or .npy/.npz arrays
-        metadata=cli("calibration images/arrays", path=True, required=True, always=True,
-                     group=SENS)
-    )  # fmt: skip
+        metadata=cli("calibration images/arrays", path=True, required=True, always=True, group=SENS)
+    )
     out: str = field(  # a folder for the plan and report; default: MODEL.sensitivity beside it
         default="",
-        metadata=cli("folder for the plan (default: MODEL.sensitivity beside the model, or in "
-                     "the outputs folder when the model's folder is not yours)", path=True,
-                     group=OUTPUTS),
-    )  # fmt: skip
+        metadata=cli(
+            "folder for the plan (default: MODEL.sensitivity beside the model, or in "
+            "the outputs folder when the model's folder is not yours)",
+            path=True,
+            group=OUTPUTS,
+        ),
+    )
     precision: Precision = field(
         default="int8",
-        metadata=cli("the lower precision each layer is tried in (default int8)",
-                     choices=("int8", "fp16"), group=SENS),
-    )  # fmt: skip
+        metadata=cli(
+            "the lower precision each layer is tried in (default int8)",
+            choices=("int8", "fp16"),
+            group=SENS,
+        ),
+    )
     metric: Metric = field(
         default="relL2",
-        metadata=cli("how far from FP32: rel L2 (default), cosine, or top-1 against --labels",
-                     choices=("relL2", "cosine", "top1"), group=SENS),
-    )  # fmt: skip
+        metadata=cli(
+            "how far from FP32: rel L2 (default), cosine, or top-1 against --labels",
+            choices=("relL2", "cosine", "top1"),
+            group=SENS,
+        ),
+    )
     budget: float | None = field(  # relL2 ≤ it; cosine or top1 ≥ it (defaults per metric)
         default=None,
-        metadata=cli("relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)", type=float,
-                     group=SENS),
-    )  # fmt: skip
+        metadata=cli(
+            "relL2 ≤ B, or cosine/top1 ≥ B (default 0.02/0.999/0.99)", type=float, group=SENS
+        ),
+    )
     build: bool = field(  # also build the plan with TensorRT-RTX ahead of time (where installed)
         default=False,
         metadata=cli("build the plan with TensorRT-RTX (no GPU needed)", group=OUTPUTS),
     )
     reuse_prefix: bool = field(  # run only what a variant changes (core/quantize/prefix.py)
         default=True,
-        metadata=cli("evaluate every variant whole (default: only what it changes, from FP32's "
-                     "and the Q/DQ model's kept tensors)", option="--whole-model", negate=True,
-                     group=OUTPUTS),
-    )  # fmt: skip
+        metadata=cli(
+            "evaluate every variant whole (default: only what it changes, from FP32's "
+            "and the Q/DQ model's kept tensors)",
+            option="--whole-model",
+            negate=True,
+            group=OUTPUTS,
+        ),
+    )
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -263,15 +287,19 @@ class StudyRequest(Request["StudyReport"], CalibrationData, Evaluation):
 
     model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=STUDY))
     data: str = field(
-        metadata=cli("calibration images/arrays", path=True, required=True, always=True,
-                     group=STUDY)
-    )  # fmt: skip
+        metadata=cli(
+            "calibration images/arrays", path=True, required=True, always=True, group=STUDY
+        )
+    )
     executor: Literal["auto", "worker", "ray"] = field(  # auto: Ray where installed
         default="auto",
-        metadata=cli("ray: each configuration a Ray task; worker: one after another; auto "
-                     "(default): ray when installed (deploylens[cluster])",
-                     choices=("auto", "ray", "worker"), group=STUDY),
-    )  # fmt: skip
+        metadata=cli(
+            "ray: each configuration a Ray task; worker: one after another; auto "
+            "(default): ray when installed (deploylens[cluster])",
+            choices=("auto", "ray", "worker"),
+            group=STUDY,
+        ),
+    )
     ray_address: str = field(default="", metadata=cli("a running Ray cluster", group=STUDY))
 
     @classmethod
@@ -288,10 +316,16 @@ class StudyRequest(Request["StudyReport"], CalibrationData, Evaluation):
 
     def sensitivity(self) -> SensitivityRequest:
         """The evaluation settings as the sensitivity analysis spells them."""
-        return SensitivityRequest(self.model, self.data, **CalibrationData.part_of(self),
-                                  **Evaluation.part_of(self))  # fmt: skip
+        return SensitivityRequest(
+            self.model, self.data, **CalibrationData.part_of(self), **Evaluation.part_of(self)
+        )
 
     def prepared(self) -> StudyRequest:
         checked = self.sensitivity().prepared()
-        return replace(self, model=checked.model, data=checked.data, eval_data=checked.eval_data,
-                       labels=checked.labels)  # fmt: skip
+        return replace(
+            self,
+            model=checked.model,
+            data=checked.data,
+            eval_data=checked.eval_data,
+            labels=checked.labels,
+        )

@@ -28,9 +28,9 @@ class SurgeryRequest(Request["SurgeryResult"]):
     model: str = field(metadata=cli("the ONNX model to edit", positional=True, path=True))
     steps: list[Step] = field(default_factory=list)  # --steps, --fold, --pattern: by hand
     output: str = field(  # always named in a CLI line: a remote worker's output comes back here
-        default="", metadata=cli("the edited model (default MODEL.edited.onnx)", option="--out",
-                                 path=True),
-    )  # fmt: skip
+        default="",
+        metadata=cli("the edited model (default MODEL.edited.onnx)", option="--out", path=True),
+    )
     script: str = field(
         default="", metadata=cli("write the onnx-graphsurgeon reproducer", path=True)
     )

@@ -56,13 +56,16 @@ class ProfileRequest(Request["ProfileResult"], CaptureLoop):
     model: str = field(  # ort: an ONNX file; torch: an export spec; trt: an engine file
         metadata=cli(
             "ort: FILE.onnx; torch: an export spec (torchvision:NAME, FILE.py:f, …); "
-            "trt: FILE.engine", positional=True, group=CAPTURE,
+            "trt: FILE.engine",
+            positional=True,
+            group=CAPTURE,
         )
-    )  # fmt: skip
+    )
     out: str = field(  # the trace file (Chrome JSON)
-        metadata=cli("trace file to write (.json)", path=True, required=True, always=True,
-                     group=CAPTURE)
-    )  # fmt: skip
+        metadata=cli(
+            "trace file to write (.json)", path=True, required=True, always=True, group=CAPTURE
+        )
+    )
     backend: Backend = "ort"  # by hand: its default follows the model
     mode: Mode = field(  # how batches are issued on a GPU (core/trace/pipeline.py)
         default="serial",
@@ -70,9 +73,10 @@ class ProfileRequest(Request["ProfileResult"], CaptureLoop):
             "GPU: serial (H2D → compute → D2H per batch), pipelined (copy streams, the next "
             "batch's H2D before this batch's compute), cudagraph (compute replayed) or "
             "graph-pipelined (both: graphs replayed while the copies run on their own streams)",
-            choices=MODES, group=CAPTURE,
+            choices=MODES,
+            group=CAPTURE,
         ),
-    )  # fmt: skip
+    )
     batch: int = field(default=1, metadata=cli("batch size (default 1)", type=int, group=CAPTURE))
     streams: int = field(  # CUDA (compute) streams; ignored on the CPU, and said so
         default=1, metadata=cli("CUDA compute streams (GPU)", type=int, group=CAPTURE)
@@ -176,9 +180,10 @@ class SweepRequest(Request["SweepResult"], CaptureLoop):
 
     model: str = field(metadata=cli("as for deploylens profile", positional=True, group=SWEEP))
     out: str = field(  # a folder: one trace per point, sweep.json/.csv/.png
-        metadata=cli("folder for the traces and tables", path=True, required=True,
-                     always=True, group=SWEEP)
-    )  # fmt: skip
+        metadata=cli(
+            "folder for the traces and tables", path=True, required=True, always=True, group=SWEEP
+        )
+    )
     # by hand: the backend's default follows the model; the points are comma-separated lists
     backend: Backend = "torch"
     batches: list[int] = field(default_factory=lambda: [1])
@@ -190,9 +195,10 @@ class SweepRequest(Request["SweepResult"], CaptureLoop):
             "ray: each point a Ray task (GPU points need a GPU each); worker: one after "
             "another in the worker; auto (default): Ray only where it pays — a cluster, several "
             "GPUs, or CPU work (estimated from the cheapest point) of 30 s or more",
-            choices=EXECUTORS, group=FAN_OUT,
+            choices=EXECUTORS,
+            group=FAN_OUT,
         ),
-    )  # fmt: skip
+    )
     ray_address: str = field(  # a running Ray cluster ("" : Ray started on this machine)
         default="",
         metadata=cli(
@@ -200,7 +206,7 @@ class SweepRequest(Request["SweepResult"], CaptureLoop):
             "default: Ray on this machine (loopback only), started and stopped with the sweep",
             group=FAN_OUT,
         ),
-    )  # fmt: skip
+    )
 
     def base(self) -> ProfileRequest:
         return ProfileRequest(self.model, "", backend=self.backend, **CaptureLoop.part_of(self))
@@ -254,9 +260,10 @@ class LabRequest(Request["LabResult"]):
 
     name: str  # by hand: its choices are the lab's scenarios, imported when asked
     out: str = field(
-        metadata=cli("trace file to write (.json)", path=True, required=True, always=True,
-                     group=SCENARIO)
-    )  # fmt: skip
+        metadata=cli(
+            "trace file to write (.json)", path=True, required=True, always=True, group=SCENARIO
+        )
+    )
     synthetic: bool = field(  # even where a GPU is: the made-up trace (what CI checks)
         default=False, metadata=cli("made-up trace, no GPU used", group=SCENARIO)
     )

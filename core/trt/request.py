@@ -35,8 +35,12 @@ class BuildRequest(Request["BuildResult"]):
 
     # a project keeps the settings and the release; the model is its own, the rest the CLI's
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = (
-        "model", "engine", "settings_file", "target_cc", "profile"
-    )  # fmt: skip
+        "model",
+        "engine",
+        "settings_file",
+        "target_cc",
+        "profile",
+    )
 
     model: str = field(metadata=cli("the ONNX model", positional=True, path=True, group=ENGINE))
     engine: str = field(  # default: MODEL.engine
@@ -45,9 +49,10 @@ class BuildRequest(Request["BuildResult"]):
     settings: BuildSettings = field(default_factory=BuildSettings)
     settings_file: str = field(  # the TOML they came from (the CLI line names it)
         default="",
-        metadata=cli("TOML ([build] table or top level)", option="--settings", path=True,
-                     group=ENGINE),
-    )  # fmt: skip
+        metadata=cli(
+            "TOML ([build] table or top level)", option="--settings", path=True, group=ENGINE
+        ),
+    )
     # by hand: --trt-version's default depends on --target-cc, which is comma-separated
     version: str = DEFAULT_VERSION  # the release the settings and commands are checked for
     target_cc: list[str] | None = None  # --target-cc: TensorRT-RTX targets over the file's
@@ -56,9 +61,11 @@ class BuildRequest(Request["BuildResult"]):
         metadata=cli(
             "an optimization profile's shapes for INPUT, e.g. input_ids:1x8/1x128/1x512 "
             "(repeat for each dynamic input; replaces the settings' profiles)",
-            repeat=True, metavar="INPUT:MIN/OPT/MAX", group=ENGINE,
+            repeat=True,
+            metavar="INPUT:MIN/OPT/MAX",
+            group=ENGINE,
         ),
-    )  # fmt: skip
+    )
 
     @property
     def engine_path(self) -> str:

@@ -58,15 +58,18 @@ def _torch_source(args: argparse.Namespace) -> ModelSource | None:
 @dataclass
 class ValidateRequest(Request["ValidationResult"]):
     FILES: ClassVar[dict[str, str]] = {
-        "path": "in", "inputs": "in", "torch.target": "in", "torch.inputs_npz": "in",
+        "path": "in",
+        "inputs": "in",
+        "torch.target": "in",
+        "torch.inputs_npz": "in",
         "torch.weights": "in",
-    }  # fmt: skip
+    }
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("path", "plugin_entries")
 
     path: str = field(
-        default="", metadata=cli("the ONNX model", option="model", positional=True, path=True,
-                                 group=COMPARE),
-    )  # fmt: skip
+        default="",
+        metadata=cli("the ONNX model", option="model", positional=True, path=True, group=COMPARE),
+    )
     torch: ModelSource | None = None  # the reference; None: ORT with optimizations off
     inputs: str = field(  # an .npz/.npy, or a folder of images/arrays; "": seeded random
         default="", metadata=cli(INPUTS_HELP, path=True, group=COMPARE)
@@ -81,9 +84,10 @@ class ValidateRequest(Request["ValidationResult"]):
         default=DEFAULT_BUDGET_MB,
         metadata=cli(
             f"activations held at once in layer-wise mode (default {DEFAULT_BUDGET_MB:g})",
-            type=float, group=LAYERS,
+            type=float,
+            group=LAYERS,
         ),
-    )  # fmt: skip
+    )
     plugin_entries: dict[str, str] = field(default_factory=dict)  # filled at submission
 
     @classmethod
@@ -111,9 +115,11 @@ class ValidateRequest(Request["ValidationResult"]):
             help="N or OUTPUT:N: an output's ‖got−want‖/‖want‖ limit (default max(0.01, rtol))",
         )
         tolerances.add_argument(
-            "--statistic", default="elemwise", choices=STATISTICS,
+            "--statistic",
+            default="elemwise",
+            choices=STATISTICS,
             help="judge every element (elemwise, default) or a quantile of the errors",
-        )  # fmt: skip
+        )
         tolerances.add_argument(
             "--quantile", type=float, default=0.99, help="for --statistic quantile"
         )
