@@ -32,6 +32,7 @@ from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX
 from deploylens.core.samples import sample_models
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.opened import HearsModelOpened, OpenedModel
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.export.panel import ExportPanel
@@ -189,6 +190,12 @@ class MainWindow(QMainWindow):
         for pointing in (self.surgery_panel, self.validate_panel, self.build_panel,
                          self.sensitivity_panel):  # fmt: skip
             pointing.sig_node_selected.connect(self.graph_panel.reveal_name)
+        # the panels that follow the open model (the graph and support panels share the
+        # document's parse instead: _on_parsed)
+        self.model_views: tuple[HearsModelOpened, ...] = (
+            self.validate_panel, self.timeline_panel, self.sensitivity_panel, self.surgery_panel,
+            self.build_panel,
+        )  # fmt: skip
 
     def say(self, text: str) -> None:
         """A panel's message in the status bar, for long enough to read."""
@@ -495,12 +502,13 @@ class MainWindow(QMainWindow):
         )
         remember_recent(summary.path)
         self.graph_panel.expect(summary.path)  # the document parses it next (sig_parsed)
-        self.validate_panel.set_model(summary.path, self.document.project.tables.get("validate"))
-        inputs = {v.name: list(v.shape or []) for v in summary.inputs}
-        self.timeline_panel.set_model(summary.path)
-        self.sensitivity_panel.set_model(summary.path)
-        self.surgery_panel.set_model(summary.path, self.document.project.tables.get("surgery"))
-        self.build_panel.set_model(summary.path, inputs, self.document.project.tables.get("build"))
+        opened = OpenedModel(
+            summary.path,
+            {v.name: list(v.shape or []) for v in summary.inputs},
+            dict(self.document.project.tables),
+        )
+        for panel in self.model_views:  # the panel contract's model-opened, in one loop
+            panel.model_opened(opened)
         self._fill_recent()
         self.notification_bar.dismiss()
         if self.front == "Start":

@@ -35,6 +35,7 @@ from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.lazy_plot import LazyPlot
+from deploylens.gui.common.opened import OpenedModel
 from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
@@ -161,6 +162,10 @@ class SensitivityPanel(QWidget):
         )
         if path:
             widget.setText(path)
+
+    def model_opened(self, opened: OpenedModel) -> None:
+        """The panel contract (gui/common/opened.py)."""
+        self.set_model(opened.path)
 
     def set_model(self, path: str) -> None:
         """Another model: the last one's results go (they named its nodes); an analysis still

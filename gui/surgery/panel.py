@@ -44,6 +44,7 @@ from deploylens.core.surgery.steps import (
     steps_to_toml,
 )
 from deploylens.core.worker.client import JobFailure
+from deploylens.gui.common.opened import OpenedModel
 from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.job_manager import JobManager
 
@@ -178,6 +179,10 @@ class SurgeryPanel(QWidget):
         layout.addWidget(splitter, 1)
 
     # -- the model and the chosen nodes ------------------------------------------------------------
+    def model_opened(self, opened: OpenedModel) -> None:
+        """The panel contract (gui/common/opened.py): the model and its [surgery] table."""
+        self.set_model(opened.path, opened.table("surgery"))
+
     def set_model(self, path: str, table: dict[str, Any] | None = None) -> None:
         """A model opened. Our own output keeps the chain; a project restores its chain; any
         other model starts a new one."""

@@ -48,6 +48,7 @@ from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.background import BackgroundTask
 from deploylens.gui.common.columns import compact_rows, fit_columns, keep_fitted, name_floor
 from deploylens.gui.common.lazy_plot import LazyPlot
+from deploylens.gui.common.opened import OpenedModel
 from deploylens.gui.common.table_items import NumberItem
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.timeline.canvas import TimelineCanvas, format_ns
@@ -313,6 +314,10 @@ class TimelinePanel(QWidget):
         self.summary.setHtml(summary_html(stats))
         if latency:
             self.sig_overlay.emit("Latency (timeline)", latency, "ms per run (groups: sum)", True)
+
+    def model_opened(self, opened: OpenedModel) -> None:
+        """The panel contract (gui/common/opened.py): the model the Profile button runs."""
+        self.set_model(opened.path)
 
     def set_model(self, path: str) -> None:
         """The model the Profile button runs (the one open in the graph)."""

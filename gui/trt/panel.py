@@ -42,6 +42,7 @@ from deploylens.core.trt.settings import BuildSettings, Calibration, default_eng
 from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.choices import word
 from deploylens.gui.common.copy_request import CopyRequestButton
+from deploylens.gui.common.opened import OpenedModel
 from deploylens.gui.common.styles import BAD_STYLE, IDLE_STYLE, OK_STYLE
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.trt.engine_view import EngineView
@@ -162,6 +163,10 @@ class BuildPanel(QWidget):
         layout.addWidget(splitter, 1)  # the form and the commands get the height, not the banner
 
     # -- model and project ------------------------------------------------------------------------
+    def model_opened(self, opened: OpenedModel) -> None:
+        """The panel contract (gui/common/opened.py): the model, its inputs, its [build]."""
+        self.set_model(opened.path, opened.inputs, opened.table("build"))
+
     def set_model(
         self, path: str, inputs: dict[str, list[Any]] | None, table: dict[str, Any] | None = None
     ) -> None:

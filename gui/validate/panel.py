@@ -50,6 +50,7 @@ from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.columns import compact_rows, fit_columns
 from deploylens.gui.common.copy_request import CopyRequestButton
 from deploylens.gui.common.lazy_plot import LazyPlot
+from deploylens.gui.common.opened import OpenedModel
 from deploylens.gui.common.styles import BAD_STYLE, BOLD, IDLE_STYLE, VERDICT_STYLES
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.validate.layers_model import NODE_ROLE, SORT_ROLE, LayersTableModel
@@ -215,6 +216,10 @@ class ValidatePanel(QWidget):
         layout.addWidget(splitter)
 
     # -- settings (and the project table that keeps them) ----------
+    def model_opened(self, opened: OpenedModel) -> None:
+        """The panel contract (gui/common/opened.py): the model and its [validate] table."""
+        self.set_model(opened.path, opened.table("validate"))
+
     def set_model(self, path: str, table: dict[str, Any] | None = None) -> None:
         """A newly opened model; ``table`` is the project's [validate] table, if any. Without
         one, what named the last model (its PyTorch module, its inputs) goes and the user's

@@ -613,3 +613,38 @@ def test_every_panel_is_wired_by_the_one_contract(qtbot, make_window, samples: P
         name = f"no_such_node_from_{type(panel).__name__}"
         panel.sig_node_selected.emit(name)
         assert window.statusBar().currentMessage() == f"No node named {name} in this graph."
+
+
+def test_every_panel_that_follows_the_model_hears_one_opened_model(
+    qtbot, make_window, samples: Path
+) -> None:
+    """Model-opened is part of the one contract too (issue 46): each panel that follows the
+    open model hears the same ``OpenedModel`` in one loop, and a panel with a ``set_model``
+    the loop does not reach is named (the graph and support panels share the document's
+    parse instead)."""
+    from deploylens.gui.common.opened import OpenedModel
+
+    window = make_window(persist_layout=False)
+    heard: dict[str, OpenedModel] = {}
+    for panel in window.model_views:
+        original = panel.model_opened
+
+        def record(opened: OpenedModel, panel=panel, original=original) -> None:
+            heard[type(panel).__name__] = opened
+            original(opened)
+
+        panel.model_opened = record
+    path = samples / "small_cnn.dynamo.onnx"
+    wait_opened(qtbot, window, path)
+    assert set(heard) == {type(p).__name__ for p in window.model_views}
+    assert len({id(o) for o in heard.values()}) == 1  # one object, told to all
+    opened = next(iter(heard.values()))
+    assert Path(opened.path) == path.resolve() or Path(opened.path) == path
+    assert opened.inputs == {"image": [1, 3, 32, 32]}
+    assert window.validate_panel.model_path == opened.path
+    panels = [v for k, v in vars(window).items() if k.endswith("_panel")]
+    followers = [p for p in panels if hasattr(p, "set_model")]
+    shares_parse = {id(window.graph_panel), id(window.support_panel)}
+    forgotten = [type(p).__name__ for p in followers
+                 if id(p) not in shares_parse and p not in window.model_views]  # fmt: skip
+    assert not forgotten, forgotten
