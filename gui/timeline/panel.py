@@ -317,11 +317,7 @@ class TimelinePanel(QWidget):
 
     def model_opened(self, opened: OpenedModel) -> None:
         """The panel contract (gui/common/opened.py): the model the Profile button runs."""
-        self.set_model(opened.path)
-
-    def set_model(self, path: str) -> None:
-        """The model the Profile button runs (the one open in the graph)."""
-        self.model_path = path
+        self.model_path = opened.path
 
     def capture(self, accept: bool = True) -> CaptureDialog | None:
         """The Profile dialog; ``accept=False`` returns it unopened (tests fill it)."""
