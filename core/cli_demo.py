@@ -42,6 +42,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     from deploylens.core.jobs import Worker
     from deploylens.core.results import typed_result
     from deploylens.core.settings import AppSettings
+    from deploylens.core.worker.probe import BUNDLE_HINT
 
     python = args.python or AppSettings.load().worker_python or None
     worker = Worker(python)
@@ -56,10 +57,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     missing = found.missing()
     if found.deploylens.frozen and missing:
         print(f"  not in the bundle: {', '.join(missing)}")
-        print(  # a bundle takes no pip installs: the jobs that need them run in another Python
-            "  for those, choose the Python of your training environment in Preferences → "
-            "Worker interpreter, or check one with `deploylens env --python PATH`"
-        )
+        print(f"  for those, {BUNDLE_HINT}")
         missing = []
     needs = found.missing_needs()
     if needs:  # one line for everything a worker job needs, before the optional ones

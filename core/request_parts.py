@@ -3,9 +3,9 @@ itself (``field(default=…, metadata=cli(help=…))``), and the parser's argume
 arguments become the fields and how the fields become a command line again all come from that
 one declaration — flags, help texts and defaults cannot drift from the request they fill.
 
-Shared parts (``Part``): keyword-only dataclasses whose fields several requests inherit, their
-flags declared in ``FLAGS`` — profile and sweep (or calibrate, sensitivity and the study)
-cannot drift apart in a default or a spelling. Parts stay flat in the request: the worker
+Shared parts (``Part``): keyword-only dataclasses whose fields several requests inherit,
+declaring their flags the same way — profile and sweep (or calibrate, sensitivity and the
+study) cannot drift apart in a default or a spelling. Parts stay flat in the request: the worker
 params, a project's table and the TOML keep the field names they had.
 """
 

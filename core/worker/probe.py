@@ -54,6 +54,11 @@ WORKER_NEEDS = ("numpy", "onnx", "onnxruntime", "onnxscript", "platformdirs", "t
 TORCH_ONLY_NEEDS = ("onnxscript",)
 # Version shown for a module that imports but has no pip metadata (a bundle may carry code only).
 NO_METADATA = "(present, no pip metadata)"
+# What a bundle says instead of a pip line (it takes no installs; another Python runs the job).
+BUNDLE_HINT = (
+    "choose the Python of your training environment (one that has it) in Preferences → "
+    "Worker interpreter, or `deploylens env --python PATH` to check one"
+)
 
 
 def needs_given(has_torch: bool) -> tuple[str, ...]:
@@ -122,11 +127,7 @@ def pip_install_line(module: str, python: str | None = None) -> str:
     A packaged bundle cannot take pip installs: it says where the module can come from."""
     requirement = requirement_for(module, installed_version("torch"))
     if getattr(sys, "frozen", False) and (python is None or python == sys.executable):
-        return (
-            f"the DeployLens bundle does not include {requirement}: choose the Python of your "
-            "training environment (one that has it) in Preferences → Worker interpreter, or "
-            f"`deploylens env --python PATH` to check one"
-        )
+        return f"the DeployLens bundle does not include {requirement}: {BUNDLE_HINT}"
     return install_line([module, *[m for m in missing_needs() if m != module]], python)
 
 

@@ -155,19 +155,37 @@ class Label:
     beside: bool = False  # drawn next to its box, which is narrower than the text
 
 
-def box_obstacles(scene: Scene, boxes: np.ndarray, transform: QTransform) -> Placed:
-    """The screen rectangles of the boxes on screen and of the frames' header bands (a frame's
-    body holds the others): a label drawn beside its box must land on none of them."""
-    placed = Placed()
-    for box in boxes.tolist():
-        x0, y0, x1, y1 = scene.box_rect[box].tolist()
-        if scene.box_kind[box] == BOX_FRAME:
-            y1 = y0 + GROUP_HEADER
-        placed.take(QRectF(transform.map(QPointF(x0, y0)), transform.map(QPointF(x1, y1))))
-    return placed
+class Obstacles:
+    """The screen rectangles a label drawn beside its box must miss: the boxes on screen and
+    the frames' header bands (a frame's body holds the others) as one array tested at NumPy
+    speed, and the labels placed so far. Built per paint on the UI thread: a QRectF per box
+    into the grid cost 90 ms at 3,600 boxes; the array costs well under a millisecond."""
+
+    def __init__(self, scene: Scene, boxes: np.ndarray, transform: QTransform) -> None:
+        r = scene.box_rect[boxes].astype(np.float64, copy=True)
+        frames = scene.box_kind[boxes] == BOX_FRAME
+        r[frames, 3] = r[frames, 1] + GROUP_HEADER
+        t = transform  # the canvas's is a scale and a shift: corners stay corners
+        xs = t.m11() * r[:, [0, 2]] + t.m21() * r[:, [1, 3]] + t.dx()
+        ys = t.m12() * r[:, [0, 2]] + t.m22() * r[:, [1, 3]] + t.dy()
+        self.rects = np.stack(
+            [xs.min(axis=1), ys.min(axis=1), xs.max(axis=1), ys.max(axis=1)], axis=1
+        )
+        self.labels = Placed()
+
+    def free(self, rect: QRectF) -> bool:
+        r = self.rects
+        hit = (
+            (r[:, 0] < rect.right()) & (r[:, 2] > rect.left())
+            & (r[:, 1] < rect.bottom()) & (r[:, 3] > rect.top())
+        )  # fmt: skip
+        return not hit.any() and self.labels.free(rect)
+
+    def take(self, rect: QRectF) -> None:
+        self.labels.take(rect)
 
 
-def beside_rect(box_rect: QRectF, width: float, height: float, placed: Placed) -> QRectF | None:
+def beside_rect(box_rect: QRectF, width: float, height: float, placed: Obstacles) -> QRectF | None:
     """Where a label too wide for its box goes: right of the box, else left, on nothing."""
     top = box_rect.center().y() - height / 2
     for left in (box_rect.right() + 3, box_rect.left() - 3 - width):
@@ -197,10 +215,7 @@ def paint_box_labels(
     boxes = boxes[(screen_w >= LABEL_MIN_PX) & (screen_h >= 7)]
     if not boxes.size or boxes.size > MAX_LABELLED:
         return []
-    # the boxes on screen, then the labels beside them (a view this dense: the labelled ones)
-    placed = box_obstacles(
-        scene, on_screen if on_screen.size <= 2 * MAX_LABELLED else boxes, transform
-    )
+    placed = Obstacles(scene, on_screen, transform)  # boxes, then the labels beside them
     ir = model.ir
     font = QFont(on.font_small)
     font.setPointSizeF(float(np.clip(12.0 * scale, MIN_FONT_PT, MAX_FONT_PT)))
