@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from deploylens.core.files import atomic_write_bytes
+
 IR = 10
+
+
+def save(model: onnx.ModelProto, path: Path) -> None:
+    """Write through a temporary file and rename it into place: the models are cached between
+    runs (``path.exists()`` is trusted), so a run killed mid-write must not leave half a model."""
+    atomic_write_bytes(path, model.SerializeToString())
 
 
 def many_nodes(path: Path, nodes: int = 10_000) -> Path:
@@ -28,7 +38,7 @@ def many_nodes(path: Path, nodes: int = 10_000) -> Path:
         current = out
     graph = helper.make_graph(graph_nodes, "many_nodes", [x], [y], [bias])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
-    onnx.save(model, str(path))
+    save(model, path)
     return path
 
 
@@ -48,14 +58,19 @@ def external_data(path: Path, megabytes: int = 200, tensors: int = 50) -> Path:
         current = out
     graph = helper.make_graph(nodes, "external", [x], [y], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
-    onnx.save_model(
-        model,
-        str(path),
-        save_as_external_data=True,
-        all_tensors_to_one_file=True,
-        location="weights.bin",
-        size_threshold=0,
-    )
+    with tempfile.TemporaryDirectory(dir=path.parent) as staging:
+        staged = Path(staging) / path.name
+        onnx.save_model(
+            model,
+            str(staged),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location="weights.bin",
+            size_threshold=0,
+        )
+        # weights first, the model last: a model in place means its weights are whole
+        os.replace(Path(staging) / "weights.bin", path.parent / "weights.bin")
+        os.replace(staged, path)
     return path
 
 
@@ -112,5 +127,5 @@ def transformer_like(path: Path, nodes: int, hidden: int = 8, flat: bool = False
     ]
     graph = helper.make_graph(made, "transformer_like", [x], [y], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR)
-    onnx.save(model, str(path))
+    save(model, path)
     return path

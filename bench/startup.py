@@ -55,8 +55,15 @@ def watch(window):
         window.jobs.shutdown(2000)  # workers reaped: their CPU counts in this process tree's
         os._exit(0)
 
+    def failed(failure):
+        # the shutdown above cancels a summary still on its way: that is ours, not a failure
+        if failure.kind != "cancelled":
+            sys.stderr.write(f"open failed: {failure.kind}: {failure.message}\\n")
+            sys.stderr.flush()
+            os._exit(3)
+
     window.graph_panel.sig_loaded.connect(loaded)
-    window.document.sig_failed.connect(lambda failure: os._exit(3))
+    window.document.sig_failed.connect(failed)
 
 main([sys.argv[1]], on_window=watch)
 os._exit(4)
@@ -67,11 +74,15 @@ os._exit(4)
 LAUNCHER = """
 import json, os, subprocess, sys, time
 started = time.perf_counter()
-child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+import tempfile
+errors = tempfile.TemporaryFile()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=errors)
 _, status, usage = os.wait4(child.pid, 0)
+errors.seek(0)
 print(json.dumps({"s": time.perf_counter() - started, "rss_kb": usage.ru_maxrss,
                   "cpu": usage.ru_utime + usage.ru_stime,
-                  "code": os.waitstatus_to_exitcode(status)}))
+                  "code": os.waitstatus_to_exitcode(status),
+                  "stderr": errors.read()[-2000:].decode(errors="replace")}))
 """
 
 
@@ -88,7 +99,9 @@ def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[flo
     )
     data = json.loads(result.stdout.strip().splitlines()[-1])
     if data["code"] != 0:
-        raise SystemExit(f"{argv} failed with exit code {data['code']}")
+        raise SystemExit(
+            f"{argv} failed with exit code {data['code']}; its last error output:\n{data['stderr']}"
+        )
     return data["s"], data["rss_kb"] / 1024, data["cpu"]
 
 

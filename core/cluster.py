@@ -145,7 +145,10 @@ def _run_on_node(target: str, args: dict[str, Any], label: str) -> tuple[Any, st
         wanted, _, mode = fault.partition(":")
         if wanted != label:
             continue
-        marker = Path(tempfile.gettempdir()) / f"deploylens-fault-{_slug(fault)}"
+        # ``once:FOLDER``: the marker that says "it died already" lives in the test's folder
+        # (it was left in the shared temp dir, one more file per test run)
+        _, _, folder = mode.partition(":")
+        marker = Path(folder or tempfile.gettempdir()) / f"deploylens-fault-{_slug(fault)}"
         if mode.startswith("always") or not marker.exists():
             marker.touch()
             os._exit(17)  # a dead worker, as a segfault or the OOM killer leaves it

@@ -141,7 +141,7 @@ def test_an_embedded_ray_sweep_matches_the_worker_and_runs_the_cheap_points_whil
     # while Ray starts (2-5 s; measured 4-5 s here with 200 iterations, when 4 of 8 points ran
     # here and the rest took 8 s on one core: too close), the biggest go to Ray
     model = dynamic_mlp(tmp_path, width=256, layers=2)
-    once = f"b8 s1 serial:once:{uuid.uuid4().hex}"
+    once = f"b8 s1 serial:once:{tmp_path}"
     report = ray_or_its_fallback(model, tmp_path / "ray", "--executor", "ray",
                                  env={FAULT_ENV: once}, iterations=50)  # fmt: skip
     if report is None:
@@ -214,7 +214,7 @@ def test_a_sweep_on_a_two_node_cluster_retries_a_dead_point_and_reports_one_that
     """On a cluster every point is a Ray task: b3's worker dies on its first try (retried,
     then ok), b5's on every try (failed after two, the other seven stand), on both nodes."""
     model = dynamic_mlp(tmp_path)
-    faults = f"b3 s1 serial:once:{uuid.uuid4().hex},b5 s1 serial:always"
+    faults = f"b3 s1 serial:once:{tmp_path},b5 s1 serial:always"
     env = {"RAY_AUTH_MODE": "token", FAULT_ENV: faults}
     report = sweep(model, tmp_path / "out", "--ray-address", ray_cluster, env=env, status=1)
     assert report["executor"] == "ray" and not report["cluster"]["started_here"]
