@@ -175,15 +175,15 @@ def test_small_files_and_frozen_apps_stay_in_one_process(
 
 
 def test_workers_are_the_cores_nothing_else_is_using(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a busy machine the import stays in one process: workers there cost twice the
-    one-process decode's CPU and bought no wall time (2 cores, load 2+)."""
+    """On a busy or small machine the import stays in one process: two workers cost 1.7x the
+    CPU of one and were slower in wall time on 2 cores."""
     monkeypatch.delenv(import_workers.WORKERS_ENV, raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(2)), raising=False)
-    for load, expected in ((0.1, 2), (0.8, 1), (1.2, 1), (6.0, 1)):
+    for load, expected in ((0.0, 1), (0.8, 1), (6.0, 1)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert import_workers.workers() == expected, load
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
-    for load, expected in ((0.0, 8), (9.6, 6), (15.0, 1), (30.0, 1)):
+    for load, expected in ((0.0, 8), (9.6, 6), (12.6, 3), (13.6, 1), (30.0, 1)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert import_workers.workers() == expected, load
     monkeypatch.setenv(import_workers.WORKERS_ENV, "3")
