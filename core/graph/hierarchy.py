@@ -111,11 +111,11 @@ def tree_from_keys(
     is its key up to the last ``sep``."""
     parent = [-1]
     names = [""]
-    full = [""]
-    depth = [0]
     index: dict[str, int] = {"": ROOT}
     used = [keys[i] for i in dict.fromkeys(node_key)]
     for key in dict.fromkeys(used):  # each distinct key once, in order of first use
+        if key in index:
+            continue
         missing = []
         while key not in index:  # up to the nearest known ancestor
             up, _, name = key.rpartition(sep)
@@ -125,8 +125,11 @@ def tree_from_keys(
             index[prefix] = len(names)
             parent.append(index[up])
             names.append(name)
-            full.append(prefix[1:] if sep == "/" else prefix[1:].replace(sep, "/"))
-            depth.append(prefix.count(sep))
+    # a group's id is its key's place in ``index``: path and depth in one pass each at C speed
+    full = [key[1:] for key in index]
+    if sep != "/":
+        full = [key.replace(sep, "/") for key in full]
+    depth = [key.count(sep) for key in index]
     group_of = np.array([index.get(key, ROOT) for key in keys] or [ROOT], np.int32)
     node_group = group_of[np.asarray(node_key, dtype=np.int64)]
     tree = GroupTree(
