@@ -39,6 +39,10 @@ def _build_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    request = BuildRequest.from_args(args)
+    if args.build:  # the worker reads the model (once) and says what is wrong with it
+        return _real_build(args, request)
+    # imported after that branch: onnx alone was 0.2 s of a real build's CPU in this process
     from deploylens.core.model.summary import model_inputs
     from deploylens.core.trt.checks import check
     from deploylens.core.trt.commands import (
@@ -49,9 +53,6 @@ def cmd_build(args: argparse.Namespace) -> int:
     )
     from deploylens.core.trt.flags import is_rtx
 
-    request = BuildRequest.from_args(args)
-    if args.build:  # the worker reads the model (once) and says what is wrong with it
-        return _real_build(args, request)
     inputs = model_inputs(request.model)  # a clear error for a missing or corrupt model first
     settings, version, model = request.settings, request.version, request.model
     report: dict[str, Any] = {"version": version}

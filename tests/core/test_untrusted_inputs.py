@@ -280,3 +280,30 @@ def test_the_guard_parses_only_a_model_that_names_external_data(tmp_path: Path) 
     outside.write_bytes(helper.make_model(graph).SerializeToString())
     with pytest.raises(UserError, match="own folder"):
         check_model_file(outside)
+
+
+def test_a_real_builds_command_line_hands_over_without_importing_onnx(tmp_path: Path) -> None:
+    """``build --build``: the worker reads the model; the CLI process imported onnx before it
+    handed over (0.2 s of the command's fixed cost, for settings checks only ``build`` without
+    ``--build`` prints). The hand-over is replaced here by a recorder; the worker's part is
+    tested with the real TensorRT-RTX in test_tensorrt_rtx.py."""
+    model = tmp_path / "m.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph), model)
+    code = (
+        "import sys\nfrom deploylens.core.trt import cli_build\n"
+        "from deploylens.core.cli import main\n"
+        "seen = []\n"
+        "cli_build._real_build = lambda args, request: seen.append(request.model) or 0\n"
+        f"code = main(['build', {str(model)!r}, '--build', '--target-cc', 'sm89'])\n"
+        "print(code, seen == [" + repr(str(model)) + "], 'onnx' in sys.modules)"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert found.returncode == 0, found.stderr[-800:]
+    assert found.stdout.split() == ["0", "True", "False"], (found.stdout, found.stderr[-800:])
