@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from deploylens.core.model.dtypes import tensor_bytes
-from deploylens.core.model.summary import describe_type
 from deploylens.core.validate.compare import compare, judge_scale
 from deploylens.core.validate.mapping import Call, ModuleMapping, map_calls
 from deploylens.core.validate.tolerances import Tolerances
@@ -142,6 +141,8 @@ def _elem_types(model: Any) -> dict[str, int]:
 def activation_bytes(model: Any, feeds: dict[str, np.ndarray]) -> dict[str, int]:
     """Activation sizes for these feeds, by shape inference (unknown sizes are left out)."""
     import onnx
+
+    from deploylens.core.model.summary import describe_type  # onnx: not in the CLI's import
 
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
