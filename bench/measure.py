@@ -113,3 +113,12 @@ def _cpu() -> float:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + sys, with the children it reaped) of a running process we did not
+    wait for — a warm worker — from ``/proc/PID/stat``; read it before and after a job."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    ticks = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
