@@ -26,6 +26,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from measure import run_measured  # noqa: E402
 
 # Run in a fresh interpreter so the peak (VmHWM) belongs to layer-wise mode alone.
 MEMORY_CHILD = r"""
@@ -79,39 +81,40 @@ def speed(repeats: int, scratch: Path) -> dict[str, float]:
     model = onnx.load(str(path))
     feeds = {model.graph.input[0].name: example[0].numpy()}
     tol = Tolerances(rtol={"": 1e-4}, atol={"": 1e-4})
-    ours, theirs = [], []
+    ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
     compared = 0
     compare_layers(model, feeds, tol, torch_module=module)  # warm both sides' caches
     for _ in range(repeats):  # interleaved, so machine noise hits both alike
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = compare_layers(model, feeds, tol, torch_module=module)
         ours.append(time.perf_counter() - started)
+        ours_cpu.append(time.process_time() - cpu)
         compared = result.compared
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         with redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             infos = verify_onnx_program(program, example, compare_intermediates=True)
         theirs.append(time.perf_counter() - started)
-    started = time.perf_counter()
-    cli = subprocess.run(
+        theirs_cpu.append(time.process_time() - cpu)
+    cli = run_measured(
         [
             *(sys.executable, "-m", "deploylens.core.cli", "validate", str(path), "--layerwise"),
             *("--torch", "torchvision:resnet18", "--rtol", "1e-4", "--atol", "1e-4"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+        ]
     )
-    cli_s = time.perf_counter() - started
-    if cli.returncode not in (0, 1):
+    if cli.rc not in (0, 1):
         raise SystemExit(f"CLI failed: {cli.stderr[-400:]}")
     return {
         "deploylens_s": statistics.median(ours),
         "torch_verification_s": statistics.median(theirs),
         "speedup": statistics.median(theirs) / statistics.median(ours),
+        "deploylens_cpu_s": statistics.median(ours_cpu),
+        "torch_verification_cpu_s": statistics.median(theirs_cpu),
+        "cpu_speedup": statistics.median(theirs_cpu) / statistics.median(ours_cpu),
         "deploylens_tensors": compared,
         "torch_verification_tensors": len(infos),
-        "cli_round_trip_s": cli_s,
+        "cli_round_trip_s": cli.wall_s,
+        "cli_round_trip_cpu_s": cli.cpu_s,  # the CLI and its worker, torch import included
         "repeats": repeats,
     }
 
@@ -141,17 +144,23 @@ def main() -> int:
     chunked = memory(side, 256, scratch)
     at_once = None if args.quick else memory(side, 1e6, scratch)
     print(f"\nlayer-wise validation, resnet18 1×3×224×224 ({fast['repeats']} interleaved runs)\n")
-    print(f"{'':38s} {'seconds':>9s} {'tensors':>8s}")
+    print(f"{'':38s} {'seconds':>9s} {'CPU s':>7s} {'tensors':>8s}")
     print(
         f"{'DeployLens compare_layers':38s} {fast['deploylens_s']:9.2f} "
-        f"{fast['deploylens_tensors']:8d}"
+        f"{fast['deploylens_cpu_s']:7.2f} {fast['deploylens_tensors']:8d}"
     )
     print(
         f"{'torch verify_onnx_program(intermediates)':38s} {fast['torch_verification_s']:9.2f} "
-        f"{fast['torch_verification_tensors']:8d}"
+        f"{fast['torch_verification_cpu_s']:7.2f} {fast['torch_verification_tensors']:8d}"
     )
-    print(f"{'speed-up':38s} {fast['speedup']:9.1f}×   (target ≥ 5×, ours ≤ 3 s)")
-    print(f"{'CLI round trip (fresh worker)':38s} {fast['cli_round_trip_s']:9.2f}")
+    print(
+        f"{'speed-up':38s} {fast['speedup']:9.1f}× {fast['cpu_speedup']:6.1f}×"
+        "   (target ≥ 5×, ours ≤ 3 s)"
+    )
+    print(
+        f"{'CLI round trip (fresh worker)':38s} {fast['cli_round_trip_s']:9.2f} "
+        f"{fast['cli_round_trip_cpu_s']:7.2f}"
+    )
     print(f"\nmemory, resnet18 at 1×3×{side}×{side} (fresh process each, peak RSS)\n")
     print(f"{'mode':26s} {'activations MB':>15s} {'chunks':>7s} {'peak RSS MB':>12s} {'s':>6s}")
     for name, row in (("chunks of 256 MB", chunked), ("all at once", at_once)):
