@@ -3,6 +3,7 @@ same graph laid out by Graphviz dot (the quality reference) and grandalf (the pu
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -80,7 +81,7 @@ def dot_layout(
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "g.dot"
         path.write_text("\n".join(lines))
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _children_cpu()
         try:
             out = subprocess.run(
                 ["dot", "-Tplain", str(path)],
@@ -92,6 +93,7 @@ def dot_layout(
         except subprocess.TimeoutExpired:
             return {"seconds": None, "timeout": timeout}
         seconds = time.perf_counter() - started
+        cpu_seconds = _children_cpu() - cpu
     polylines: list[np.ndarray] = []
     rects = np.zeros((n, 4))
     for line in out.splitlines():
@@ -105,7 +107,11 @@ def dot_layout(
             coords = np.array(parts[4 : 4 + 2 * count], dtype=float).reshape(count, 2) * 72
             coords[:, 1] = -coords[:, 1]  # dot's y grows upwards
             polylines.append(coords)
-    result: dict[str, object] = {"seconds": seconds, "polylines": polylines}
+    result: dict[str, object] = {
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "polylines": polylines,
+    }
     if with_nodes:
         result["rects"] = rects
     return result
@@ -113,7 +119,8 @@ def dot_layout(
 
 def grandalf_layout(
     n: int, src: np.ndarray, dst: np.ndarray, width: np.ndarray, height: float
-) -> float | None:
+) -> tuple[float, float] | None:
+    """(wall, CPU) seconds of grandalf's Sugiyama layout of the graph, None without it."""
     try:
         from grandalf.graphs import Edge, Graph, Vertex
         from grandalf.layouts import SugiyamaLayout
@@ -130,10 +137,15 @@ def grandalf_layout(
     edges = [
         Edge(vertices[s], vertices[d]) for s, d in zip(src.tolist(), dst.tolist(), strict=True)
     ]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     graph = Graph(vertices, edges)
     for component in graph.C:
         layout = SugiyamaLayout(component)
         layout.init_all()
         layout.draw()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
