@@ -26,6 +26,7 @@ from deploylens.core.guard import check_model_file
 from deploylens.core.pytorch.pt2_archive import load_exported_program
 from deploylens.core.requests import REQUESTS, request_class
 from deploylens.core.worker.transfer import companions
+from tests.helpers.onnx_models import chain_model
 
 DEPLOYLENS = str(Path(sys.executable).with_name("deploylens"))
 MARKER_BYTES = b"DEPLOYLENS-SECRET-MARKER-0123456789" * 4  # 140 bytes, 35 float32s
@@ -253,12 +254,7 @@ def test_the_guard_parses_only_a_model_that_names_external_data(tmp_path: Path) 
     the parser) no longer imports onnx for it (0.35 s CPU of the build's fixed cost). A model
     that names external data is still parsed and checked."""
     inside = tmp_path / "inside.onnx"
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
-    )  # fmt: skip
-    onnx.save(helper.make_model(graph), inside)
+    onnx.save(chain_model(2), inside)  # its one weight inside the file
     code = (
         "import sys; from deploylens.core.guard import check_model_file; "
         f"check_model_file({str(inside)!r}); print('onnx' in sys.modules)"
@@ -293,12 +289,7 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     ``--build`` prints, ``validate`` through its result's module). The hand-over (``run_job``)
     is replaced here by a recorder; the jobs themselves are tested with real workers."""
     model = tmp_path / "m.onnx"
-    graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"])], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
-    )  # fmt: skip
-    onnx.save(helper.make_model(graph), model)
+    onnx.save(chain_model(2), model)
     code = (
         "import os, sys\nimport deploylens.core.jobs as jobs\n"
         "def handed(job, params, *rest, **named):\n"
