@@ -10,15 +10,30 @@ CPU figure moves little, so targets are CPU ratios (PLATFORM.md, measured 2026-1
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+# Linux hands a process its parent's peak RSS at exec (the old address space's high-water mark
+# goes into the new process's ru_maxrss), so a command started from a bench that holds a few
+# hundred MB reports at least that. A small interpreter starts the command and reports the
+# wait4 rusage of that command alone: its peak starts from the launcher's ~10 MB.
+LAUNCHER = """
+import json, os, sys
+report, command = int(sys.argv[1]), sys.argv[2:]
+os.set_inheritable(report, False)  # a daemon the command leaves must not hold the report open
+pid = os.posix_spawnp(command[0], command, os.environ)
+_, status, usage = os.wait4(pid, 0)
+os.write(report, json.dumps([status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss]).encode())
+"""
 
 
 @dataclass
@@ -39,17 +54,23 @@ def run_measured(
     cwd: str | None = None,
 ) -> Measured:
     """Run ``command`` to its end (killed with its process group past ``timeout``); its
-    rusage comes from ``wait4`` on that one child, so concurrent work of the caller's other
-    children is not counted."""
+    rusage comes from ``wait4`` on that one command (in LAUNCHER), so neither concurrent work
+    of the caller's other children nor the caller's own peak RSS is counted."""
+    report_read, report_write = os.pipe()
+    os.set_inheritable(report_write, True)
     started = time.perf_counter()
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER, str(report_write), *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            pass_fds=(report_write,),
+        )
+    finally:
+        os.close(report_write)
     out: list[bytes] = []
     err: list[bytes] = []
     readers = [
@@ -62,21 +83,28 @@ def run_measured(
     timer = threading.Timer(timeout, lambda: _kill_group(process.pid))
     timer.start()
     try:
-        _, status, usage = os.wait4(process.pid, 0)
+        _, launcher_status, _ = os.wait4(process.pid, 0)
     finally:
         timer.cancel()
+        with os.fdopen(report_read, "rb") as pipe:
+            report = pipe.read()
     wall = time.perf_counter() - started
     if time.perf_counter() - started >= timeout:
         timed_out = True
     _kill_group(process.pid)  # anything it left behind in its group
     for reader in readers:
         reader.join(timeout=10)
-    process.returncode = os.waitstatus_to_exitcode(status)
+    if report:
+        status, cpu_s, maxrss_kb = json.loads(report)
+        rc = os.waitstatus_to_exitcode(status)
+    else:  # the launcher itself was killed (timeout) or could not start the command
+        rc, cpu_s, maxrss_kb = os.waitstatus_to_exitcode(launcher_status), 0.0, 0
+    process.returncode = rc
     return Measured(
-        rc=process.returncode,
+        rc=rc,
         wall_s=wall,
-        cpu_s=usage.ru_utime + usage.ru_stime,
-        peak_mb=usage.ru_maxrss / 1024,
+        cpu_s=cpu_s,
+        peak_mb=maxrss_kb / 1024,
         stdout=(out[0] if out else b"").decode("utf-8", "replace"),
         stderr=(err[0] if err else b"").decode("utf-8", "replace"),
         timed_out=timed_out,
