@@ -365,16 +365,21 @@ class TensorRTAdapter:
         # temporary one is freed at once, and the parser then crashes the process).
         partition_network = builder.create_network(self._network_flags(False))
         partition_parser = trt.OnnxParser(partition_network, quiet)  # its messages repeat
-        data = model.SerializeToString()
-        if hasattr(partition_parser, "supports_model_v2"):
-            partition_parser.supports_model_v2(data)
+        # onnx-tensorrt's parse reports the partition supports_model_v2 would (both parse, then
+        # reportSubgraphs; TensorRT-RTX 1.7 does): a second parse was half of the probe's cost
+        kept = getattr(parser, "num_subgraphs", 0)
+        if kept:
+            runs = [list(parser.get_subgraph_nodes(i)) for i in range(kept)]
+            result["api"] += " (its partition)"
+        elif hasattr(partition_parser, "supports_model_v2"):
+            partition_parser.supports_model_v2(model.SerializeToString())
             runs = [
                 list(partition_parser.get_subgraph_nodes(i))
                 for i in range(partition_parser.num_subgraphs)
             ]
             result["api"] += " + supports_model_v2"
         elif hasattr(partition_parser, "supports_model"):
-            _, raw = partition_parser.supports_model(data)
+            _, raw = partition_parser.supports_model(model.SerializeToString())
             runs = [list(indices) for indices, _ in raw]
             result["api"] += " + supports_model"
         else:

@@ -279,14 +279,20 @@ def test_the_guard_parses_only_a_model_that_names_external_data(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    ("command", "options"), [("build", ["--build", "--target-cc", "sm89"]), ("validate", [])]
+    ("command", "options"),
+    [
+        ("build", ["--build", "--target-cc", "sm89"]),
+        ("validate", []),
+        ("support", ["--target", "trt-rtx"]),
+    ],
 )
 def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     tmp_path: Path, command: str, options: list[str]
 ) -> None:
     """The worker reads the model; the CLI process imported onnx before it handed over (0.2 s
     CPU of each command's fixed cost: ``build`` for settings checks only a build without
-    ``--build`` prints, ``validate`` through its result's module). The hand-over (``run_job``)
+    ``--build`` prints, ``validate`` through its result's module, ``support`` with only the
+    live parser asked by reading the model itself first). The hand-over (``run_job``)
     is replaced here by a recorder; the jobs themselves are tested with real workers."""
     model = tmp_path / "m.onnx"
     onnx.save(chain_model(2), model)
@@ -305,4 +311,4 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     )
     assert found.returncode == 0, found.stderr[-800:]
     job, imported = found.stdout.split()
-    assert job.startswith(("build.", "validate.")) and imported == "False", found.stdout
+    assert job.startswith(("build.", "validate.", "support.")) and imported == "False", found.stdout
