@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from deploylens.core.model.dtypes import tensor_bytes
 from deploylens.core.validate.compare import compare, judge_scale
 from deploylens.core.validate.mapping import Call, ModuleMapping, map_calls
 from deploylens.core.validate.tolerances import Tolerances
+
+if TYPE_CHECKING:  # onnx and onnxruntime: not in the CLI's import of this module
+    from deploylens.core.validate.shared_weights import SharedWeights
 
 DEFAULT_BUDGET_MB = 256.0
 Progress = Callable[[float, str], None]
@@ -286,27 +289,12 @@ def _what(output: Any) -> str:
             if count else "returns no tensor")  # fmt: skip
 
 
-def _with_outputs(model: Any, names: list[str]) -> bytes:
-    """The model with exactly these outputs: nodes only later tensors need are pruned by ONNX
-    Runtime, so a chunk early in the graph does not pay for the rest of it."""
-    import onnx
-
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    declared = {o.name: o for o in model.graph.output}
-    del copy.graph.output[:]
-    for name in names:
-        copy.graph.output.append(declared.get(name) or onnx.ValueInfoProto(name=name))
-    result: bytes = copy.SerializeToString()
-    return result
-
-
-def _session(data: bytes, optimized: bool, extensions: bool) -> Any:
+def _session(data: bytes, optimized: bool, extensions: bool, weights: SharedWeights) -> Any:
     import onnxruntime as ort
 
     from deploylens.core.ort_session import session_options
 
-    options = session_options(optimized, extensions)
+    options = weights.add_to(session_options(optimized, extensions))
     options.enable_cpu_mem_arena = False  # one run per session: give memory back when it ends
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
@@ -323,13 +311,15 @@ def compare_layers(
 ) -> Layerwise:
     """Compare every probe point; returns the per-node table, first divergence and unmapped."""
     from deploylens.core.ort_session import prepare_for_ort
+    from deploylens.core.validate.shared_weights import share_weights
 
     started = time.perf_counter()
     model, extensions = prepare_for_ort(model, plugins or [])
+    weights = share_weights(model)  # one copy of the weights for every chunk's sessions
     report = progress or (lambda _f, _m: None)
     capture: TorchCapture | None = None
     mapping = ModuleMapping(style="onnx-only")
-    sizes = activation_bytes(model, feeds)
+    sizes = activation_bytes(weights.light, feeds)
     budget = budget_mb * 1024 * 1024
     spill = None  # over the budget, torch outputs go to disk as they are produced
     if torch_module is not None and (sum(sizes.values()) > budget or not sizes):
@@ -361,12 +351,14 @@ def compare_layers(
             report(n / len(parts), f"layer-wise: chunk {n + 1} of {len(parts)}")
             names = list(dict.fromkeys(p.tensor for p in part))
             peak_chunk = max(peak_chunk, sum(sizes.get(t, 0) for t in names))
-            data = _with_outputs(model, names)
-            got = dict(zip(names, _session(data, True, extensions).run(names, feeds), strict=True))
+            data = weights.model_with_outputs(names)
+            session = _session(data, True, extensions, weights)
+            got = dict(zip(names, session.run(names, feeds), strict=True))
+            del session
             if capture is not None:
                 pairs = [(p, got[p.tensor], _load(reference.get(p.module))) for p in part]
             else:
-                ref = _session(data, False, extensions).run(names, feeds)
+                ref = _session(data, False, extensions, weights).run(names, feeds)
                 ref_by_name = dict(zip(names, ref, strict=True))
                 pairs = [(p, got[p.tensor], ref_by_name[p.tensor]) for p in part]
             del data
