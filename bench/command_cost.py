@@ -4,6 +4,8 @@ each pair run interleaved (ours, theirs, ours, theirs …) in one run, so load m
 - inspect vit_b_16 / swin_t (default checks) vs ``polygraphy inspect model``: <= 1.2x (and RSS)
 - ``support`` 10k nodes ``--target trt-rtx`` vs ``onnx.load`` in a fresh interpreter: <= 3x
 - ``graph --stats`` 100k nodes vs ``onnx.load``: <= 2x
+- ``trace --stats`` 1M events (Chrome JSON) vs the decode floor (msgspec's typed decode of the
+  events in one process, bench/timeline.py's floor) in a fresh interpreter: <= 1.5x
 - ``validate --layerwise`` vit_b_16 ``--torch torchvision:vit_b_16``: <= 5 s of CPU; beside it
   the floor of importing torch and torchvision alone (not in ``--quick``)
 
@@ -58,6 +60,27 @@ def export_torchvision(name: str, folder: Path) -> Path:
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-c", EXPORT, name, str(path)], check=True)
+    return path
+
+
+FLOOR = """
+import sys
+from deploylens.core.trace.chrome import decode_events
+from deploylens.core.trace.json_stream import iter_chunks
+sum(len(events) for events in iter_chunks(sys.argv[1], decode_events, chunk=32 << 20))
+"""
+
+
+def synthetic_trace(events: int, folder: Path) -> Path:
+    """The timeline bench's synthetic Chrome trace (16 lanes), written once and reused."""
+    path = folder / f"trace_{events}.json"
+    if not path.exists():
+        sys.path.insert(0, str(ROOT))  # the generator lives with the tests
+        from deploylens.core.trace.export import write_chrome
+        from tests.helpers.synthetic_trace import make_trace
+
+        folder.mkdir(parents=True, exist_ok=True)
+        write_chrome(make_trace(events, lanes=16), path)
     return path
 
 
@@ -128,6 +151,17 @@ def main() -> int:
             "onnx.load",
             [*LOAD, graph_model],
             2.0,
+        )
+    )
+    events = 100_000 if args.quick else 1_000_000
+    trace = synthetic_trace(events, args.models)
+    cases.append(
+        (
+            f"trace --stats {events:,} events",
+            [DEPLOYLENS, "trace", "--stats", str(trace)],
+            "decode floor (one process)",
+            [sys.executable, "-c", FLOOR, str(trace)],
+            1.5,
         )
     )
     if not args.quick:

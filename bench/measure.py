@@ -27,12 +27,15 @@ from dataclasses import dataclass
 # hundred MB reports at least that. A small interpreter starts the command and reports the
 # wait4 rusage of that command alone: its peak starts from the launcher's ~10 MB.
 LAUNCHER = """
-import json, os, sys
+import json, os, sys, time
 report, command = int(sys.argv[1]), sys.argv[2:]
 os.set_inheritable(report, False)  # a daemon the command leaves must not hold the report open
+started = time.perf_counter()  # the command's wall time, not this interpreter's start
 pid = os.posix_spawnp(command[0], command, os.environ)
 _, status, usage = os.wait4(pid, 0)
-os.write(report, json.dumps([status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss]).encode())
+wall = time.perf_counter() - started
+cpu = usage.ru_utime + usage.ru_stime
+os.write(report, json.dumps([status, cpu, usage.ru_maxrss, wall]).encode())
 """
 
 
@@ -95,7 +98,7 @@ def run_measured(
     for reader in readers:
         reader.join(timeout=10)
     if report:
-        status, cpu_s, maxrss_kb = json.loads(report)
+        status, cpu_s, maxrss_kb, wall = json.loads(report)
         rc = os.waitstatus_to_exitcode(status)
     else:  # the launcher itself was killed (timeout) or could not start the command
         rc, cpu_s, maxrss_kb = os.waitstatus_to_exitcode(launcher_status), 0.0, 0

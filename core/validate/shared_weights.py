@@ -54,7 +54,9 @@ class SharedWeights:
         kept = [onnx.ValueInfoProto() for _ in outputs]
         for info, name in zip(kept, outputs, strict=True):
             info.CopyFrom(declared.get(name) or onnx.ValueInfoProto(name=name))
-        original = list(self.light.graph.output)
+        original = [onnx.ValueInfoProto() for _ in self.light.graph.output]
+        for copy, info in zip(original, self.light.graph.output, strict=True):
+            copy.CopyFrom(info)  # copies: the repeated field's own items go with the del
         del self.light.graph.output[:]
         self.light.graph.output.extend(kept)
         try:
