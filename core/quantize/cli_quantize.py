@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from deploylens.core.command import Command
 from deploylens.core.outputs import beside
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest, StudyRequest
 from deploylens.core.quantize.result import CalibrationReport
-from deploylens.core.quantize.sensitivity import Report
-from deploylens.core.quantize.study import StudyReport
 from deploylens.core.results import Result, Verdict
+
+if TYPE_CHECKING:  # their modules import onnx: the worker reads the model, not this process
+    from deploylens.core.quantize.sensitivity import Report
+    from deploylens.core.quantize.study import StudyReport
 
 
 def _calibrate_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from deploylens.core.errors import UserError
 from deploylens.core.files import SETTINGS_LIMIT, input_file, output_path, read_text
 from deploylens.core.request_parts import cli, field_args, field_values
 from deploylens.core.requests import Request
-from deploylens.core.surgery.patterns import PATTERNS
+from deploylens.core.surgery.pattern_names import PATTERN_NAMES
 from deploylens.core.surgery.steps import Step, step_table, steps_from_toml
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class SurgeryRequest(Request["SurgeryResult"]):
             "--pattern",
             action="append",
             default=[],
-            choices=list(PATTERNS),
+            choices=list(PATTERN_NAMES),
             help="apply a built-in pattern (repeatable; after --steps)",
         )
 

@@ -8,15 +8,15 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
-
-import onnx
+from typing import TYPE_CHECKING, Any, Literal
 
 from deploylens.core import typed
 from deploylens.core.codegen import comment, docstring, identifier, literal
 from deploylens.core.errors import UserError
-from deploylens.core.surgery import graph_ops
-from deploylens.core.surgery.patterns import PATTERNS
+from deploylens.core.surgery.pattern_names import PATTERN_NAMES
+
+if TYPE_CHECKING:  # the CLI checks steps without onnx; the worker that applies them has it
+    import onnx
 
 StepOp = Literal[
     "fold", "pattern", "extract", "replace", "rename_domain", "cut_outputs", "set_dims"
@@ -70,10 +70,10 @@ class Step:
                 + "; remove the rest (it would be silently ignored)",
             )
         _check_text(self)
-        if self.op == "pattern" and self.pattern not in PATTERNS:
+        if self.op == "pattern" and self.pattern not in PATTERN_NAMES:
             raise UserError(
                 f"unknown pattern {self.pattern!r}",
-                f"built-in patterns: {', '.join(PATTERNS)}",
+                f"built-in patterns: {', '.join(PATTERN_NAMES)}",
             )
         if self.op == "extract" and not self.outputs:
             raise UserError("an extract step needs outputs = [tensor names]")
@@ -135,6 +135,9 @@ def _check_text(step: Step) -> None:
 
 
 def apply_step(model: onnx.ModelProto, step: Step) -> tuple[onnx.ModelProto, dict[str, Any]]:
+    from deploylens.core.surgery import graph_ops
+    from deploylens.core.surgery.patterns import PATTERNS
+
     step.check()
     actions: dict[str, Callable[[], tuple[onnx.ModelProto, dict[str, Any]]]] = {
         "fold": lambda: graph_ops.fold(model),

@@ -522,3 +522,12 @@ def test_a_replace_or_fold_keeps_the_groups_of_the_untouched_nodes(samples: Path
         assert untouched and all(after[n] == before[n] for n in untouched)
         assert build_model_ir(edited).hierarchy == "name_scopes"
     assert after["my_op"] == before[target]
+
+
+def test_the_pattern_names_the_cli_checks_are_the_patterns_there_are() -> None:
+    """The CLI and steps files check ``--pattern`` against core/surgery/pattern_names.py (onnx
+    stays out of the CLI process); the rewrites themselves live in patterns.py."""
+    from deploylens.core.surgery.pattern_names import PATTERN_NAMES
+    from deploylens.core.surgery.patterns import PATTERNS
+
+    assert tuple(PATTERNS) == PATTERN_NAMES

@@ -284,6 +284,8 @@ def test_the_guard_parses_only_a_model_that_names_external_data(tmp_path: Path) 
         ("build", ["--build", "--target-cc", "sm89"]),
         ("validate", []),
         ("support", ["--target", "trt-rtx"]),
+        ("surgery", ["--fold", "--out", "{tmp}/edited.onnx"]),
+        ("calibrate", ["--data", "{tmp}/data.npz"]),
     ],
 )
 def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
@@ -292,10 +294,14 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     """The worker reads the model; the CLI process imported onnx before it handed over (0.2 s
     CPU of each command's fixed cost: ``build`` for settings checks only a build without
     ``--build`` prints, ``validate`` through its result's module, ``support`` with only the
-    live parser asked by reading the model itself first). The hand-over (``run_job``)
+    live parser asked by reading the model itself first, ``surgery`` for the pattern names its
+    ``--pattern`` choices came from, ``calibrate`` through the sensitivity report's module).
+    The hand-over (``run_job``)
     is replaced here by a recorder; the jobs themselves are tested with real workers."""
     model = tmp_path / "m.onnx"
     onnx.save(chain_model(2), model)
+    np.savez(tmp_path / "data.npz", x=np.zeros((4, 8), np.float32))
+    options = [option.replace("{tmp}", str(tmp_path)) for option in options]
     code = (
         "import os, sys\nimport deploylens.core.jobs as jobs\n"
         "def handed(job, params, *rest, **named):\n"
@@ -311,4 +317,5 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     )
     assert found.returncode == 0, found.stderr[-800:]
     job, imported = found.stdout.split()
-    assert job.startswith(("build.", "validate.", "support.")) and imported == "False", found.stdout
+    assert job.startswith(("build.", "validate.", "support.", "surgery.", "quantize."))
+    assert imported == "False", found.stdout
