@@ -74,6 +74,15 @@ def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True, scope="session")
+def session_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The config folder of whatever starts before a test's own (a module's warm worker is set
+    up before ``isolated_config``: it read and wrote the user's real trusted files)."""
+    folder = tmp_path_factory.mktemp("session-config")
+    os.environ["DEPLOYLENS_CONFIG_DIR"] = str(folder)
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def isolated_config(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test reads or writes the user's real settings, recent files or window layout."""

@@ -85,7 +85,11 @@ def _export(worker: Any, arch: Architecture, spec: str, exporter: str, out: Path
     source = parse_spec(spec)
     source.inputs = [parse_input(text) for text in arch.inputs]
     if source.kind == "python":
-        grant_consent(source.target)
+        grant_consent(source.target)  # this test's config: a worker restarted now reads it
+        # and the running worker's, which is the module's (started before the test's own)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DEPLOYLENS_CONFIG_DIR", worker.env["DEPLOYLENS_CONFIG_DIR"])
+            grant_consent(source.target)
     request = ExportRequest(source, ExportSettings(exporter=exporter, output=str(out)))
     return worker.run_request(request.prepared())
 
