@@ -26,17 +26,24 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
         model = copy
     for graph in (model.graph, *iter_subgraphs(model.graph.node)):
         for tensor in graph.initializer:
-            if _only_raw_data(tensor) and len(tensor.raw_data) > KEEP_BYTES:
+            if only_raw_data(tensor) and len(tensor.raw_data) > KEEP_BYTES:
                 length = len(tensor.raw_data)
                 tensor.ClearField("raw_data")
-                tensor.data_location = onnx.TensorProto.EXTERNAL
-                for key, value in (("location", NOWHERE), ("offset", "0"), ("length", str(length))):
-                    entry = tensor.external_data.add()
-                    entry.key, entry.value = key, value
+                refer_nowhere(tensor, length)
     return model
 
 
-def _only_raw_data(tensor: onnx.TensorProto) -> bool:
+def refer_nowhere(tensor: onnx.TensorProto, length: int) -> None:
+    """Mark ``tensor`` (its bytes already gone) as ``length`` bytes of external data at NOWHERE:
+    what onnx's checker accepts without a file, and what ONNX Runtime replaces with the arrays
+    handed to ``add_external_initializers`` (core/validate/shared_weights.py)."""
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", NOWHERE), ("offset", "0"), ("length", str(length))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+
+
+def only_raw_data(tensor: onnx.TensorProto) -> bool:
     if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.external_data:
         return False
     typed = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")

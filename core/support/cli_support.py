@@ -67,8 +67,9 @@ def cmd_support(args: argparse.Namespace) -> int:
         and bool(args.target)
         and set(args.target) <= {target for target, _, _ in LIVE_TARGETS} | set(MEASURED_LEVELS)
     )
+    measured_asked = bool(set(args.target) & set(MEASURED_LEVELS))
     model = None
-    if args.model and not (live_only and not set(args.target) & set(MEASURED_LEVELS)):
+    if args.model and (measured_asked or not live_only):
         from deploylens.core.model.loading import read_model
 
         model = read_model(args.model)  # a bad file is said before the registries load

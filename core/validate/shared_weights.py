@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 
 from deploylens.core.model.dtypes import tensor_bytes
-from deploylens.core.model.weightless import KEEP_BYTES, NOWHERE
+from deploylens.core.model.weightless import KEEP_BYTES, only_raw_data, refer_nowhere
 
 # Element types numpy and OrtValue hold natively; any other (bfloat16, float8, int4, strings)
 # stays inline in the model, as before.
@@ -94,11 +94,7 @@ def share_weights(model: onnx.ModelProto) -> SharedWeights:
             continue
         kept.name, kept.data_type = tensor.name, tensor.data_type
         kept.dims.extend(tensor.dims)
-        kept.data_location = onnx.TensorProto.EXTERNAL
-        entries = (("location", NOWHERE), ("offset", "0"), ("length", str(array.nbytes)))
-        for key, value in entries:
-            entry = kept.external_data.add()
-            entry.key, entry.value = key, value
+        refer_nowhere(kept, array.nbytes)
         shared.arrays.append(array)
         shared.names.append(tensor.name)
         shared.values.append(ort.OrtValue.ortvalue_from_numpy(array))
@@ -108,9 +104,9 @@ def share_weights(model: onnx.ModelProto) -> SharedWeights:
 def _shareable(tensor: onnx.TensorProto) -> bool:
     """A large tensor of a plain type stored as ``raw_data`` (a tensor with typed fields has
     none); any other stays inline."""
-    if tensor.data_type not in SHARED_TYPES or tensor.data_location == onnx.TensorProto.EXTERNAL:
+    if tensor.data_type not in SHARED_TYPES or tensor.HasField("segment"):
         return False
-    if tensor.external_data or tensor.HasField("segment"):
+    if not only_raw_data(tensor):
         return False
     size = tensor_bytes(tensor.data_type, math.prod(tensor.dims)) or 0
     # the size from the dims: reading raw_data to measure it would copy the bytes
