@@ -49,4 +49,6 @@ def is_utf8_clean(data: bytes) -> bool:
         _strict_model_class().FromString(data)
     except DecodeError as exc:
         return "UTF-8" not in str(exc)
+    except UnicodeDecodeError:  # protobuf's pure-Python parser says it this way (upb: above)
+        return False
     return True
