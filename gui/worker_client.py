@@ -266,6 +266,13 @@ class WorkerJob(QObject, Generic[ResultT]):
         if failure is not None and self._retry_after_drop(failure):
             return
         self.ended_at = time.monotonic()
+        # the worker is told to go before anyone hears the answer: a handler that shuts the
+        # app's jobs down (closing the window on a result) waited its whole timeout for a
+        # worker that had not been told yet
+        if self.process.state() == QProcess.ProcessState.Running:
+            self._send(protocol.shutdown())
+            self.process.closeWriteChannel()
+            QTimer.singleShot(3000, self._kill_if_alive)
         if failure is None:
             self.payload = payload
             self._set_state(DONE)
@@ -276,10 +283,6 @@ class WorkerJob(QObject, Generic[ResultT]):
             self.sig_failed.emit(failure)
             if self.remote_files is not None:  # the host's scratch folder goes, off the thread
                 threading.Thread(target=self.remote_files.clean, daemon=True).start()
-        if self.process.state() == QProcess.ProcessState.Running:
-            self._send(protocol.shutdown())
-            self.process.closeWriteChannel()
-            QTimer.singleShot(3000, self._kill_if_alive)
 
     def _fetched(self, payload: Any) -> None:
         self._end(None, payload)

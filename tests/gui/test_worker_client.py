@@ -113,6 +113,23 @@ def test_nothing_starts_a_worker_after_the_window_shut_down(qtbot) -> None:
     assert job.process.processId() == 0 and job.workdir is None
 
 
+def test_a_worker_is_told_to_go_before_its_answer_is_heard(qtbot) -> None:
+    """A handler of the answer that shuts the jobs down (the startup bench closing the app on
+    the open's findings) waited its whole timeout: the worker was told to shut down only
+    after the handlers ran. Waiting inside the handler now sees the worker leave by itself."""
+    from deploylens.gui.job_manager import JobManager
+
+    manager = JobManager()
+    job = manager.submit("selftest.echo", {"a": 1})
+    ended: list[bool] = []
+    job.on_finished(lambda payload: ended.append(job.wait_done(20_000)))
+    try:
+        qtbot.waitUntil(lambda: bool(ended), timeout=TIMEOUT)
+        assert ended == [True]  # before the fix: False, 20 s later
+    finally:
+        manager.shutdown(5000)
+
+
 def test_an_answer_that_does_not_fit_its_result_class_is_a_failure_not_a_payload(
     qtbot, monkeypatch
 ) -> None:
