@@ -19,6 +19,7 @@ from deploylens.core.errors import UserError
 T = TypeVar("T")
 _NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
           list: "a list", dict: "a table", tuple: "a list"}  # fmt: skip
+_PLAIN = (str, int, float, bool)  # values conform passes through as they are, of exactly these
 
 
 def kind(value: Any) -> str:
@@ -137,12 +138,16 @@ def conform(value: Any, hint: Any, where: str) -> Any:
             pairs = enumerate(zip(value, items, strict=True))
             return tuple(conform(v, t, f"{where}[{i}]") for i, (v, t) in pairs)
         item = items[0] if items else Any
+        if item in _PLAIN and all(type(v) is item for v in value):
+            return tuple(value) if origin is tuple else list(value)  # no message made per item
         converted = [conform(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
         return tuple(converted) if origin is tuple else converted
     if origin is dict:
         if not isinstance(value, dict):
             raise UserError(f"{where} must be a table, not {kind(value)}.")
         key_type, item = typing.get_args(hint) or (str, Any)
+        if key_type is str and item in _PLAIN and _plain_items(value, item):
+            return dict(value)  # a 100k-entry table of plain values: no message made per entry
         return {
             conform(_key(k, key_type, where), key_type, f"{where}.{k}"): conform(
                 v, item, f"{where}.{k}"
@@ -150,6 +155,12 @@ def conform(value: Any, hint: Any, where: str) -> Any:
             for k, v in value.items()
         }
     raise UserError(f"{where}: this setting cannot be read from {kind(value)}.")
+
+
+def _plain_items(table: dict[Any, Any], item: type) -> bool:
+    """Every key a string and every value exactly ``item`` (no bool for int, no int for
+    float): the table is already what ``conform`` would make of it."""
+    return all(type(k) is str for k in table) and all(type(v) is item for v in table.values())
 
 
 def _key(key: Any, key_type: Any, where: str) -> Any:
@@ -164,6 +175,8 @@ def _key(key: Any, key_type: Any, where: str) -> Any:
 
 def to_dict(instance: Any) -> Any:
     """A dataclass (or a container of them) as plain JSON/TOML-ready values."""
+    if type(instance) in _PLAIN or instance is None:
+        return instance  # the common case first (a 100k-entry table is mostly these)
     if dataclasses.is_dataclass(instance) and not isinstance(instance, type):
         return {f.name: to_dict(getattr(instance, f.name)) for f in dataclasses.fields(instance)}
     if isinstance(instance, list | tuple):
