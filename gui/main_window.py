@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.start_page.sig_action.connect(self._start_action)
         self.jobs_panel = JobsPanel(self.jobs)
         self.graph_panel = GraphPanel(self.jobs)
+        self.graph_panel.shapes.check = True  # the open's checker findings come with its shapes
         self.graph_panel.sig_failed.connect(self.notifier.user_message)
         self.support_panel = OpSupportPanel(self.jobs)
         self.support_panel.sig_op_selected.connect(self.graph_panel.highlight_op)
@@ -170,6 +171,8 @@ class MainWindow(QMainWindow):
         self.document.sig_parsed.connect(self._on_parsed)
         self.document.sig_parsed_ahead.connect(self.graph_panel.prepare)
         self.document.sig_model_failed.connect(self.graph_panel.forget)
+        self.graph_panel.shapes.sig_checked.connect(self.document.add_findings)
+        self.document.sig_checked.connect(self.summary_panel.show_summary)
         self.graph_panel.sig_loaded.connect(self._on_graph_shown)
         self.statusBar().showMessage("Ready — open an ONNX model (Ctrl+O) or drop one here.")
         if persist_layout:
@@ -493,7 +496,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Opening {path} …")
 
     def _on_opened(self, summary: ModelSummary) -> None:
-        self.summary_panel.show_summary(summary)
+        self.summary_panel.show_summary(summary, checking=self.document.checking)
         name = Path(summary.path).name
         self.setWindowTitle(f"{name} — DeployLens")
         self.statusBar().showMessage(

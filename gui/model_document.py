@@ -38,6 +38,9 @@ class ModelDocument(QObject):
     # this process's parse, done before the worker's summary (sig_parsed follows the summary):
     # panels may start their own work on it now
     sig_parsed_ahead = Signal(str, object)
+    # ModelSummary: the open's summary, its warnings now with the checker's findings (the
+    # summary comes unchecked; ``add_findings``)
+    sig_checked = Signal(object)
 
     def __init__(self, manager: JobManager, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -45,6 +48,7 @@ class ModelDocument(QObject):
         self.project = Project()
         self.model_path: Path | None = None
         self.summary: ModelSummary | None = None
+        self.checking = False  # the summary's checker findings are still to come
         self.job: WorkerJob | None = None
         self.proto: Any = None  # the parsed model every panel shares (weights stay on disk)
         self.parses = 0  # how many times this process parsed a model (tests read it)
@@ -94,6 +98,7 @@ class ModelDocument(QObject):
             job = self.manager.submit_request(*inspect_request(path))
         self.job = job
         self.summary = None
+        self.checking = False
         self.parsed = None  # this process's parse when it finished before the summary
         # Answers of a job that a newer open replaced are dropped, not shown.
         job.sig_data.connect(lambda data: self._on_worker_parsed(job, data))
@@ -111,6 +116,7 @@ class ModelDocument(QObject):
         if job is not self.job:
             return
         self.summary = summary
+        self.checking = True  # inspect_request's summary is unchecked
         self.sig_opened.emit(self.summary)
         if self.parsed is not None:  # ours finished first: the panels get it after the summary
             path, proto = self.parsed
@@ -118,6 +124,15 @@ class ModelDocument(QObject):
             self.sig_parsed.emit(path, proto)
         elif not self.parses_started(summary.path):
             self._parse(summary.path)  # a worker that sent no early word (an older one)
+
+    def add_findings(self, path: str, findings: list[str]) -> None:
+        """The checker's findings of ``path`` (the graph's shapes job): the open summary's
+        warnings, as ``deploylens inspect`` gives them."""
+        if self.summary is None or self.summary.path != path or not self.checking:
+            return  # another model is open now
+        self.checking = False
+        self.summary.warnings.extend(findings)
+        self.sig_checked.emit(self.summary)
 
     def parses_started(self, path: str) -> bool:
         return self.parse_for == (self.opened, path)

@@ -12,24 +12,39 @@ from onnx import numpy_helper
 from deploylens.core.errors import UserError
 from deploylens.core.graph.details import initializer_stats
 from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
-from deploylens.core.graph.result import ShapesResult, TensorStatsResult
+from deploylens.core.graph.result import Shape, ShapesResult, TensorStatsResult
 from deploylens.core.model.loading import read_model
-from deploylens.core.model.summary import describe_type
+from deploylens.core.model.summary import checker_crashed, deferred_findings, describe_type
 
 
 def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
-    """Types and shapes of every tensor ONNX shape inference can work out."""
-    model = read_model(ShapesRequest.from_params(params).path)
-    ctx.progress(0.3, "inferring shapes")
+    """Types and shapes of every tensor ONNX shape inference can work out; with ``check``,
+    first what the checker and strict inference object to (one worker and one parse for both,
+    after the GUI's graph is painted)."""
+    request = ShapesRequest.from_params(params)
+    model = read_model(request.path)
+    findings: list[str] | None = None
+    if request.check:
+        ctx.progress(0.1, "checking the model (onnx checker, strict shape inference)")
+        findings = deferred_findings(model)
+        if checker_crashed(findings):  # inference here would take this worker down with it
+            return ShapesResult(error=findings[0], findings=findings)
+    ctx.progress(0.5, "inferring shapes")
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
     except Exception as exc:  # models that confuse inference still open, without shapes
-        return ShapesResult(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+        return ShapesResult(error=f"{type(exc).__name__}: {str(exc)[:300]}", findings=findings)
     graph = inferred.graph
-    found = ShapesResult()
+    found = ShapesResult(findings=findings)
+    seen: dict[str, int] = {}
+    described: dict[bytes, tuple[str, Shape | None]] = {}  # most tensors share a type
     for value in (*graph.value_info, *graph.input, *graph.output):
-        _, dtype, shape = describe_type(value.type)
-        found.shapes[value.name] = (dtype or "?", shape)
+        key = value.type.SerializeToString()
+        pair = described.get(key)
+        if pair is None:
+            _, dtype, shape = describe_type(value.type)
+            pair = described[key] = (dtype or "?", shape)
+        found.add(value.name, *pair, seen)
     return found
 
 

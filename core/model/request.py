@@ -27,5 +27,6 @@ class InspectRequest(Request["ModelSummary"]):
 
 def inspect_request(path: Path) -> tuple[InspectRequest, str]:
     """The job that opens a model in the GUI, and its title in Jobs / Log (``app.open_early``
-    starts it before the document exists)."""
-    return InspectRequest(str(path)), f"Open {path.name}"
+    starts it before the document exists). Unchecked: the graph's shapes job brings the
+    checker's findings after the graph is painted (``ShapesRequest.check``)."""
+    return InspectRequest(str(path), check=False), f"Open {path.name}"

@@ -138,6 +138,7 @@ def _initializer_bytes(tensor: onnx.TensorProto) -> int:
 
 
 MAX_FINDINGS = 50
+CHECKER_CRASHED = "onnx's checker/shape inference crashed on this model"
 
 
 def checker_findings(model: onnx.ModelProto) -> list[str]:
@@ -148,10 +149,16 @@ def checker_findings(model: onnx.ModelProto) -> list[str]:
     found = run_isolated(_checker_findings, model)
     if isinstance(found, Crashed):
         return [
-            f"onnx's checker/shape inference crashed on this model ({found.reason}): it is "
-            "malformed (dims, attributes or types no exporter writes)"
+            f"{CHECKER_CRASHED} ({found.reason}): it is malformed (dims, attributes or types "
+            "no exporter writes)"
         ]
     return found
+
+
+def checker_crashed(findings: list[str]) -> bool:
+    """The findings say the checker took its process down (so shape inference in this one
+    would too)."""
+    return any(line.startswith(CHECKER_CRASHED) for line in findings)
 
 
 def _checker_findings(model: onnx.ModelProto) -> list[str]:
@@ -174,13 +181,30 @@ def _checker_findings(model: onnx.ModelProto) -> list[str]:
     return found
 
 
+def _subgraphs(model: onnx.ModelProto) -> list[onnx.GraphProto]:
+    subgraphs = list(iter_subgraphs(model.graph.node))
+    for function in model.functions:
+        subgraphs.extend(iter_subgraphs(function.node))
+    return subgraphs
+
+
+def deferred_findings(model: onnx.ModelProto) -> list[str]:
+    """What ``summarize(check=True)`` adds to the warnings of the same model summarized with
+    ``check=False``: the checker's findings, for a model whose weights are all inline (the GUI
+    opens a model unchecked and asks for these after its graph is painted)."""
+    tensors = [*model.graph.initializer]
+    for sub in _subgraphs(model):
+        tensors.extend(sub.initializer)
+    if any(tensor_is_external(tensor) for tensor in tensors):
+        return []  # as summarize: a model with external data is not checked
+    return checker_findings(model)
+
+
 def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> ModelSummary:
     """Summarize a parsed model; ``path`` locates its external data files."""
     path = Path(path)
     graph = model.graph
-    subgraphs = list(iter_subgraphs(graph.node))
-    for function in model.functions:
-        subgraphs.extend(iter_subgraphs(function.node))
+    subgraphs = _subgraphs(model)
     ops: Counter[tuple[str, str]] = Counter(
         (node.domain or "ai.onnx", node.op_type) for node in graph.node
     )

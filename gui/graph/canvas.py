@@ -3,8 +3,10 @@ with level of detail — never one QGraphicsItem per node."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -82,6 +84,7 @@ class GraphCanvas(QWidget):
         self.last_paint_stats: dict[str, int] = {}
         self.shape_labels = Placed()  # where the last paint put the tensor shapes
         self.box_labels: list[Label] = []  # the last paint's box labels, as painted
+        self.painted_once: list[Callable[[], object]] = []  # run once, after the next paint
 
     # -- content ----------------------------------------------------------------------------
     def set_model(self, model: GraphScene, fit: bool = True) -> None:
@@ -248,6 +251,9 @@ class GraphCanvas(QWidget):
                 painter.drawRect(QRectF(*self._band).normalized())
         finally:
             painter.end()
+        waiting, self.painted_once = self.painted_once, []
+        for run in waiting:  # from the event loop, once this paint is on the screen
+            QTimer.singleShot(0, run)
 
     def paint_scene(
         self,

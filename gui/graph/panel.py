@@ -1,7 +1,7 @@
 """The Graph panel: canvas with minimap and legend, search, properties, overlays, breadcrumbs.
 
-Loading (parse, IR, first layout) and big expansions run on a background thread; shapes and
-initializer statistics come from the worker.
+Loading (parse, IR, first layout) and big expansions run on a background thread; shapes (after
+the first paint: ``shapes.py``) and initializer statistics come from the worker.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from deploylens.core.graph.overlay import (
     op_type_overlay,
     overlay_from_mapping,
 )
-from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
-from deploylens.core.graph.result import ShapesResult, TensorStatsResult
+from deploylens.core.graph.request import TensorStatsRequest
+from deploylens.core.graph.result import TensorStatsResult
 from deploylens.core.graph.scene import BOX_FRAME, BOX_GROUP, BOX_NODE, GraphScene
 from deploylens.core.graph.search import search
 from deploylens.core.model.loading import read_model
@@ -52,6 +52,7 @@ from deploylens.gui.graph.canvas import GraphCanvas
 from deploylens.gui.graph.export import export_png, export_svg
 from deploylens.gui.graph.legend import Legend
 from deploylens.gui.graph.minimap import Minimap
+from deploylens.gui.graph.shapes import ShapesAfterPaint
 
 if TYPE_CHECKING:
     import onnx
@@ -87,7 +88,6 @@ class GraphPanel(QWidget):
         self.loaded_path = ""
         self.proto: Any = None  # the parse the graph shown (or being laid out) comes from
         self.load_task: BackgroundTask | None = None  # the layout of that parse
-        self.shapes_job: Any = None  # the worker job inferring the shown model's shapes
         self.pending_overlays: list[tuple[Any, ...]] = []  # asked for while laying out
         self.menu_hooks: list[Any] = []  # callables(QMenu) adding actions (the shell sets them)
         self.stack: list[tuple[str, GraphScene]] = []
@@ -95,6 +95,7 @@ class GraphPanel(QWidget):
         self.tasks: list[BackgroundTask] = []
         self.busy = False
         self.canvas = GraphCanvas()
+        self.shapes = ShapesAfterPaint(jobs, self.canvas, self)  # and the open's findings
         self.minimap = Minimap(self.canvas)
         self.legend = Legend()
         self.legend.setWordWrap(True)
@@ -179,11 +180,7 @@ class GraphPanel(QWidget):
         is already shown or being laid out (``prepare`` came first) is kept."""
         if path == self.path and self.proto is not None:
             return
-        if self.shapes_job is not None and self.shapes_job.active:
-            # the shapes of a model no longer shown: its worker (seconds of shape inference on
-            # a large model) would take a core from the one being opened
-            self.shapes_job.cancel()
-        self.shapes_job = None
+        self.shapes.stop()  # the shapes of a model no longer shown
         if path != self.path:  # another model: the last one's search and depth go
             self.search_box.clear()
             self.results.clear()
@@ -230,10 +227,8 @@ class GraphPanel(QWidget):
         for pending in self.pending_overlays:
             self.overlay(*pending)
         self.pending_overlays = []
-        job = self.jobs.submit_request(ShapesRequest(path), f"Shapes of {Path(path).name}")
-        job.on_finished(lambda payload: self._on_shapes(model, payload))
-        self.shapes_job = job
-        self.sig_loaded.emit(model)
+        self.sig_loaded.emit(model)  # first: the window brings the graph to the front
+        self.shapes.follow(path, model)
 
     def forget(self, path: str, message: str) -> None:
         """``path`` could not be opened after all (its summary failed after both parses):
@@ -252,11 +247,8 @@ class GraphPanel(QWidget):
         self.empty.setText(f"The graph could not be shown:\n{message}")
         self.pages.setCurrentWidget(self.empty)
         self.sig_failed.emit(message)
-
-    def _on_shapes(self, model: GraphScene, found: ShapesResult) -> None:
-        for name, (dtype, shape) in found.shapes.items():
-            model.ir.value_types.setdefault(name, (dtype, shape))
-        self.canvas.update()
+        if self.path:
+            self.shapes.follow(self.path, None)  # the open's checker findings still come
 
     @property
     def model(self) -> GraphScene | None:

@@ -19,6 +19,7 @@ from deploylens.gui.common.columns import fit_columns
 
 _PROBLEM = QColor("#b3261e")
 _WARNING = QColor("#8a5a00")
+CHECKING = "onnx's checker and strict shape inference run once the graph is shown"
 
 
 class ModelSummaryPanel(QWidget):
@@ -49,11 +50,12 @@ class ModelSummaryPanel(QWidget):
         self.message.setText(f"Could not open the model:\n{text}")
         self.stack.setCurrentWidget(self.message)
 
-    def show_summary(self, summary: ModelSummary) -> None:
+    def show_summary(self, summary: ModelSummary, checking: bool = False) -> None:
+        """``checking``: the checker's findings are still to come (they follow the graph)."""
         self.summary = summary
         tree = self.tree
         tree.clear()
-        self._fill(summary)
+        self._fill(summary, checking)
         tree.expandToDepth(0)
         for index in range(tree.topLevelItemCount()):  # long lists stay folded
             item = tree.topLevelItem(index)
@@ -98,7 +100,7 @@ class ModelSummaryPanel(QWidget):
         self.tree.addTopLevelItem(item)
         return item
 
-    def _fill(self, s: ModelSummary) -> None:
+    def _fill(self, s: ModelSummary, checking: bool) -> None:
         general = self._section("Model", s.path)
         rows = [
             ("Graph", s.graph_name or "(unnamed)", ""),
@@ -141,8 +143,11 @@ class ModelSummaryPanel(QWidget):
                 QTreeWidgetItem(
                     functions, [function.name, f"{function.nodes} nodes", function.domain]
                 )
-        if s.warnings or s.problems:
-            notes = self._section("Findings", str(len(s.warnings) + len(s.problems)))
+        if s.warnings or s.problems or checking:
+            count = str(len(s.warnings) + len(s.problems))
+            notes = self._section("Findings", f"{count}, checking …" if checking else count)
+            if checking:
+                QTreeWidgetItem(notes, ["checking", CHECKING])
             for text, colour, label in [(p, _PROBLEM, "problem") for p in s.problems] + [
                 (w, _WARNING, "warning") for w in s.warnings
             ]:

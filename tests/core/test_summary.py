@@ -189,3 +189,77 @@ def test_checks_without_weight_bytes_find_what_the_full_model_gives(
         t.name for t in light.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
     }
     assert stripped == {"w"} and light.ByteSize() < model.ByteSize() - 250_000
+
+
+def test_the_deferred_check_finds_what_an_unchecked_summary_left_out(tmp_path: Path) -> None:
+    """The GUI opens a model unchecked and asks the graph's shapes job (a real worker) for
+    the checker's findings after the paint: they are exactly the warnings ``inspect`` adds
+    with the check, and the shapes still come; a model with external data is not checked,
+    as ``inspect`` does not check it."""
+    from deploylens.core.graph.request import ShapesRequest
+    from deploylens.core.model.summary import describe_type
+
+    path = _save(_weighty_with_errors(), tmp_path / "bad.onnx")
+    checked = inspect_model(path).warnings
+    unchecked = inspect_model(path, check=False).warnings
+    assert any("bad_matmul" in w for w in checked) and len(checked) > len(unchecked)
+    found = ShapesRequest(str(path), check=True).run(timeout=120)
+    assert found.findings is not None and unchecked + found.findings == checked
+    assert found.shapes()["h"] == ("float32", [4, 256])  # inference still typed what it could
+    inferred = onnx.shape_inference.infer_shapes(onnx.load(path)).graph
+    assert found.shapes() == {  # each tensor's own pair, though they are sent shared
+        v.name: (describe_type(v.type)[1] or "?", describe_type(v.type)[2])
+        for v in (*inferred.value_info, *inferred.input, *inferred.output)
+    }
+    assert len(found.types) < len(found.type_of)
+    assert ShapesRequest(str(path)).run(timeout=120).findings is None  # not asked
+    (tmp_path / "ext").mkdir()
+    external = save_with_external_data(weighty_model(2, 1000), tmp_path / "ext" / "m.onnx")
+    assert inspect_model(external).warnings == inspect_model(external, check=False).warnings
+    assert ShapesRequest(str(external), check=True).run(timeout=120).findings == []
+
+
+def test_a_checker_that_crashes_its_process_leaves_the_shapes_job_standing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model on which onnx's checker aborts its (forked) process: shape inference would
+    abort the worker the same way, so the job answers the crash as its finding and error
+    without inferring in-process."""
+    import os
+
+    import deploylens.core.graph.jobs as jobs
+    from deploylens.core.model import summary
+
+    def aborts(model: onnx.ModelProto) -> list[str]:
+        os.abort()
+
+    monkeypatch.setattr(summary, "_checker_findings", aborts)
+    monkeypatch.setattr(
+        onnx.shape_inference, "infer_shapes", lambda *a, **k: pytest.fail("inferred")
+    )
+
+    class Ctx:
+        def progress(self, fraction: float | None, text: str, data: object = None) -> None:
+            pass
+
+    path = Path(__file__).resolve().parents[2] / "resources/samples/small_cnn.dynamo.onnx"
+    found = jobs.shapes_job(Ctx(), {"path": str(path), "check": True})
+    assert found.findings is not None and summary.checker_crashed(found.findings)
+    assert "SIGABRT" in found.findings[0] and found.error == found.findings[0]
+    assert found.shapes() == {}
+
+
+def test_a_shapes_answer_whose_type_index_points_past_its_types_is_refused() -> None:
+    from deploylens.core.errors import UserError
+    from deploylens.core.graph.result import ShapesResult
+    from deploylens.core.results import typed_result
+
+    sent = {"types": [["float32", [1, 3]]], "type_of": {"x": 0, "y": 1}}
+    with pytest.raises(UserError, match=r"does not match.*type index is outside"):
+        typed_result("graph.shapes", sent)
+    sent["type_of"] = {"x": 0, "y": 0}
+    assert typed_result("graph.shapes", sent).shapes() == {
+        "x": ("float32", [1, 3]),
+        "y": ("float32", [1, 3]),
+    }
+    assert ShapesResult.from_dict(ShapesResult.from_dict(sent).to_dict()).type_of == sent["type_of"]
