@@ -62,8 +62,9 @@ def _render(model: Path, png: Path, size: tuple[int, int], expand: int) -> Path:
         window.graph_panel.expand_to_depth(expand)
         window.graph_panel.canvas.fit()
     # the jobs opening a model starts (shapes, support) finish first: a picture taken mid-job
-    # showed their progress bars and half-filled panels
-    _wait(lambda: not window.jobs.active())
+    # showed their progress bars and half-filled panels (the shapes job, which brings the
+    # checker's findings, starts only once the graph has painted)
+    _wait(lambda: not window.jobs.active() and not window.document.checking)
     loop = QEventLoop()
     try:
         if "ok" not in outcome:

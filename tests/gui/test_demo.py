@@ -53,17 +53,20 @@ def test_the_screenshot_waits_for_the_jobs_opening_a_model_starts(
     qtbot, monkeypatch, samples: Path, tmp_path: Path
 ) -> None:
     """The demo's picture was taken mid-job (progress bars, half-filled panels): the grab now
-    waits until the shapes and support jobs the open started have finished."""
+    waits until the shapes and support jobs the open started have finished — the shapes job,
+    which brings the checker's findings, starts only after the graph painted."""
     from deploylens.gui.main_window import MainWindow
     from deploylens.gui.screenshot import render_main_window
 
     running_at_grab: list[int] = []
+    checking: list[bool] = []
     real_grab = MainWindow.grab
 
     def grab(window: MainWindow) -> QPixmap:
         running_at_grab.append(len(window.jobs.active()))
+        checking.append(window.document.checking)
         return real_grab(window)
 
     monkeypatch.setattr(MainWindow, "grab", grab)
     png = render_main_window(samples / "small_cnn.dynamo.onnx", tmp_path / "shot.png")
-    assert png.is_file() and running_at_grab == [0]
+    assert png.is_file() and running_at_grab == [0] and checking == [False]
