@@ -160,6 +160,7 @@ def import_breakdown(top: int = 12) -> list[tuple[str, float]]:
 
 
 REPO = Path(__file__).resolve().parent.parent
+SLOW_IMPORT_S = 0.25  # one third-party package's own import time that says it regressed
 
 
 def installed_bytecode() -> None:
@@ -195,6 +196,8 @@ def main() -> int:
         # The script exits the moment the window is shown, so fork → exit is start → shown.
         "window shown (offscreen)": measure([sys.executable, "-c", WINDOW_SCRIPT], repeats, env),
         "python -c pass": measure([sys.executable, "-c", "pass"], repeats),
+        # every command that reads a model pays it (and the GUI twice: its own, its worker's)
+        "import onnx": measure([sys.executable, "-c", "import onnx"], repeats),
         "inspect 10k nodes": measure([DEPLOYLENS, "inspect", str(many)], repeats),
         "inspect 200 MB external": measure([DEPLOYLENS, "inspect", str(external)], repeats),
         "graph --stats 100k nodes": measure([DEPLOYLENS, "graph", str(huge), "--stats"], repeats),
@@ -252,6 +255,12 @@ def main() -> int:
     print("\nimport time of the GUI by package (python -X importtime, self time summed):")
     for package, seconds in breakdown:
         print(f"  {package:28s} {seconds * 1000:8.1f} ms")
+    slow = [(p, t) for p, t in breakdown if p != "deploylens" and t > SLOW_IMPORT_S]
+    for package, seconds in slow:  # ml_dtypes 0.7.0 took 0.5-0.8 s here: onnx imports it
+        print(
+            f"WARNING: {package} alone takes {seconds:.2f} s to import (over {SLOW_IMPORT_S} s):"
+            " a dependency's release may have regressed; pin around it in pyproject.toml"
+        )
     if args.json:
         from deploylens.core.files import write_json
 
