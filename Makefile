@@ -91,6 +91,7 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/startup.py --json bench/results/startup.json
+	$(BIN)/python bench/gui_open.py --json bench/results/gui_open.json
 	$(BIN)/python bench/graph_layout.py --json bench/results/graph_layout.json
 	$(BIN)/python bench/graph_readability.py --json bench/results/graph_readability.json
 	$(BIN)/python bench/support_matrix.py --json bench/results/support_matrix.json
