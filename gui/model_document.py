@@ -49,6 +49,8 @@ class ModelDocument(QObject):
         self.model_path: Path | None = None
         self.summary: ModelSummary | None = None
         self.checking = False  # the summary's checker findings are still to come
+        # findings that came before the summary they belong to: (open, path, findings)
+        self.early_findings: tuple[int, str, list[str]] | None = None
         self.job: WorkerJob | None = None
         self.proto: Any = None  # the parsed model every panel shares (weights stay on disk)
         self.parses = 0  # how many times this process parsed a model (tests read it)
@@ -99,6 +101,7 @@ class ModelDocument(QObject):
         self.job = job
         self.summary = None
         self.checking = False
+        self.early_findings = None
         self.parsed = None  # this process's parse when it finished before the summary
         # Answers of a job that a newer open replaced are dropped, not shown.
         job.sig_data.connect(lambda data: self._on_worker_parsed(job, data))
@@ -118,6 +121,9 @@ class ModelDocument(QObject):
         self.summary = summary
         self.checking = True  # inspect_request's summary is unchecked
         self.sig_opened.emit(self.summary)
+        early, self.early_findings = self.early_findings, None
+        if early is not None and early[0] == self.opened:
+            self.add_findings(early[1], early[2])
         if self.parsed is not None:  # ours finished first: the panels get it after the summary
             path, proto = self.parsed
             self.parsed = None
@@ -128,6 +134,9 @@ class ModelDocument(QObject):
     def add_findings(self, path: str, findings: list[str]) -> None:
         """The checker's findings of ``path`` (the graph's shapes job): the open summary's
         warnings, as ``deploylens inspect`` gives them."""
+        if self.summary is None and self.model_path is not None and str(self.model_path) == path:
+            self.early_findings = (self.opened, path, findings)  # its summary is on its way
+            return
         if self.summary is None or self.summary.path != path or not self.checking:
             return  # another model is open now
         self.checking = False

@@ -645,3 +645,23 @@ def test_the_open_checks_the_model_after_its_graph_is_painted(
     assert document.summary is not None and document.summary.warnings == expected
     assert "checking" not in shown[1] and all(w in shown[1] for w in expected)
     assert panel.model is not None and panel.model.ir.value_types["h"] == ("float32", [4, 256])
+
+
+def test_findings_that_come_before_their_summary_wait_for_it(
+    qtbot, make_window, samples: Path
+) -> None:
+    """The shapes job (another worker) may answer before the open's own summary (a slow
+    worker, a busy machine): its findings were dropped and the summary said "checking …"
+    for good. They now wait for the summary of the same open."""
+    window = make_window()
+    document = window.document
+    path = (samples / "small_cnn.dynamo.onnx").resolve()
+    checked: list[list[str]] = []
+    document.sig_checked.connect(lambda summary: checked.append(list(summary.warnings)))
+    with qtbot.waitSignal(document.sig_opened, timeout=JOB_TIMEOUT_MS):
+        window.open_path(path)
+        assert document.summary is None  # the summary is still on its way
+        document.add_findings(str(path), ["shape inference: found first"])
+    qtbot.waitUntil(lambda: bool(checked), timeout=JOB_TIMEOUT_MS)
+    assert checked[0][-1] == "shape inference: found first" and not document.checking
+    assert "found first" in window.summary_panel.visible_text()
