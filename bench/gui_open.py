@@ -23,29 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generate_models
-from startup import CACHE, GUI_OPEN_SCRIPT, installed_bytecode, timed_child
-
-# Until the open is complete: a shapes job has run and no job is active any more (the same
-# condition on code from before the checker moved into the shapes job, for before/after).
-WHOLE_OPEN_SCRIPT = """
-import os, sys
-from PySide6.QtCore import QTimer
-from deploylens.gui.app import main
-
-def watch(window):
-    def poll():
-        jobs = window.jobs.jobs
-        if any(j.method == "graph.shapes" for j in jobs) and not any(j.active for j in jobs):
-            window.jobs.shutdown(2000)  # workers reaped: their CPU counts in this tree's
-            os._exit(0)
-
-    timer = QTimer(window)
-    timer.timeout.connect(poll)
-    timer.start(20)
-
-main([sys.argv[1]], on_window=watch)
-os._exit(4)
-"""
+from startup import CACHE, GUI_OPEN_SCRIPT, WHOLE_OPEN_SCRIPT, installed_bytecode, timed_child
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ from deploylens.core.graph.details import initializer_stats
 from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
 from deploylens.core.graph.result import Shape, ShapesResult, TensorStatsResult
 from deploylens.core.model.loading import read_model
-from deploylens.core.model.summary import checker_crashed, deferred_findings, describe_type
+from deploylens.core.model.summary import describe_type, model_findings
 
 
 def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
@@ -26,8 +26,8 @@ def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
     findings: list[str] | None = None
     if request.check:
         ctx.progress(0.1, "checking the model (onnx checker, strict shape inference)")
-        findings = deferred_findings(model)
-        if checker_crashed(findings):  # inference here would take this worker down with it
+        findings, crashed = model_findings(model)
+        if crashed:  # inference here would take this worker down with it
             return ShapesResult(error=findings[0], findings=findings)
     ctx.progress(0.5, "inferring shapes")
     try:

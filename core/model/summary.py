@@ -138,7 +138,6 @@ def _initializer_bytes(tensor: onnx.TensorProto) -> int:
 
 
 MAX_FINDINGS = 50
-CHECKER_CRASHED = "onnx's checker/shape inference crashed on this model"
 
 
 def checker_findings(model: onnx.ModelProto) -> list[str]:
@@ -146,19 +145,18 @@ def checker_findings(model: onnx.ModelProto) -> list[str]:
     checker stops at its first error, strict inference lists every node it cannot type (five
     more on Polygraphy's bad_graph example). Models that fail still open. Both run in a forked
     child: onnx aborts the interpreter on some malformed models."""
+    return _checked(model)[0]
+
+
+def _checked(model: onnx.ModelProto) -> tuple[list[str], bool]:
+    """(the findings, whether the checker took its forked process down)."""
     found = run_isolated(_checker_findings, model)
     if isinstance(found, Crashed):
         return [
-            f"{CHECKER_CRASHED} ({found.reason}): it is malformed (dims, attributes or types "
-            "no exporter writes)"
-        ]
-    return found
-
-
-def checker_crashed(findings: list[str]) -> bool:
-    """The findings say the checker took its process down (so shape inference in this one
-    would too)."""
-    return any(line.startswith(CHECKER_CRASHED) for line in findings)
+            f"onnx's checker/shape inference crashed on this model ({found.reason}): it is "
+            "malformed (dims, attributes or types no exporter writes)"
+        ], True
+    return found, False
 
 
 def _checker_findings(model: onnx.ModelProto) -> list[str]:
@@ -188,16 +186,17 @@ def _subgraphs(model: onnx.ModelProto) -> list[onnx.GraphProto]:
     return subgraphs
 
 
-def deferred_findings(model: onnx.ModelProto) -> list[str]:
-    """What ``summarize(check=True)`` adds to the warnings of the same model summarized with
-    ``check=False``: the checker's findings, for a model whose weights are all inline (the GUI
-    opens a model unchecked and asks for these after its graph is painted)."""
+def model_findings(model: onnx.ModelProto) -> tuple[list[str], bool]:
+    """What ``summarize(check=True)`` adds to the summary's warnings, and whether the checker
+    crashed its (forked) process: a model with external data is not checked. One rule for
+    ``inspect`` and for the GUI, which opens a model unchecked and asks the shapes job for these
+    after its graph is painted."""
     tensors = [*model.graph.initializer]
     for sub in _subgraphs(model):
         tensors.extend(sub.initializer)
     if any(tensor_is_external(tensor) for tensor in tensors):
-        return []  # as summarize: a model with external data is not checked
-    return checker_findings(model)
+        return [], False
+    return _checked(model)
 
 
 def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> ModelSummary:
@@ -222,8 +221,8 @@ def summarize(model: onnx.ModelProto, path: str | Path, check: bool = True) -> M
         warnings.append("the model declares no opset imports (onnx requires at least one)")
     external = scan_external_data(initializers, path.parent)
     problems.extend(f.problem for f in external if f.problem)
-    if check and not external:
-        warnings.extend(checker_findings(model))
+    if check:
+        warnings.extend(model_findings(model)[0])
     return ModelSummary(
         path=str(path),
         file_bytes=path.stat().st_size if path.exists() else 0,

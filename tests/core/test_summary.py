@@ -244,7 +244,7 @@ def test_a_checker_that_crashes_its_process_leaves_the_shapes_job_standing(
 
     path = Path(__file__).resolve().parents[2] / "resources/samples/small_cnn.dynamo.onnx"
     found = jobs.shapes_job(Ctx(), {"path": str(path), "check": True})
-    assert found.findings is not None and summary.checker_crashed(found.findings)
+    assert found.findings is not None and len(found.findings) == 1
     assert "SIGABRT" in found.findings[0] and found.error == found.findings[0]
     assert found.shapes() == {}
 
