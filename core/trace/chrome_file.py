@@ -4,10 +4,10 @@ order)."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from pathlib import Path
 
+from deploylens.core.collector import no_cyclic_collection
 from deploylens.core.errors import UserError
 from deploylens.core.trace import chrome, chrome_parallel, import_workers
 from deploylens.core.trace.json_stream import CHUNK, iter_chunks
@@ -59,15 +59,11 @@ def load_chrome(
         if views is not None:
             views(len(state.builder), done / size)
 
-    enabled = gc.isenabled()
-    gc.disable()  # millions of small acyclic objects: the cyclic collector only costs time here
     try:
-        trace = _load(path, state, progress, report)
+        with no_cyclic_collection():  # millions of small acyclic objects
+            trace = _load(path, state, progress, report)
     except BadTraceValue as exc:
         raise UserError(f"{path.name} is not a readable trace: {exc}.") from None
-    finally:
-        if enabled:
-            gc.enable()
     if not len(trace.start):
         raise UserError(
             f'{path.name} holds no trace events (no complete "X" events): it is not a '
