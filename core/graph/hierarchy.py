@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 
 import numpy as np
 
@@ -17,6 +19,7 @@ MAX_SCOPE_DEPTH = 256
 MAX_SCOPE_NAME = 512
 MAX_CHILDREN = 1000
 ROOT = 0
+_AFTER_FIRST = itemgetter(slice(1, None))
 
 
 def parse_name_scopes(value: str) -> tuple[str, ...]:
@@ -112,9 +115,14 @@ def tree_from_keys(
     parent = [-1]
     names = [""]
     index: dict[str, int] = {"": ROOT}
-    used = [keys[i] for i in dict.fromkeys(node_key)]
-    for key in dict.fromkeys(used):  # each distinct key once, in order of first use
+    used = dict.fromkeys(map(keys.__getitem__, dict.fromkeys(node_key)))
+    for key, (up, _, name) in zip(used, [key.rpartition(sep) for key in used], strict=True):
         if key in index:
+            continue
+        if up in index:  # the usual case: the parent is known (a module's sibling came first)
+            index[key] = len(names)
+            parent.append(index[up])
+            names.append(name)
             continue
         missing = []
         while key not in index:  # up to the nearest known ancestor
@@ -126,12 +134,12 @@ def tree_from_keys(
             parent.append(index[up])
             names.append(name)
     # a group's id is its key's place in ``index``: path and depth in one pass each at C speed
-    full = [key[1:] for key in index]
+    full = list(map(_AFTER_FIRST, index))
     if sep != "/":
         full = [key.replace(sep, "/") for key in full]
-    depth = [key.count(sep) for key in index]
-    group_of = np.array([index.get(key, ROOT) for key in keys] or [ROOT], np.int32)
-    node_group = group_of[np.asarray(node_key, dtype=np.int64)]
+    depth = list(map(str.count, index, repeat(sep)))
+    group_of = np.array(list(map(index.get, keys, repeat(ROOT))) or [ROOT], np.int32)
+    node_group = group_of[np.fromiter(node_key, np.int64, len(node_key))]
     tree = GroupTree(
         np.array(parent, dtype=np.int32),
         names,

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import chain, compress, count, repeat
+from typing import Any, cast
 
 import numpy as np
 import onnx
 
+from deploylens.core.collector import no_cyclic_collection
 from deploylens.core.graph.hierarchy import (
+    MAX_SCOPE_DEPTH,
+    MAX_SCOPE_NAME,
     NAME_SCOPES_KEY,
     SEP,
     GroupTree,
@@ -137,10 +141,21 @@ def _hierarchy_keys(
     if found_scopes:
         return "name_scopes", scoped, list(range(len(scoped))), SEP
     prefixes = [name.rpartition("/")[0] for name in names]
-    where = {prefix: i for i, prefix in enumerate(dict.fromkeys(prefixes))}
-    keys = [name_prefix_key(prefix) for prefix in where]
-    node_key = [where[prefix] for prefix in prefixes]
-    scoped_nodes = np.array([bool(key) for key in keys] or [False])[node_key].sum()
+    distinct = dict.fromkeys(prefixes)
+    where = dict(zip(distinct, count()))
+    # name_prefix_key's clean case inline (a 100k-node model has ~54k distinct prefixes)
+    keys = [
+        prefix
+        if prefix[:1] == "/"
+        and len(prefix) <= MAX_SCOPE_NAME
+        and prefix.count("/") <= MAX_SCOPE_DEPTH
+        and "//" not in prefix
+        and prefix[-1] != "/"
+        else name_prefix_key(prefix)
+        for prefix in distinct
+    ]
+    node_key = list(map(where.__getitem__, prefixes))
+    scoped_nodes = np.fromiter(map(bool, keys), bool, len(keys))[node_key].sum()
     if nodes and scoped_nodes >= 0.5 * len(nodes):
         return "node_names", keys, node_key, "/"
     return "flat", [""], [0] * len(nodes), SEP
@@ -155,6 +170,15 @@ def build_ir(
 
     Built column by column (list comprehensions over the protos' fields, edges from flattened
     input lists): a 100k-node model's per-node loop was most of its first view."""
+    with no_cyclic_collection():
+        return _build_ir(graph, functions, title)
+
+
+def _build_ir(
+    graph: onnx.GraphProto | onnx.FunctionProto,
+    functions: dict[FunctionKey, onnx.FunctionProto] | None,
+    title: str,
+) -> GraphIR:
     strings = StringTable()
     ids = strings.ids
     nodes = list(graph.node)
@@ -184,7 +208,9 @@ def build_ir(
     root = len(keys) - 1
     folded = {} if is_function else weight_nodes(nodes, initializers, set(outputs), op_types)
     skipped = set(folded.values())
-    kept = [i for i in range(len(nodes)) if i not in skipped]
+    kept = [i for i in range(len(nodes)) if i not in skipped] if skipped else range(len(nodes))
+    pick = (lambda column: column) if not skipped else (lambda column: [column[i] for i in kept])
+    kept_nodes = pick(nodes)
     empty = ids[""]
     kind: list[int] = []
     names: list[int] = []
@@ -205,47 +231,73 @@ def build_ir(
     producer = {name: add(GRAPH_INPUT, name, "Input") for name in inputs}
     first = len(kind)
     kind += [OP] * len(kept)
-    names += strings.intern_all([node_names[i] or f"{op_types[i]}_{i}" for i in kept])
-    ops += [ids[op_types[i]] for i in kept]
-    domains += [ids[node_domains[i] or "ai.onnx"] for i in kept]
+    labels = pick(node_names)
+    if "" in labels:  # an unnamed node is called by its op and place
+        labels = [node_names[i] or f"{op_types[i]}_{i}" for i in kept]
+    names += strings.extend(labels)
+    kept_ops = pick(op_types)
+    ops += map(ids.__getitem__, kept_ops)
+    kept_domains = pick(node_domains)
+    domains += map(ids.__getitem__, [d or "ai.onnx" for d in kept_domains])
     proto_index += kept
-    group_keys += [node_key[i] for i in kept]
+    group_keys += pick(node_key)
     me = np.arange(first, first + len(kept))
-    produced = [nodes[i].output for i in kept]
+    # slices, not the repeated fields: iterating upb's container ends in an IndexError it
+    # formats (~1,700 instructions a node)
+    produced = [node.output[:] for node in kept_nodes]
+    outputs_made = list(chain.from_iterable(produced))
     unnamed = producer.get("")
     producer.update(
         zip(
-            chain.from_iterable(produced),
-            np.repeat(me, list(map(len, produced))).tolist(),
+            outputs_made,
+            np.repeat(me, _column(list(map(len, produced)), np.int64)).tolist(),
             strict=True,
         )
     )
+    # each tensor a node makes, stored once (an SSA graph names each once: nothing to intern);
+    # an edge's tensor is looked up here, its producer's output
+    tensor_of = dict(zip(outputs_made, strings.extend(outputs_made), strict=True))
     if unnamed is None:
         producer.pop("", None)  # an absent optional output ("") is no tensor
     else:
         producer[""] = unnamed
-    consumed = [nodes[i].input for i in kept]
-    consumer = np.repeat(me, list(map(len, consumed)))
+    consumed = [node.input[:] for node in kept_nodes]
+    consumer = np.repeat(me, _column(list(map(len, consumed)), np.int64))
     wanted = list(chain.from_iterable(consumed))
-    source = [producer.get(name, -1) for name in wanted]
-    for k in [k for k, found in enumerate(source) if found < 0 or not wanted[k]]:
-        name = wanted[k]
-        if not name or name in initializers or name in folded:
-            source[k] = -1  # an absent optional input; weights are properties of the node
-            continue
-        found = producer.get(name)
-        if found is None:
-            found = producer[name] = add(OUTER_VALUE, name, "Outer")
-        source[k] = found
-    sources = np.array(source, np.int64)
-    edges = np.flatnonzero(sources >= 0)
+    # what an input names: its producer; -1 for none (an absent optional input, "", and
+    # weights, which are properties of the node); -2 for a value from an outer scope
+    lookup = producer.copy()  # a whole-table copy, then the few weights no node makes
+    lookup.update((name, -1) for name in chain(initializers, folded) if name not in producer)
+    lookup[""] = -1
+    source = list(map(lookup.get, wanted, repeat(-2, len(wanted))))
+    if -2 in source:
+        for k in [k for k, found in enumerate(source) if found == -2]:
+            name = wanted[k]
+            found = producer.get(name)
+            if found is None:
+                found = producer[name] = add(OUTER_VALUE, name, "Outer")
+            source[k] = found
+    sources = _column(source, np.int64)
+    linked = sources >= 0
+    edges = np.flatnonzero(linked)
     src = sources[edges].tolist()
     dst = consumer[edges].tolist()
-    tensor = strings.intern_all([wanted[k] for k in edges.tolist()])
+    linked_names = list(compress(wanted, linked.tolist()))
+    made = list(map(tensor_of.get, linked_names))
+    # None: a graph input's or an outer value's tensor, interned with its pseudo node
+    tensor: list[int] = (
+        [ids[n] if t is None else t for n, t in zip(linked_names, made, strict=True)]
+        if None in made
+        else cast("list[int]", made)
+    )
     subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
-    for j, i in enumerate(kept):
-        if op_types[i] not in CONTROL_FLOW and not node_domains[i]:
-            continue  # only control flow (and custom ops) carry graph attributes
+    # only control flow (and custom ops) carry graph attributes
+    may_hold = CONTROL_FLOW.intersection(kept_ops)
+    custom = [j for j, domain in enumerate(kept_domains) if domain] if any(kept_domains) else []
+    for j in sorted(
+        {*([j for j, op in enumerate(kept_ops) if op in may_hold] if may_hold else ()), *custom}
+    ):
+        i = kept[j]
         for attribute in nodes[i].attribute:
             if attribute.type == onnx.AttributeProto.GRAPH:
                 subgraphs.setdefault(first + j, []).append((attribute.name, attribute.g))
@@ -263,14 +315,14 @@ def build_ir(
         title=title or getattr(graph, "name", "") or "graph",
         proto=graph,
         strings=strings,
-        kind=np.array(kind, dtype=np.int8),
-        name=np.array(names, dtype=np.int32),
-        op=np.array(ops, dtype=np.int32),
-        domain=np.array(domains, dtype=np.int32),
-        proto_index=np.array(proto_index, dtype=np.int32),
-        edge_src=np.array(src, dtype=np.int32),
-        edge_dst=np.array(dst, dtype=np.int32),
-        edge_tensor=np.array(tensor, dtype=np.int32),
+        kind=_column(kind, np.int8),
+        name=_column(names, np.int32),
+        op=_column(ops, np.int32),
+        domain=_column(domains, np.int32),
+        proto_index=_column(proto_index, np.int32),
+        edge_src=_column(src, np.int32),
+        edge_dst=_column(dst, np.int32),
+        edge_tensor=_column(tensor, np.int32),
         groups=tree_from_keys(keys, group_keys, sep),
         hierarchy=hierarchy,
         subgraphs=subgraphs,
@@ -279,6 +331,12 @@ def build_ir(
         initializers=initializers,
         folded=folded,
     )
+
+
+def _column(values: list[int], dtype: Any) -> np.ndarray:
+    """A list of ints as an array: ``fromiter`` with the length given skips ``np.array``'s
+    walk to discover the list's shape and type (~6 % of a 100k-node build)."""
+    return np.fromiter(values, dtype, len(values))
 
 
 WEIGHT_OPS = ("Identity", "Constant")

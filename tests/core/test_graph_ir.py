@@ -153,10 +153,11 @@ def test_nodes_that_only_make_a_weight_are_drawn_inside_their_consumer() -> None
 
 
 def test_column_built_ir_matches_one_node_at_a_time() -> None:
-    """The IR is built column by column (interning whole columns, edges from flattened input
-    lists); here checked against the plain per-node reading of the same graph, with the cases
-    the columns must keep: a folded Identity weight, an absent optional input (""), a value
-    from nowhere (an outer value), a graph output that is also consumed, duplicate names."""
+    """The IR is built column by column (edges from flattened input lists, each edge's tensor
+    its producer's output); here checked against the plain per-node reading of the same
+    graph, with the cases the columns must keep: a folded Identity weight, an absent optional
+    input (""), a value from nowhere (an outer value), a graph output that is also consumed,
+    duplicate names."""
     from onnx import TensorProto, helper
 
     weight = helper.make_tensor("w", TensorProto.FLOAT, [1], [1.0])
@@ -204,13 +205,14 @@ def test_column_built_ir_matches_one_node_at_a_time() -> None:
         "",
         "",
     ]
+    # node names and the tensors nodes make are stored as they are (``extend``: nothing looks
+    # them up by text); the pseudo nodes' names, ops and domains are interned
     strings = ir.strings
-    assert strings.intern_all(["y", "new", "new", "x"]) == [
-        strings.find("y"),
-        len(strings) - 1,
-        len(strings) - 1,
-        strings.find("x"),
-    ]
+    assert strings.find("x") is not None and strings.find("Relu") is not None
+    start = len(strings)
+    assert strings.extend(["y", "new", "new"]) == range(start, start + 3)
+    assert [strings[i] for i in range(start, start + 3)] == ["y", "new", "new"]
+    assert strings.find("new") is None
 
 
 def test_group_tree_from_shared_paths_equals_one_path_per_node() -> None:
