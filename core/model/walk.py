@@ -11,7 +11,9 @@ import onnx
 def iter_subgraphs(nodes: Any) -> Iterator[onnx.GraphProto]:
     """Every graph nested in node attributes (If/Loop/Scan bodies), depth first."""
     for node in nodes:
-        for attribute in node.attribute:
+        # a slice, not the repeated field: iterating it ends in an IndexError that upb formats,
+        # once per node (most have no attribute at all)
+        for attribute in node.attribute[:]:
             if attribute.type == onnx.AttributeProto.GRAPH:
                 yield attribute.g
                 yield from iter_subgraphs(attribute.g.node)
