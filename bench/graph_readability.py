@@ -5,6 +5,7 @@ Per model: edges (drawn), crossings per edge, edges passing through a node box t
 theirs, and segments of two different tensors' edges drawn on top of each other (collinear and
 overlapping by more than 2 px; edges of one tensor fanning out may share a trunk, counted apart).
 Edge-label overlaps are painted by the GUI (gui/graph/canvas.py) and are not measured here.
+Each layout's time is given in wall and CPU seconds (ours: this process; dot: its process).
 
     python bench/graph_readability.py --json bench/results/graph_readability.json
 """
@@ -16,7 +17,6 @@ import itertools
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import layout_quality as quality
+from measure import measured_here
 
 SHRINK = 2.0  # px: an edge touching a box's border where it enters is not "through" it
 OVERLAP = 2.0  # px of shared collinear run before two segments count as drawn on each other
@@ -123,12 +124,11 @@ def ours(path: Path) -> dict[str, Any]:
     from deploylens.core.graph.scene import BOX_NODE, GraphScene
     from deploylens.core.model.loading import read_model
 
-    started = time.perf_counter()
-    ir = build_model_ir(read_model(path))
-    model = GraphScene(ir)
-    model.expand_to_depth(64)
-    scene = model.scene()
-    seconds = time.perf_counter() - started
+    with measured_here() as span:
+        ir = build_model_ir(read_model(path))
+        model = GraphScene(ir)
+        model.expand_to_depth(64)
+        scene = model.scene()
     offsets = scene.edge_offsets
     polylines = [scene.edge_points[offsets[e] : offsets[e + 1]] for e in range(len(offsets) - 1)]
     rects = np.where((scene.box_kind == BOX_NODE)[:, None], scene.box_rect, 0.0)
@@ -140,7 +140,7 @@ def ours(path: Path) -> dict[str, Any]:
         "crossings_per_edge": quality.crossings(polylines, src, dst) / max(len(src), 1),
         "through_boxes": through_boxes(polylines, rects, own),
         "stacked_different_tensors": different, "stacked_same_tensor": same,
-        "seconds": round(seconds, 3),
+        "seconds": round(span.wall_s, 3), "cpu_seconds": round(span.cpu_s, 3),
     }  # fmt: skip
 
 
@@ -166,6 +166,7 @@ def dot(path: Path, timeout: float = 120.0) -> dict[str, Any] | None:
         "through_boxes": through_boxes(polylines, rects, own),
         "stacked_different_tensors": different, "stacked_same_tensor": same,
         "seconds": round(float(laid["seconds"]), 3),
+        "cpu_seconds": round(float(laid["cpu_seconds"]), 3),
     }  # fmt: skip
 
 
@@ -178,7 +179,7 @@ def main() -> int:
         for name, path in models(Path(scratch)).items():
             results[name] = {"ours": ours(path), "dot": dot(path)}
     keys = ("edges", "crossings_per_edge", "through_boxes", "stacked_different_tensors",
-            "stacked_same_tensor", "seconds")  # fmt: skip
+            "stacked_same_tensor", "seconds", "cpu_seconds")  # fmt: skip
     print(f"{'model':18s} {'layout':6s} " + " ".join(f"{k:>26s}" for k in keys))
     for name, row in results.items():
         for who in ("ours", "dot"):

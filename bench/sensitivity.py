@@ -8,6 +8,8 @@ accuracy: FP32, everything INT8, the chosen plan.
 Target (issue 21): ≥ 5× faster per node on resnet18 (16 calibration images, entropy,
 one-node-at-a-time). Two naive loops: with DeployLens's calibration settings (512-bin entropy: the
 same ranges), and with quantize_static's own entropy defaults (128 bins: cheaper, other ranges).
+The whole analysis and each naive node are timed in wall and CPU seconds (ONNX Runtime's threads
+spin while they wait, so CPU seconds move with the load too: quote them from one run).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,8 @@ import onnx
 REPO = Path(__file__).resolve().parents[1]
 SYMMETRIC = {"ActivationSymmetric": True, "WeightSymmetric": True}
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from measure import measured_here  # noqa: E402  (CPU of this process and what it waited for)
 
 
 def resnet18(folder: Path) -> tuple[Path, Path]:
@@ -52,13 +55,15 @@ def ours(model: Path, images: Path, work: Path) -> dict[str, float]:
     from deploylens.core.quantize.sensitivity import run_sensitivity
 
     request = SensitivityRequest(str(model), str(images), preprocess="imagenet", evaluate=16)
-    started = time.perf_counter()
-    report = run_sensitivity(request, lambda f, m: None, work)
-    return {"total_s": time.perf_counter() - started, "per_node_s": report.per_node_s,
+    with measured_here() as span:
+        report = run_sensitivity(request, lambda f, m: None, work)
+    return {"total_s": span.wall_s, "total_cpu_s": span.cpu_s, "per_node_s": report.per_node_s,
             "only_s": report.only_s, "nodes": len(report.nodes)}  # fmt: skip
 
 
-def naive(model: Path, images: Path, work: Path, nodes: list[str], same: bool) -> list[float]:
+def naive(
+    model: Path, images: Path, work: Path, nodes: list[str], same: bool
+) -> list[tuple[float, float]]:
     """Per node: calibrate again and quantize only that node, then score it on the same samples
     — what a script without DeployLens does. ``same``: with DeployLens's calibration settings
     (entropy over a 512-bin histogram, so the ranges are identical to ours), else with ONNX
@@ -79,22 +84,24 @@ def naive(model: Path, images: Path, work: Path, nodes: list[str], same: bool) -
     evaluator = Evaluator(str(model), eval_feeds(SensitivityRequest(str(model), str(images),
                           preprocess="imagenet", evaluate=16)), None)  # fmt: skip
     inputs = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).get_inputs()
-    times = []
+    times = []  # (wall, CPU) seconds per node
     for number, node in enumerate(nodes):
-        started = time.perf_counter()
-        out = work / f"naive{number}.onnx"
-        if same:
-            calibrated = collect_ranges(request, work / f"naive{number}", lambda f, m: None)
-            others = [n.name for n in onnx.load(calibrated.prepared).graph.node if n.name != node]
-            write_qdq(calibrated, out, request, exclude=others)
-        else:
-            reader = FolderReader(request, inputs, lambda f, m: None)
-            quantize_static(str(model), str(out), reader, quant_format=QuantFormat.QDQ,
-                            activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                            nodes_to_quantize=[node], calibrate_method=CalibrationMethod.Entropy,
-                            extra_options=SYMMETRIC)  # fmt: skip
-        evaluator.score(str(out))
-        times.append(time.perf_counter() - started)
+        with measured_here() as span:
+            out = work / f"naive{number}.onnx"
+            if same:
+                calibrated = collect_ranges(request, work / f"naive{number}", lambda f, m: None)
+                graph = onnx.load(calibrated.prepared).graph
+                others = [n.name for n in graph.node if n.name != node]
+                write_qdq(calibrated, out, request, exclude=others)
+            else:
+                reader = FolderReader(request, inputs, lambda f, m: None)
+                quantize_static(str(model), str(out), reader, quant_format=QuantFormat.QDQ,
+                                activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                                nodes_to_quantize=[node],
+                                calibrate_method=CalibrationMethod.Entropy,
+                                extra_options=SYMMETRIC)  # fmt: skip
+            evaluator.score(str(out))
+        times.append((span.wall_s, span.cpu_s))
     return times
 
 
@@ -183,8 +190,8 @@ def main() -> int:
         model, images = resnet18(work)
         rounds, sample = (1, 3) if args.quick else (2, 6)
         mine: list[dict[str, float]] = []
-        same: list[float] = []
-        defaults: list[float] = []
+        same: list[tuple[float, float]] = []  # (wall, CPU) seconds per node
+        defaults: list[tuple[float, float]] = []
         from deploylens.core.quantize.mixed import QUANTIZABLE
 
         names = [n.name for n in onnx.load(model).graph.node if n.op_type in QUANTIZABLE]
@@ -196,10 +203,13 @@ def main() -> int:
         result = {
             "nodes": mine[0]["nodes"],
             "ours_total_s": statistics.median(m["total_s"] for m in mine),
+            "ours_total_cpu_s": statistics.median(m["total_cpu_s"] for m in mine),
             "ours_per_node_s": statistics.median(m["per_node_s"] for m in mine),
             "ours_one_node_s": statistics.median(m["only_s"] for m in mine),
-            "naive_same_calibration_s": statistics.median(same),
-            "naive_ort_defaults_s": statistics.median(defaults),
+            "naive_same_calibration_s": statistics.median(w for w, _ in same),
+            "naive_same_calibration_cpu_s": statistics.median(c for _, c in same),
+            "naive_ort_defaults_s": statistics.median(w for w, _ in defaults),
+            "naive_ort_defaults_cpu_s": statistics.median(c for _, c in defaults),
             "naive_nodes_timed": len(same),
         }
         result["speedup_per_node"] = result["naive_same_calibration_s"] / result["ours_one_node_s"]
@@ -214,13 +224,16 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"\nresnet18, INT8 entropy, 16 calibration images, {result['nodes']} nodes\n")
-    print(f"{'DeployLens, whole analysis':44s} {result['ours_total_s']:8.1f} s")
+    print(f"{'DeployLens, whole analysis':44s} {result['ours_total_s']:8.1f} s"
+          f"   CPU {result['ours_total_cpu_s']:.1f} s")  # fmt: skip
     print(f"{'DeployLens per node, both variants':44s} {result['ours_per_node_s']:8.2f} s")
     print(f"{'DeployLens per node, one node at a time':44s} {result['ours_one_node_s']:8.2f} s")
     print(f"{'naive, same calibration (512 bins)':44s} {result['naive_same_calibration_s']:8.2f} s"
+          f"   CPU {result['naive_same_calibration_cpu_s']:.2f} s"
           f"   ({result['naive_nodes_timed']} nodes timed)")  # fmt: skip
     print(f"{'naive, quantize_static defaults (128 bins)':44s} "
-          f"{result['naive_ort_defaults_s']:8.2f} s")  # fmt: skip
+          f"{result['naive_ort_defaults_s']:8.2f} s"
+          f"   CPU {result['naive_ort_defaults_cpu_s']:.2f} s")  # fmt: skip
     verdict = "PASS" if result["speedup_per_node"] >= 5 else "FAIL"
     print(
         f"speed-up per node, same ranges: {result['speedup_per_node']:.1f}×  ≥ 5×: {verdict}; "

@@ -18,9 +18,11 @@ import collections
 import os
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure import measured_here
 
 ARTIFACTS = Path(
     os.environ.get("DEPLOYLENS_ARTIFACTS")
@@ -89,27 +91,28 @@ def crosscheck(limit: int | None = None) -> dict[str, Any]:
     }
     examples: dict[str, str] = {}
     agree = 0
-    started = time.perf_counter()
-    for path in models:
-        (report,) = analyze(read_model(path), matrix, [target])
-        live = TensorRTAdapter(tensorrt_rtx).probe(str(path))
-        if report.ok == live["supported"]:
-            agree += 1
-            continue
-        if live["supported"]:
-            side = "table blocks, live parser accepts"
-            label = table_class([b.reason for b in report.blockers])
-        else:
-            side = "table accepts, live parser rejects"
-            finding = live["findings"][0] if live["findings"] else {"message": "no error"}
-            label = live_class(finding)
-        classes[side][label] += 1
-        examples.setdefault(f"{side}: {label}", path.parent.name)
+    with measured_here() as span:  # wall and CPU seconds of the whole comparison
+        for path in models:
+            (report,) = analyze(read_model(path), matrix, [target])
+            live = TensorRTAdapter(tensorrt_rtx).probe(str(path))
+            if report.ok == live["supported"]:
+                agree += 1
+                continue
+            if live["supported"]:
+                side = "table blocks, live parser accepts"
+                label = table_class([b.reason for b in report.blockers])
+            else:
+                side = "table accepts, live parser rejects"
+                finding = live["findings"][0] if live["findings"] else {"message": "no error"}
+                label = live_class(finding)
+            classes[side][label] += 1
+            examples.setdefault(f"{side}: {label}", path.parent.name)
     return {
         "models": len(models),
         "agree": agree,
         "agreement": agree / max(len(models), 1),
-        "seconds": time.perf_counter() - started,
+        "seconds": span.wall_s,
+        "cpu_seconds": span.cpu_s,
         "table": TABLE,
         "live": f"TensorRT-RTX {tensorrt_rtx.__version__}",
         "classes": {side: dict(counter.most_common()) for side, counter in classes.items()},
@@ -125,7 +128,8 @@ def main() -> int:
     result = crosscheck(args.limit)
     print(
         f"{result['table']} table vs {result['live']}'s parser on {result['models']} backend node "
-        f"tests: {result['agree']} agree ({result['agreement']:.1%}), {result['seconds']:.1f} s"
+        f"tests: {result['agree']} agree ({result['agreement']:.1%}), {result['seconds']:.1f} s "
+        f"wall, {result['cpu_seconds']:.1f} s CPU"
     )
     for side, counter in result["classes"].items():
         print(f"\n{side}: {sum(counter.values())}")
