@@ -105,6 +105,7 @@ bench: install
 	$(BIN)/python bench/timeline.py --json bench/results/timeline.json
 	$(BIN)/python bench/kernel_names.py --json bench/results/kernel_names.json
 	$(BIN)/python bench/command_cost.py --json bench/results/command_cost.json
+	$(BIN)/python bench/instructions.py --json bench/results/instructions.json
 	$(BIN)/python bench/trt_build.py --json bench/results/trt_build.json
 	$(BIN)/python bench/trt_crosscheck.py --json bench/results/trt_crosscheck.json
 	$(BIN)/python bench/package.py --json bench/results/package.json
