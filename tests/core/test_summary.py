@@ -219,6 +219,38 @@ def test_the_deferred_check_finds_what_an_unchecked_summary_left_out(tmp_path: P
     assert ShapesRequest(str(external), check=True).run(timeout=120).findings == []
 
 
+def test_a_model_strict_inference_types_is_not_inferred_a_second_time(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where strict inference (the check, in its forked child) goes through, the shapes job
+    answers with its shapes: the same types and shapes a loose inference gives, and no second
+    inference in the worker."""
+    import deploylens.core.graph.jobs as jobs
+    from deploylens.core.model.summary import describe_type
+
+    path = samples / "small_cnn.dynamo.onnx"
+    loose = onnx.shape_inference.infer_shapes(onnx.load(path)).graph
+    expected = {
+        v.name: (describe_type(v.type)[1] or "?", describe_type(v.type)[2])
+        for v in (*loose.value_info, *loose.input, *loose.output)
+    }
+    infer = onnx.shape_inference.infer_shapes
+
+    def strict_only(model: onnx.ModelProto, *args: object, **kwargs: object) -> object:
+        assert kwargs.get("strict_mode"), "the shapes job inferred a second time"
+        return infer(model, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", strict_only)
+
+    class Ctx:
+        def progress(self, fraction: float | None, text: str, data: object = None) -> None:
+            pass
+
+    found = jobs.shapes_job(Ctx(), {"path": str(path), "check": True})
+    assert found.findings == [] and found.error == ""
+    assert found.shapes() == expected and len(expected) > 10
+
+
 def test_a_checker_that_crashes_its_process_leaves_the_shapes_job_standing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -230,7 +262,7 @@ def test_a_checker_that_crashes_its_process_leaves_the_shapes_job_standing(
     import deploylens.core.graph.jobs as jobs
     from deploylens.core.model import summary
 
-    def aborts(model: onnx.ModelProto) -> list[str]:
+    def aborts(model: onnx.ModelProto, *asked: object) -> list[str]:
         os.abort()
 
     monkeypatch.setattr(summary, "_checker_findings", aborts)
