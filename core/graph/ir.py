@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain, compress, count, repeat
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import onnx
 
-from deploylens.core.collector import no_cyclic_collection
+from deploylens.core.bulk import array_of, no_cyclic_collection
 from deploylens.core.graph.hierarchy import (
     MAX_SCOPE_DEPTH,
     MAX_SCOPE_NAME,
@@ -192,7 +192,7 @@ def _build_ir(
     else:
         inputs = [v.name for v in graph.input if v.name not in initializers]
         outputs = [v.name for v in graph.output]
-        value_types = _declared_types([*graph.input, *graph.output, *graph.value_info])
+        value_types = declared_types([*graph.input, *graph.output, *graph.value_info])
         for initializer in initializers.values():
             value_types.setdefault(
                 initializer.name,
@@ -248,7 +248,7 @@ def _build_ir(
     producer.update(
         zip(
             outputs_made,
-            np.repeat(me, _column(list(map(len, produced)), np.int64)).tolist(),
+            np.repeat(me, array_of(list(map(len, produced)), np.int64)).tolist(),
             strict=True,
         )
     )
@@ -260,7 +260,7 @@ def _build_ir(
     else:
         producer[""] = unnamed
     consumed = [node.input[:] for node in kept_nodes]
-    consumer = np.repeat(me, _column(list(map(len, consumed)), np.int64))
+    consumer = np.repeat(me, array_of(list(map(len, consumed)), np.int64))
     wanted = list(chain.from_iterable(consumed))
     # what an input names: its producer; -1 for none (an absent optional input, "", and
     # weights, which are properties of the node); -2 for a value from an outer scope
@@ -275,7 +275,7 @@ def _build_ir(
             if found is None:
                 found = producer[name] = add(OUTER_VALUE, name, "Outer")
             source[k] = found
-    sources = _column(source, np.int64)
+    sources = array_of(source, np.int64)
     linked = sources >= 0
     edges = np.flatnonzero(linked)
     src = sources[edges].tolist()
@@ -289,12 +289,12 @@ def _build_ir(
         else cast("list[int]", made)
     )
     subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
-    # only control flow (and custom ops) carry graph attributes
-    may_hold = CONTROL_FLOW.intersection(kept_ops)
-    custom = [j for j, domain in enumerate(kept_domains) if domain] if any(kept_domains) else []
-    for j in sorted(
-        {*([j for j, op in enumerate(kept_ops) if op in may_hold] if may_hold else ()), *custom}
-    ):
+    carriers = [  # only control flow (and custom ops) carry graph attributes
+        j
+        for j, (op, domain) in enumerate(zip(kept_ops, kept_domains, strict=True))
+        if domain or op in CONTROL_FLOW
+    ]
+    for j in carriers:
         i = kept[j]
         for attribute in nodes[i].attribute:
             if attribute.type == onnx.AttributeProto.GRAPH:
@@ -313,14 +313,14 @@ def _build_ir(
         title=title or getattr(graph, "name", "") or "graph",
         proto=graph,
         strings=strings,
-        kind=_column(kind, np.int8),
-        name=_column(names, np.int32),
-        op=_column(ops, np.int32),
-        domain=_column(domains, np.int32),
-        proto_index=_column(proto_index, np.int32),
-        edge_src=_column(src, np.int32),
-        edge_dst=_column(dst, np.int32),
-        edge_tensor=_column(tensor, np.int32),
+        kind=array_of(kind, np.int8),
+        name=array_of(names, np.int32),
+        op=array_of(ops, np.int32),
+        domain=array_of(domains, np.int32),
+        proto_index=array_of(proto_index, np.int32),
+        edge_src=array_of(src, np.int32),
+        edge_dst=array_of(dst, np.int32),
+        edge_tensor=array_of(tensor, np.int32),
         groups=tree_from_keys(keys, group_keys, sep),
         hierarchy=hierarchy,
         subgraphs=subgraphs,
@@ -331,10 +331,11 @@ def _build_ir(
     )
 
 
-def _declared_types(values: list[onnx.ValueInfoProto]) -> dict[str, ValueType]:
-    """name → (element type, shape) of the graph's declared values, each distinct type read
-    once: an exported or shape-inferred model declares every tensor (100k on 100k nodes), and
-    reading each type apart took ~5 µs a value (0.5 s)."""
+def declared_types(values: list[onnx.ValueInfoProto]) -> dict[str, ValueType]:
+    """name → (element type, shape) of typed values (a later one of a name wins), each distinct
+    type read once: an exported or shape-inferred model declares every tensor (100k on 100k
+    nodes), and reading each type apart took ~5 µs a value (0.5 s). The IR's declared types and
+    the shapes job's inferred ones both come from here."""
     described: dict[bytes, ValueType] = {}
     found: dict[str, ValueType] = {}
     for value in values:
@@ -346,12 +347,6 @@ def _declared_types(values: list[onnx.ValueInfoProto]) -> dict[str, ValueType]:
             pair = described[key] = (dtype or "?", shape)  # one shape list, shared: read-only
         found[value.name] = pair
     return found
-
-
-def _column(values: list[int], dtype: Any) -> np.ndarray:
-    """A list of ints as an array: ``fromiter`` with the length given skips ``np.array``'s
-    walk to discover the list's shape and type (~6 % of a 100k-node build)."""
-    return np.fromiter(values, dtype, len(values))
 
 
 WEIGHT_OPS = ("Identity", "Constant")

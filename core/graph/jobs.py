@@ -11,10 +11,11 @@ from onnx import numpy_helper
 
 from deploylens.core.errors import UserError
 from deploylens.core.graph.details import initializer_stats
+from deploylens.core.graph.ir import declared_types
 from deploylens.core.graph.request import ShapesRequest, TensorStatsRequest
-from deploylens.core.graph.result import Shape, ShapesResult, TensorStatsResult
+from deploylens.core.graph.result import ShapesResult, TensorStatsResult
 from deploylens.core.model.loading import read_model
-from deploylens.core.model.summary import describe_type, model_findings
+from deploylens.core.model.summary import model_findings
 
 
 def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
@@ -45,14 +46,10 @@ def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
         graph = inferred.graph
     found = ShapesResult(findings=findings)
     seen: dict[str, int] = {}
-    described: dict[bytes, tuple[str, Shape | None]] = {}  # most tensors share a type
-    for value in (*graph.value_info, *graph.input, *graph.output):
-        key = value.type.SerializeToString()
-        pair = described.get(key)
-        if pair is None:
-            _, dtype, shape = describe_type(value.type)
-            pair = described[key] = (dtype or "?", shape)
-        found.add(value.name, *pair, seen)
+    for name, (dtype, shape) in declared_types(
+        [*graph.value_info, *graph.input, *graph.output]
+    ).items():
+        found.add(name, dtype, shape, seen)
     return found
 
 

@@ -20,6 +20,7 @@ from typing import Any, Union
 import msgspec
 import numpy as np
 
+from deploylens.core.bulk import array_of
 from deploylens.core.trace.model import (
     KIND,
     TIME_LIMIT_NS,
@@ -380,21 +381,21 @@ def chunk_columns(events: list[Any]) -> Chunk:
     names, lanes, details = Interner(), Interner(), Interner({None: 0})
     chunk.columns = {
         "start": ns_from_us([e.ts for e in xs]),
-        "dur": ns_from_float_us(_array([e.dur for e in xs], np.float64)),
-        "lane": _array(
+        "dur": ns_from_float_us(array_of([e.dur for e in xs], np.float64)),
+        "lane": array_of(
             [
                 lanes[(c[1], a.device, a.stream, e.pid, e.tid)]
                 for e, a, c in zip(xs, args, kind_of, strict=True)
             ],
             np.int32,
         ),
-        "kind": _array([c[0] for c in kind_of], np.int8),
-        "name": _array([names[e.name] for e in xs], np.int32),
+        "kind": array_of([c[0] for c in kind_of], np.int8),
+        "name": array_of([names[e.name] for e in xs], np.int32),
         "corr": _int64s(
             [-1 if a.correlation is None else a.correlation for a in args], "correlation"
         ),
         "nbytes": _int64s([a.bytes or 0 for a in args], "bytes"),
-        "detail": _array(
+        "detail": array_of(
             [
                 0
                 if a.grid is None and a.op_name is None and a.detail is None
@@ -534,15 +535,9 @@ class ChromeImport:
         return Lane(process, f"annotations {thread}" if where == "host_nvtx" else thread)
 
 
-def _array(values: list[Any], dtype: Any) -> np.ndarray:
-    """A column from a list of Python scalars: ``fromiter`` with its length given converts them
-    as ``np.array`` does, without first walking the list to find its shape and type."""
-    return np.fromiter(values, dtype, len(values))
-
-
 def _int64s(values: list[Any], field: str) -> np.ndarray:
     try:
-        return _array(values, np.int64)
+        return array_of(values, np.int64)
     except (OverflowError, ValueError, TypeError):
         bad = next((v for v in values if not -(2**63) <= int(v) < 2**63), values[0])
         raise BadTraceValue(

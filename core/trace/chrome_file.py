@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from deploylens.core.collector import no_cyclic_collection
+from deploylens.core.bulk import no_cyclic_collection
 from deploylens.core.errors import UserError
 from deploylens.core.trace import chrome, chrome_parallel, import_workers
 from deploylens.core.trace.json_stream import CHUNK, iter_chunks

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from deploylens.core.collector import no_cyclic_collection
+from deploylens.core.bulk import no_cyclic_collection
 from deploylens.core.graph.ir import build_ir
 from tests.helpers.onnx_models import chain_model
 
