@@ -213,17 +213,18 @@ class TorchCapture:
 
     def __init__(self, module: Any) -> None:
         self.module = module
+        self.output: Any = None  # the forward pass's own result, when it ran to the end
         self.names = {id(m): name for name, m in module.named_modules() if name}
         self.types = {name: type(m).__name__ for name, m in module.named_modules() if name}
 
     def run(
         self,
-        inputs: list[Any],
+        feeds: dict[str, np.ndarray],
         keep: set[str] | None = None,
         spill: Path | None = None,
         keep_all: bool = False,
     ) -> tuple[list[Call], dict[str, Any]]:
-        import torch
+        from deploylens.core.pytorch.call import call_torch
 
         calls: list[Call] = []
         seen: dict[str, int] = {}
@@ -253,9 +254,9 @@ class TorchCapture:
                     raise _Enough  # the rest of the forward pass is not needed
 
         handles = [m.register_forward_hook(hook) for name, m in self.module.named_modules() if name]
+        self.output = None
         try:
-            with torch.no_grad():
-                self.module(*inputs)
+            self.output = call_torch(self.module, feeds)
         except _Enough:
             pass
         finally:
@@ -308,8 +309,12 @@ def compare_layers(
     budget_mb: float = DEFAULT_BUDGET_MB,
     progress: Progress | None = None,
     scratch: str | None = None,
+    torch_output: Callable[[Any], None] | None = None,
 ) -> Layerwise:
-    """Compare every probe point; returns the per-node table, first divergence and unmapped."""
+    """Compare every probe point; returns the per-node table, first divergence and unmapped.
+
+    ``torch_output`` receives the hooked forward pass's own result, so a caller comparing the
+    model's outputs on the same batch does not run PyTorch a second time (vit_b_16: 0.5 s)."""
     from deploylens.core.ort_session import prepare_for_ort
     from deploylens.core.validate.shared_weights import share_weights
 
@@ -327,13 +332,14 @@ def compare_layers(
     reference: dict[str, Any] = {}
     try:
         if torch_module is not None:
-            import torch
-
             report(0.0, "layer-wise: running PyTorch with hooks")
             capture = TorchCapture(torch_module)
-            torch_inputs = [torch.from_numpy(a) for a in feeds.values()]
             # One pass keeps every call's output; the mapping needs the whole call list first.
-            calls, reference = capture.run(torch_inputs, spill=spill, keep_all=True)
+            calls, reference = capture.run(feeds, spill=spill, keep_all=True)
+            output, capture.output = capture.output, None
+            if torch_output is not None:
+                torch_output(output)
+            del output
             probes, mapping = module_probes(model, calls)
             for key, why in capture.not_one_tensor.items():  # nothing to compare it with
                 mapping.unmapped.setdefault(key, why)

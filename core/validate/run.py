@@ -3,17 +3,22 @@ eager, or ONNX Runtime with graph optimizations off when there is no torch model
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deploylens.core.data.feeds import batch_of
 from deploylens.core.errors import UserError
+from deploylens.core.pytorch.call import call_torch
 from deploylens.core.pytorch.source import ModelSource
 from deploylens.core.validate.result import ValidationResult
 from deploylens.core.validate.tolerances import Tolerances
+
+if TYPE_CHECKING:
+    from deploylens.core.validate.layerwise import Layerwise
 
 
 def session(
@@ -50,18 +55,6 @@ def _torch_reference(source: ModelSource) -> tuple[Any, dict[str, Any]]:
     if len(names) < len(inputs):
         return module, {}  # unnamed examples: the ONNX file's inputs decide
     return module, {n: t.detach().cpu().numpy() for n, t in zip(names, inputs, strict=False)}
-
-
-def call_torch(module: Any, feeds: dict[str, np.ndarray]) -> Any:
-    """``module`` on ``feeds``: by name where it names its inputs (an ``hf:DIR`` model, whose
-    export may leave an unused input out), else by position in the ONNX file's order."""
-    import torch
-
-    tensors = {name: torch.from_numpy(np.ascontiguousarray(a)) for name, a in feeds.items()}
-    with torch.no_grad():
-        if getattr(module, "input_names", None):
-            return module(**tensors)
-        return module(*tensors.values())
 
 
 def _example_feeds(sess: Any, example: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
@@ -141,28 +134,34 @@ def validate_outputs(
         reference = "ONNX Runtime, graph optimizations off"
         reference_session = session(path, optimized=False, plugins=plugins, custom=custom)
     outputs = OutputsComparator(names, tolerances)
-    first: dict[str, np.ndarray] | None = None
+    batches, drawn = _batches(sess, model, npz, seed, preprocess, example)
+    first: dict[str, np.ndarray] | None = next(batches, None)
+    if first is None:
+        raise UserError(f"{Path(npz).name} gave no input batch.")
+    layers: Layerwise | None = None
+    first_want: list[Any] = []  # PyTorch's outputs on the first batch, from the layer-wise pass
+    share = 0.5 if layerwise else 0.0  # of the progress, the layer-wise pass's
+    if layerwise:
+        layers = _layers(
+            model, path, first, tolerances, module, plugins, budget_mb, scratch,
+            (lambda f, m: progress(share * f, m)) if progress else None, first_want.append,
+        )  # fmt: skip
+    model = None  # not held through the runs: the batches keep what they need
     samples = 0
     count = 0
-    batches, drawn = _batches(sess, model, npz, seed, preprocess, example)
-    if not layerwise:
-        model = None  # not held through the runs: the batches keep what they need
-    for feeds in batches:
-        first = first if first is not None else feeds
+    for feeds in itertools.chain([first], batches):
         count += 1
         samples += batch_of(feeds)
         got = sess.run(None, feeds)
         if module is not None:
-            want = flatten(_run_torch(module, feeds))
+            want = flatten(first_want.pop() if first_want else call_torch(module, feeds))
         else:
             assert reference_session is not None
             want = list(zip(names, reference_session.run(None, feeds), strict=True))
         outputs.add(got, want)
         del got, want
         if progress is not None:
-            progress(0.5 * min(count / 64, 1.0), f"compared batch {count}")
-    if first is None:
-        raise UserError(f"{Path(npz).name} gave no input batch.")
+            progress(share + (1 - share) * min(count / 64, 1.0), f"compared batch {count}")
     notes = source_notes(torch_source)
     comparisons = outputs.results("reference with random weights" if notes else "")
     if npz and Path(npz).is_dir():
@@ -189,42 +188,43 @@ def validate_outputs(
         problems=outputs.structure_problems(),
         paired=outputs.pairing.how if outputs.pairing else "",
     )
-    if layerwise:
-        from onnx.external_data_helper import load_external_data_for_model
-
-        from deploylens.core.validate.layerwise import compare_layers
-
-        load_external_data_for_model(model, str(Path(path).parent))
-
-        result.layerwise = compare_layers(
-            model,
-            first,
-            tolerances,
-            torch_module=module,
-            plugins=plugins,
-            budget_mb=budget_mb,
-            progress=(lambda f, m: progress(0.5 + 0.5 * f, m)) if progress else None,
-            scratch=scratch,
-        )
-        if count > 1:
-            result.layerwise.inputs_used = (
-                f"the first batch ({batch_of(first)} samples) of the {count}"
-            )
+    if layers is not None and count > 1:
+        layers.inputs_used = f"the first batch ({batch_of(first)} samples) of the {count}"
+    result.layerwise = layers
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _run_torch(module: Any, feeds: dict[str, np.ndarray]) -> Any:
-    """PyTorch on the batch; an embedding's index error names the input and the fix."""
-    try:
-        return call_torch(module, feeds)
-    except IndexError as exc:
-        ints = [n for n, a in feeds.items() if np.issubdtype(a.dtype, np.integer)]
-        raise UserError(
-            f"PyTorch failed on these inputs: {str(exc).splitlines()[0][:200]} — an integer "
-            f"input ({', '.join(ints) or 'none'}) holds an index outside what the model has.",
-            "Give the inputs as an .npz (--inputs X.npz), with ids within the vocabulary.",
-        ) from None
+def _layers(
+    model: Any,
+    path: str,
+    feeds: dict[str, np.ndarray],
+    tolerances: Tolerances,
+    module: Any,
+    plugins: list[Any] | None,
+    budget_mb: float,
+    scratch: str | None,
+    progress: Any,
+    torch_output: Any,
+) -> Layerwise:
+    """The layer-wise pass on the first batch; its external weights are read only now, once
+    ONNX Runtime has opened the model."""
+    from onnx.external_data_helper import load_external_data_for_model
+
+    from deploylens.core.validate.layerwise import compare_layers
+
+    load_external_data_for_model(model, str(Path(path).parent))
+    return compare_layers(
+        model,
+        feeds,
+        tolerances,
+        torch_module=module,
+        plugins=plugins,
+        budget_mb=budget_mb,
+        progress=progress,
+        scratch=scratch,
+        torch_output=torch_output,
+    )
 
 
 def validate_job(ctx: Any, params: dict[str, Any]) -> ValidationResult:

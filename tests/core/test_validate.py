@@ -366,3 +366,32 @@ def test_a_conv_before_a_norm_with_its_own_activation_is_not_a_divergence(
     assert lw.first_diverging is None, lw.first_diverging
     reasons = {item.module: item.reason for item in lw.unmapped}
     assert "folded" in reasons["conv2"] and "folded" in reasons["conv1"], reasons
+
+
+def test_layerwise_runs_pytorch_once_and_judges_the_outputs_alike(resnet18: Path) -> None:
+    """The layer-wise pass's hooked forward gives the outputs comparison its PyTorch outputs on
+    the first batch (a second forward was 0.5 s of CPU on vit_b_16): one root call, and the
+    outputs' statistics are those of validating without the layer-wise pass."""
+    import torch
+    import torchvision
+
+    from deploylens.core.validate.run import validate_outputs
+
+    roots: list[str] = []
+
+    def count(module: Any, _args: Any, _output: Any) -> None:
+        if isinstance(module, torchvision.models.ResNet):
+            roots.append(type(module).__name__)
+
+    source = parse_spec("torchvision:resnet18")
+    handle = torch.nn.modules.module.register_module_forward_hook(count)
+    try:
+        both = validate_outputs(str(resnet18), source, "", Tolerances(), layerwise=True)
+        with_layers = len(roots)
+        alone = validate_outputs(str(resnet18), source, "", Tolerances())
+    finally:
+        handle.remove()
+    assert with_layers == 1 and len(roots) == 2
+    assert both.layerwise is not None and both.layerwise.compared > 0
+    assert [o.to_dict() for o in both.outputs] == [o.to_dict() for o in alone.outputs]
+    assert both.passed and alone.passed
