@@ -92,4 +92,9 @@ def worker_env(workdir: str) -> dict[str, str]:
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONIOENCODING"] = "utf-8"
     env.pop("PYTHONSTARTUP", None)
+    # numpy's OpenBLAS in the worker only serves our own reductions (the comparisons' dot
+    # products, memory-bound): its second thread halved no wall time and spun on after every
+    # call, 0.6 s of CPU of a 7 s vit_b_16 validation. torch and ONNX Runtime keep their own
+    # pools; a user's own setting wins.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     return env

@@ -39,6 +39,18 @@ def test_nan_is_a_mismatch_unless_both_sides_have_it() -> None:
     assert both.passed and both.nan == 0
 
 
+@pytest.mark.parametrize("odd", [np.nan, np.inf, -np.inf])
+def test_the_largest_value_of_each_side_is_its_largest_finite_one(odd: float) -> None:
+    """The scale check reads each side's largest finite |value|: a NaN or inf is not the scale
+    (the fast path takes two reductions and must fall back when either is not finite)."""
+    got = np.array([odd, -5.0, 2.0], np.float32)
+    want = np.array([-0.0, -0.0, 0.0], np.float32)
+    c = compare("y", got, want, Tolerances())
+    assert c.got_max_abs == 5.0
+    assert c.ref_max_abs == 0.0 and str(c.ref_max_abs) == "0.0"  # not "-0.0" in the report
+    assert compare("y", want, want, Tolerances()).ref_max_abs == 0.0
+
+
 def test_per_output_tolerances_and_statistics() -> None:
     rtol = parse_tolerance(["1e-6", "logits:0.1"], 1e-5)
     assert rtol == {"": 1e-6, "logits": 0.1}
