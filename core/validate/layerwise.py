@@ -310,17 +310,19 @@ def compare_layers(
     progress: Progress | None = None,
     scratch: str | None = None,
     torch_output: Callable[[Any], None] | None = None,
+    mapped: dict[str, np.ndarray] | None = None,
 ) -> Layerwise:
     """Compare every probe point; returns the per-node table, first divergence and unmapped.
 
     ``torch_output`` receives the hooked forward pass's own result, so a caller comparing the
-    model's outputs on the same batch does not run PyTorch a second time (vit_b_16: 0.5 s)."""
+    model's outputs on the same batch does not run PyTorch a second time (vit_b_16: 0.5 s).
+    ``mapped``: the weights ``model`` refers NOWHERE for (``read_mapped``), by name."""
     from deploylens.core.ort_session import prepare_for_ort
     from deploylens.core.validate.shared_weights import share_weights
 
     started = time.perf_counter()
     model, extensions = prepare_for_ort(model, plugins or [])
-    weights = share_weights(model)  # one copy of the weights for every chunk's sessions
+    weights = share_weights(model, mapped)  # one copy of the weights for every chunk's sessions
     report = progress or (lambda _f, _m: None)
     capture: TorchCapture | None = None
     mapping = ModuleMapping(style="onnx-only")

@@ -73,17 +73,28 @@ class SharedWeights:
         return options
 
 
-def share_weights(model: onnx.ModelProto) -> SharedWeights:
-    """One copy of ``model`` without its large main-graph weights' bytes, and those weights."""
+def share_weights(
+    model: onnx.ModelProto, mapped: dict[str, np.ndarray] | None = None
+) -> SharedWeights:
+    """One copy of ``model`` without its large main-graph weights' bytes, and those weights.
+    ``mapped``: weights ``model`` already refers NOWHERE for, by name (``read_mapped``'s
+    arrays over the file), shared as they are."""
     import onnxruntime as ort
     from onnx import numpy_helper
 
+    mapped = mapped or {}
     light = onnx.ModelProto()
     _copy_fields(model, light, skip="graph")
     _copy_fields(model.graph, light.graph, skip="initializer")
     shared = SharedWeights(light)
     for tensor in model.graph.initializer:
         kept = light.graph.initializer.add()
+        if tensor.name in mapped:
+            kept.CopyFrom(tensor)  # its bytes are the mapped array's: it refers NOWHERE
+            shared.arrays.append(mapped[tensor.name])
+            shared.names.append(tensor.name)
+            shared.values.append(ort.OrtValue.ortvalue_from_numpy(mapped[tensor.name]))
+            continue
         if not _shareable(tensor):
             kept.CopyFrom(tensor)
             continue
