@@ -3,41 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from deploylens.core.validate.records import OutputComparison
 from deploylens.core.validate.tolerances import Tolerances
 
 EPS = 1e-12
 inf = float("inf")
 BLOCK = 1 << 20  # elements per step: temporaries stay a few MB whatever the tensor size
 BINS = [0.0] + [10.0**k for k in range(-12, 3)]
-
-
-@dataclass
-class OutputComparison:
-    name: str
-    shape: list[int]
-    passed: bool
-    max_abs: float
-    mean_abs: float
-    max_rel: float
-    cosine: float
-    within: float  # fraction of elements within tolerance
-    nan: int  # NaN in either side, or where only one side has it
-    inf: int
-    histogram: list[int]  # counts of |error| per decade bucket
-    bins: list[float]  # bucket edges (powers of ten)
-    reason: str = ""
-    rel_l2: float = float("nan")  # ‖got − want‖ / ‖want‖, comparable across scales
-    ref_max_abs: float = float("nan")  # largest finite |reference value|: the output's scale
-    got_max_abs: float = float("nan")
-    batches: int = 1
-    inconclusive: bool = False  # nothing to compare (both sides essentially zero): not a FAIL
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 @dataclass

@@ -25,6 +25,7 @@ import numpy as np
 from deploylens.core.model.dtypes import tensor_bytes
 from deploylens.core.validate.compare import compare, judge_scale
 from deploylens.core.validate.mapping import Call, ModuleMapping, map_calls
+from deploylens.core.validate.records import LayerResult, Layerwise, Unmapped
 from deploylens.core.validate.tolerances import Tolerances
 
 if TYPE_CHECKING:  # onnx and onnxruntime: not in the CLI's import of this module
@@ -44,56 +45,6 @@ class Probe:
     index: int  # topological position of the producing node
     module: str = ""
     note: str = ""
-
-
-@dataclass
-class LayerResult:
-    tensor: str
-    node: str
-    op_type: str
-    index: int
-    module: str
-    note: str
-    passed: bool
-    max_abs: float
-    mean_abs: float
-    max_rel: float
-    rel_l2: float  # ‖got − want‖ / ‖want‖: comparable across layers of any scale
-    cosine: float
-    within: float
-    nan: int
-    error_in: float  # the largest rel_l2 reaching this node from upstream compared tensors
-    jump: float  # rel_l2 − error_in: where the error is made, not merely carried
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Unmapped:
-    """A module call the mapping could not tie to an ONNX tensor, and why."""
-
-    module: str
-    reason: str
-
-
-@dataclass
-class Layerwise:
-    """The layer-by-layer part of a validation: every compared tensor in topological order."""
-
-    mode: str  # "torch modules" | "onnx tensors"
-    mapping: str
-    compared: int
-    mapped_calls: int
-    unmapped: list[Unmapped]
-    first_diverging: LayerResult | None
-    layers: list[LayerResult]
-    chunks: int
-    largest_chunk_mb: float
-    budget_mb: float
-    seconds: float
-    inputs_used: str = ""  # said when the outputs were compared on more batches than this one
 
 
 def onnx_probes(model: Any) -> list[Probe]:

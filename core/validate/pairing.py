@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deploylens.core.validate.compare import Comparator, OutputComparison, judge_scale
+from deploylens.core.validate.compare import Comparator, judge_scale
+from deploylens.core.validate.records import OutputComparison
 from deploylens.core.validate.tolerances import Tolerances
 
 Leaf = tuple[str, np.ndarray]

@@ -7,8 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 from deploylens.core.results import Result, Verdict
-from deploylens.core.validate.compare import OutputComparison
-from deploylens.core.validate.layerwise import LayerResult, Layerwise
+from deploylens.core.validate.records import LayerResult, Layerwise, OutputComparison
 from deploylens.core.validate.tolerances import Tolerances
 
 KIND = "deploylens.validation"

@@ -19,7 +19,7 @@ from deploylens.core.validate.tolerances import Tolerances
 
 if TYPE_CHECKING:  # onnx: not in the CLI's import of this module
     from deploylens.core.model.mapped_weights import MappedModel
-    from deploylens.core.validate.layerwise import Layerwise
+    from deploylens.core.validate.records import Layerwise
 
 
 def session(

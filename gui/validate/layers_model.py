@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
-from deploylens.core.validate.layerwise import LayerResult
+from deploylens.core.validate.records import LayerResult
 from deploylens.core.validate.result import within_text
 
 Index = QModelIndex | QPersistentModelIndex

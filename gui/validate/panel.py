@@ -34,8 +34,7 @@ from PySide6.QtWidgets import (
 from deploylens.core.errors import UserError
 from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.settings import config_dir
-from deploylens.core.validate.compare import OutputComparison
-from deploylens.core.validate.layerwise import Layerwise, Unmapped
+from deploylens.core.validate.records import Layerwise, OutputComparison, Unmapped
 from deploylens.core.validate.request import ValidateRequest
 from deploylens.core.validate.result import ValidationResult, within_text
 from deploylens.core.validate.saved import load_result, save_csv, save_result

@@ -319,3 +319,24 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     job, imported = found.stdout.split()
     assert job.startswith(("build.", "validate.", "support.", "surgery.", "quantize."))
     assert imported == "False", found.stdout
+
+
+def test_validate_prints_its_result_without_importing_numpy_or_onnx(tmp_path: Path) -> None:
+    """The whole ``validate`` command, its worker real: the CLI process decodes and prints the
+    result without NumPy (the result's records lived beside the NumPy code that fills them:
+    0.2 s of CPU in the CLI process) and without onnx."""
+    model = tmp_path / "m.onnx"
+    onnx.save(chain_model(2), model)
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('imported', 'numpy' in sys.modules, 'onnx' in sys.modules,"
+        " file=sys.stderr))\n"
+        "from deploylens.core.cli import main\n"
+        f"main({['validate', str(model)]!r})\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert found.returncode == 0, found.stdout + found.stderr[-800:]
+    assert found.stdout.startswith("PASS"), found.stdout
+    assert "imported False False" in found.stderr, found.stderr[-800:]

@@ -15,7 +15,7 @@ from deploylens.core.jobs import Worker
 from deploylens.core.plugin_api import plugin_entries
 from deploylens.core.pytorch.source import parse_spec
 from deploylens.core.validate.compare import compare
-from deploylens.core.validate.layerwise import Layerwise
+from deploylens.core.validate.records import Layerwise
 from deploylens.core.validate.request import ValidateRequest
 from deploylens.core.validate.result import ValidationResult
 from deploylens.core.validate.tolerances import Tolerances, parse_tolerance
