@@ -4,27 +4,13 @@ validate comparison (max/mean abs error, rel L2, cosine) plus top-1 agreement fo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from deploylens.core.quantize.result import Accuracy
 from deploylens.core.validate.compare import compare
 from deploylens.core.validate.tolerances import Tolerances
-
-
-@dataclass
-class Accuracy:
-    samples: int
-    max_abs: float
-    mean_abs: float
-    rel_l2: float
-    cosine: float
-    top1_agreement: float | None  # None when the first output is not (batch, classes)
-    data: str = ""  # which samples it was measured on
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def measure(

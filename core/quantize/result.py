@@ -4,10 +4,27 @@ banner says."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
-from deploylens.core.quantize.accuracy import Accuracy
 from deploylens.core.results import Result
+
+
+@dataclass
+class Accuracy:
+    """INT8 against FP32 on the same samples. Here, not beside the NumPy code that measures it
+    (``accuracy.measure``): the CLI reads it without importing NumPy."""
+
+    samples: int
+    max_abs: float
+    mean_abs: float
+    rel_l2: float
+    cosine: float
+    top1_agreement: float | None  # None when the first output is not (batch, classes)
+    data: str = ""  # which samples it was measured on
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass

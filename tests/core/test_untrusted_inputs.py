@@ -321,22 +321,33 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     assert imported == "False", found.stdout
 
 
-def test_validate_prints_its_result_without_importing_numpy_or_onnx(tmp_path: Path) -> None:
-    """The whole ``validate`` command, its worker real: the CLI process decodes and prints the
-    result without NumPy (the result's records lived beside the NumPy code that fills them:
-    0.2 s of CPU in the CLI process) and without onnx."""
+@pytest.mark.parametrize(
+    ("command", "options", "headline"),
+    [
+        ("validate", [], "PASS"),
+        ("calibrate", ["--data", "{tmp}/data.npz", "--out", "{tmp}/q.onnx"], "entropy:"),
+    ],
+)
+def test_a_command_prints_its_result_without_importing_numpy_or_onnx(
+    tmp_path: Path, command: str, options: list[str], headline: str
+) -> None:
+    """The whole command, its worker real: the CLI process decodes and prints the result
+    without NumPy (validate's records and calibrate's accuracy lived beside the NumPy code that
+    fills them: 0.2 s of CPU in the CLI process) and without onnx."""
     model = tmp_path / "m.onnx"
     onnx.save(chain_model(2), model)
+    np.savez(tmp_path / "data.npz", x=np.ones((4, 8), np.float32))
+    options = [option.replace("{tmp}", str(tmp_path)) for option in options]
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: print('imported', 'numpy' in sys.modules, 'onnx' in sys.modules,"
         " file=sys.stderr))\n"
         "from deploylens.core.cli import main\n"
-        f"main({['validate', str(model)]!r})\n"
+        f"main({[command, str(model), *options]!r})\n"
     )
     found = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
     )
     assert found.returncode == 0, found.stdout + found.stderr[-800:]
-    assert found.stdout.startswith("PASS"), found.stdout
+    assert found.stdout.startswith(headline), found.stdout
     assert "imported False False" in found.stderr, found.stderr[-800:]
