@@ -405,5 +405,11 @@ def test_layerwise_runs_pytorch_once_and_judges_the_outputs_alike(resnet18: Path
         handle.remove()
     assert with_layers == 1 and len(roots) == 2
     assert both.layerwise is not None and both.layerwise.compared > 0
-    assert [o.to_dict() for o in both.outputs] == [o.to_dict() for o in alone.outputs]
     assert both.passed and alone.passed
+    assert len(both.outputs) == len(alone.outputs) == 1
+    one, other = both.outputs[0].to_dict(), alone.outputs[0].to_dict()
+    for key, value in one.items():  # the same statistics; floats to rounding, not bit for bit
+        if isinstance(value, float):
+            assert value == pytest.approx(other[key], rel=1e-6, abs=1e-12, nan_ok=True), key
+        else:
+            assert value == other[key], key
