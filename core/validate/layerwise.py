@@ -164,7 +164,6 @@ class TorchCapture:
 
     def __init__(self, module: Any) -> None:
         self.module = module
-        self.output: Any = None  # the forward pass's own result, when it ran to the end
         self.names = {id(m): name for name, m in module.named_modules() if name}
         self.types = {name: type(m).__name__ for name, m in module.named_modules() if name}
 
@@ -174,7 +173,9 @@ class TorchCapture:
         keep: set[str] | None = None,
         spill: Path | None = None,
         keep_all: bool = False,
-    ) -> tuple[list[Call], dict[str, Any]]:
+    ) -> tuple[list[Call], dict[str, Any], Any]:
+        """(the calls in order, the kept outputs by call, the forward's own result — None when
+        it stopped once every kept output was in)."""
         from deploylens.core.pytorch.call import call_torch
 
         calls: list[Call] = []
@@ -205,15 +206,15 @@ class TorchCapture:
                     raise _Enough  # the rest of the forward pass is not needed
 
         handles = [m.register_forward_hook(hook) for name, m in self.module.named_modules() if name]
-        self.output = None
+        output = None
         try:
-            self.output = call_torch(self.module, feeds)
+            output = call_torch(self.module, feeds)
         except _Enough:
             pass
         finally:
             for handle in handles:
                 handle.remove()
-        return calls, kept
+        return calls, kept, output
 
 
 def _only_tensor(output: Any) -> Any:
@@ -288,8 +289,7 @@ def compare_layers(
             report(0.0, "layer-wise: running PyTorch with hooks")
             capture = TorchCapture(torch_module)
             # One pass keeps every call's output; the mapping needs the whole call list first.
-            calls, reference = capture.run(feeds, spill=spill, keep_all=True)
-            output, capture.output = capture.output, None
+            calls, reference, output = capture.run(feeds, spill=spill, keep_all=True)
             if torch_output is not None:
                 torch_output(output)
             del output

@@ -125,9 +125,8 @@ def validate_outputs(
     # pass (three parses of vit_b_16's 346 MB were 1.5 s of CPU); its large inline weights stay
     # in the mapped file (onnx.load copied them twice: 0.35 s), and external weights are read
     # for the layer-wise pass only, once ONNX Runtime has opened the model
-    mapped = read_mapped(path)
-    model: Any = mapped.model if mapped else onnx.load(path, load_external_data=False)
-    arrays = mapped.arrays if mapped else {}
+    read = read_mapped(path) or MappedModel(onnx.load(path, load_external_data=False))
+    model: Any = read.model
     custom = custom_domains(model)
     sess = session(path, plugins=plugins, custom=custom)
     names = [o.name for o in sess.get_outputs()]
@@ -148,12 +147,10 @@ def validate_outputs(
     share = 0.5 if layerwise else 0.0  # of the progress, the layer-wise pass's
     if layerwise:
         layers = _layers(
-            MappedModel(model, arrays), path, first, tolerances, module, plugins, budget_mb,
-            scratch, (lambda f, m: progress(share * f, m)) if progress else None,
-            first_want.append,
+            read, path, first, tolerances, module, plugins, budget_mb, scratch,
+            (lambda f, m: progress(share * f, m)) if progress else None, first_want.append,
         )  # fmt: skip
-    model = mapped = None  # not held through the runs: the batches keep what they need
-    arrays = {}
+    del model, read  # not held through the runs: the batches keep what they need
     samples = 0
     count = 0
     for feeds in itertools.chain([first], batches):

@@ -15,26 +15,12 @@ import numpy as np
 import onnx
 
 from deploylens.core.model.dtypes import tensor_bytes
+from deploylens.core.model.mapped_weights import MAPPED_TYPES
 from deploylens.core.model.weightless import KEEP_BYTES, only_raw_data, refer_nowhere
 
-# Element types numpy and OrtValue hold natively; any other (bfloat16, float8, int4, strings)
-# stays inline in the model, as before.
-SHARED_TYPES = frozenset(
-    {
-        onnx.TensorProto.FLOAT,
-        onnx.TensorProto.DOUBLE,
-        onnx.TensorProto.FLOAT16,
-        onnx.TensorProto.INT8,
-        onnx.TensorProto.INT16,
-        onnx.TensorProto.INT32,
-        onnx.TensorProto.INT64,
-        onnx.TensorProto.UINT8,
-        onnx.TensorProto.UINT16,
-        onnx.TensorProto.UINT32,
-        onnx.TensorProto.UINT64,
-        onnx.TensorProto.BOOL,
-    }
-)
+# Element types numpy and OrtValue hold natively (the mapped reader's, one list); any other
+# (bfloat16, float8, int4, strings) stays inline in the model, as before.
+SHARED_TYPES = frozenset(MAPPED_TYPES)
 
 
 @dataclass
@@ -66,6 +52,15 @@ class SharedWeights:
             self.light.graph.output.extend(original)
         return data
 
+    def share(self, name: str, array: np.ndarray) -> None:
+        """Hand ``array`` to every session as the weight ``name`` (the light model refers
+        NOWHERE for it)."""
+        import onnxruntime as ort
+
+        self.arrays.append(array)
+        self.names.append(name)
+        self.values.append(ort.OrtValue.ortvalue_from_numpy(array))
+
     def add_to(self, options: Any) -> Any:
         """``options`` (an ``ort.SessionOptions``) that hand the session the shared weights."""
         if self.names:
@@ -79,7 +74,6 @@ def share_weights(
     """One copy of ``model`` without its large main-graph weights' bytes, and those weights.
     ``mapped``: weights ``model`` already refers NOWHERE for, by name (``read_mapped``'s
     arrays over the file), shared as they are."""
-    import onnxruntime as ort
     from onnx import numpy_helper
 
     mapped = mapped or {}
@@ -91,9 +85,7 @@ def share_weights(
         kept = light.graph.initializer.add()
         if tensor.name in mapped:
             kept.CopyFrom(tensor)  # its bytes are the mapped array's: it refers NOWHERE
-            shared.arrays.append(mapped[tensor.name])
-            shared.names.append(tensor.name)
-            shared.values.append(ort.OrtValue.ortvalue_from_numpy(mapped[tensor.name]))
+            shared.share(tensor.name, mapped[tensor.name])
             continue
         if not _shareable(tensor):
             kept.CopyFrom(tensor)
@@ -106,9 +98,7 @@ def share_weights(
         kept.name, kept.data_type = tensor.name, tensor.data_type
         kept.dims.extend(tensor.dims)
         refer_nowhere(kept, array.nbytes)
-        shared.arrays.append(array)
-        shared.names.append(tensor.name)
-        shared.values.append(ort.OrtValue.ortvalue_from_numpy(array))
+        shared.share(tensor.name, array)
     return shared
 
 

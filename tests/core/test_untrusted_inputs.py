@@ -278,6 +278,15 @@ def test_the_guard_parses_only_a_model_that_names_external_data(tmp_path: Path) 
         check_model_file(outside)
 
 
+def _command_line(tmp_path: Path, command: str, options: list[str]) -> list[str]:
+    """``command`` on a 2-node model the test writes, ``{tmp}`` in options made the folder
+    (which also holds ``data.npz``, calibration data for the model)."""
+    model = tmp_path / "m.onnx"
+    onnx.save(chain_model(2), model)
+    np.savez(tmp_path / "data.npz", x=np.ones((4, 8), np.float32))
+    return [command, str(model), *(option.replace("{tmp}", str(tmp_path)) for option in options)]
+
+
 @pytest.mark.parametrize(
     ("command", "options"),
     [
@@ -298,18 +307,14 @@ def test_a_command_hands_its_job_to_the_worker_without_importing_onnx(
     ``--pattern`` choices came from, ``calibrate`` through the sensitivity report's module).
     The hand-over (``run_job``)
     is replaced here by a recorder; the jobs themselves are tested with real workers."""
-    model = tmp_path / "m.onnx"
-    onnx.save(chain_model(2), model)
-    np.savez(tmp_path / "data.npz", x=np.zeros((4, 8), np.float32))
-    options = [option.replace("{tmp}", str(tmp_path)) for option in options]
+    argv = _command_line(tmp_path, command, options)
     code = (
         "import os, sys\nimport deploylens.core.jobs as jobs\n"
         "def handed(job, params, *rest, **named):\n"
         "    print(job, 'onnx' in sys.modules, flush=True)\n"
         "    os._exit(0)\n"
         "jobs.run_job = handed\n"
-        "from deploylens.core.cli import main\n"
-        f"main({[command, str(model), *options]!r})\n"
+        f"from deploylens.core.cli import main\nmain({argv!r})\n"
         "print('no job handed over')"
     )
     found = subprocess.run(
@@ -334,16 +339,12 @@ def test_a_command_prints_its_result_without_importing_numpy_or_onnx(
     """The whole command, its worker real: the CLI process decodes and prints the result
     without NumPy (validate's records and calibrate's accuracy lived beside the NumPy code that
     fills them: 0.2 s of CPU in the CLI process) and without onnx."""
-    model = tmp_path / "m.onnx"
-    onnx.save(chain_model(2), model)
-    np.savez(tmp_path / "data.npz", x=np.ones((4, 8), np.float32))
-    options = [option.replace("{tmp}", str(tmp_path)) for option in options]
+    argv = _command_line(tmp_path, command, options)
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: print('imported', 'numpy' in sys.modules, 'onnx' in sys.modules,"
         " file=sys.stderr))\n"
-        "from deploylens.core.cli import main\n"
-        f"main({[command, str(model), *options]!r})\n"
+        f"from deploylens.core.cli import main\nmain({argv!r})\n"
     )
     found = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
