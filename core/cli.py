@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from deploylens.core import __version__
+from deploylens.core.blas import one_blas_thread
 from deploylens.core.command import Command
 from deploylens.core.errors import UserError
 from deploylens.core.job_table import command_homes
@@ -175,6 +176,7 @@ def take_remote(argv: list[str]) -> tuple[list[str], str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    one_blas_thread(os.environ)  # before any command imports numpy (core/blas.py)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         argv, host, remote_python = take_remote(argv)

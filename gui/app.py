@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from deploylens.core.blas import one_blas_thread
 from deploylens.gui.common.qt_app import application, require_display
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ EXIT_WHEN_SHOWN = "DEPLOYLENS_EXIT_WHEN_SHOWN"
 def main(argv: list[str], on_window: Callable[[MainWindow], Any] | None = None) -> int:
     """The window, on ``argv[0]`` if given. ``on_window`` (bench/startup.py) sees the window
     before its event loop starts."""
+    one_blas_thread(os.environ)  # before the panels import numpy (core/blas.py: ~0.1 s of CPU)
     require_display()
     app = application()  # first: a QProcess made before it never hears from its process
     early = open_early(argv[0]) if argv else None

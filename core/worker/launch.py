@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 
+from deploylens.core.blas import one_blas_thread
 from deploylens.core.worker.reaper import running
 
 # The scratch folder a worker writes big results into; the app side creates and removes it, so a
@@ -94,8 +95,6 @@ def worker_env(workdir: str) -> dict[str, str]:
     env.pop("PYTHONSTARTUP", None)
     # numpy's OpenBLAS in the worker only serves our own reductions (the comparisons' dot
     # products, memory-bound): its second thread halved no wall time and spun on after every
-    # call, 0.6 s of CPU of a 7 s vit_b_16 validation. ONNX Runtime and x86 torch (MKL) keep
-    # their own pools; a torch built on OpenBLAS (aarch64 wheels) would read this too. A user's
-    # own setting wins.
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # call, 0.6 s of CPU of a 7 s vit_b_16 validation (core/blas.py)
+    one_blas_thread(env)
     return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -245,3 +246,37 @@ def test_numpy_blas_runs_one_thread_in_the_worker_unless_the_user_says(
         pid = running.run("selftest.echo")["pid"]
         assert pid == running.pid
         assert _environ_of(pid)["OPENBLAS_NUM_THREADS"] == (user or "1")
+
+
+# numpy imported after the CLI's main ran (``--version`` ends in SystemExit): the threads it
+# added to the process, counted in /proc
+_THREADS_AFTER_NUMPY = """
+import os, sys
+if sys.argv[1] == "cli":
+    from deploylens.core.cli import main
+    try:
+        main(["--version"])
+    except SystemExit:
+        pass
+before = len(os.listdir("/proc/self/task"))
+import numpy
+print(len(os.listdir("/proc/self/task")) - before, os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+def test_the_cli_process_loads_numpy_with_one_blas_thread() -> None:
+    """The CLI process (and the GUI it starts) loads numpy with one OpenBLAS thread: its spare
+    threads spun ~0.1 s of CPU after the import (``core/blas.py``). As many threads as a plain
+    process told ``OPENBLAS_NUM_THREADS=1`` — on a one-core machine every count is equal."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(mode: str, extra: dict[str, str]) -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-c", _THREADS_AFTER_NUMPY, mode],
+                              env={**env, **extra}, capture_output=True, text=True,
+                              timeout=120, check=True)  # fmt: skip
+        count, value = done.stdout.splitlines()[-1].split()  # after --version's line
+        return int(count), value
+
+    assert threads("cli", {}) == threads("plain", {"OPENBLAS_NUM_THREADS": "1"})
+    assert threads("cli", {"OPENBLAS_NUM_THREADS": "2"})[1] == "2"  # the user's own count

@@ -506,11 +506,13 @@ def watch(window):
 
     def loaded(graph):
         print("loaded", window.graph_panel.path, "pyqtgraph" in sys.modules, flush=True)
+        print("blas threads", os.environ.get("OPENBLAS_NUM_THREADS"), flush=True)
         os._exit(0)
 
     window.graph_panel.sig_loaded.connect(loaded)
     window.document.sig_failed.connect(lambda failure: (print(failure.message), os._exit(3)))
 
+print("numpy before main", "numpy" in sys.modules, flush=True)
 main([sys.argv[1]], on_window=watch)
 os._exit(4)
 """
@@ -521,7 +523,8 @@ def test_a_model_on_the_command_line_opens_before_the_window_and_without_pyqtgra
 ) -> None:
     """``deploylens MODEL``: the model's worker starts before the window's modules are imported
     (``app.open_early``), the window takes its jobs over (listed in Jobs / Log) and shows the
-    graph; no panel imported pyqtgraph to get there (0.2–0.3 s of the start)."""
+    graph; no panel imported pyqtgraph to get there (0.2–0.3 s of the start). numpy loads with
+    one OpenBLAS thread (its spare one spun ~0.1 s of CPU: ``core/blas.py``)."""
     import os
     import subprocess
 
@@ -532,11 +535,14 @@ def test_a_model_on_the_command_line_opens_before_the_window_and_without_pyqtgra
     path = tmp_path / "launched.onnx"
     onnx.save(chain_model(), path)
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DEPLOYLENS_CONFIG_DIR": str(tmp_path)}
+    env.pop("OPENBLAS_NUM_THREADS", None)
     done = subprocess.run([sys.executable, "-c", LAUNCH_SCRIPT, str(path)], env=env,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "jobs ['Open launched.onnx']" in done.stdout
     assert f"loaded {path} False" in done.stdout
+    assert "numpy before main False" in done.stdout  # so the setting came before its import
+    assert "blas threads 1" in done.stdout
 
 
 def test_the_gui_thread_collector_waits_while_a_build_runs(make_window) -> None:
