@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import (
@@ -35,9 +35,7 @@ from deploylens.core.worker.client import JobFailure
 from deploylens.gui.common.opened import HearsModelOpened, OpenedModel
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
-from deploylens.gui.export.panel import ExportPanel
 from deploylens.gui.graph.panel import GraphPanel
-from deploylens.gui.graph_link import GraphLink
 from deploylens.gui.job_manager import JobManager
 from deploylens.gui.model_document import ModelDocument
 from deploylens.gui.notifications import NotificationBar, Notifier
@@ -45,17 +43,32 @@ from deploylens.gui.panels.jobs_panel import JobsPanel
 from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.panels.start_page import StartPage
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
-from deploylens.gui.sensitivity.panel import SensitivityPanel
-from deploylens.gui.support.panel import OpSupportPanel
-from deploylens.gui.surgery.panel import DIFF_OVERLAY, SurgeryPanel
-from deploylens.gui.timeline.panel import TimelinePanel
-from deploylens.gui.trt.panel import BuildPanel
-from deploylens.gui.validate.panel import ValidatePanel
+
+if TYPE_CHECKING:  # built when first needed (MainWindow.panel): their modules load then
+    from deploylens.gui.export.panel import ExportPanel
+    from deploylens.gui.graph_link import GraphLink
+    from deploylens.gui.sensitivity.panel import SensitivityPanel
+    from deploylens.gui.support.panel import OpSupportPanel
+    from deploylens.gui.surgery.panel import SurgeryPanel
+    from deploylens.gui.timeline.panel import TimelinePanel
+    from deploylens.gui.trt.engine_view import EngineView
+    from deploylens.gui.trt.panel import BuildPanel
+    from deploylens.gui.validate.panel import ValidatePanel
 
 LAYOUT_VERSION = 3  # 2: start page, Engine dock, left column; 3: the Surgery dock
 PANELS = ("Start", "Graph", "Op support", "Export", "Surgery", "Validate", "Build", "Engine",
           "Sensitivity", "Timeline")  # fmt: skip
 LEFT_SHARE, LEFT_MIN, LEFT_MAX = 0.2, 260, 460  # the left column's width: 20 %, clamped
+# The panels behind the Start page and the graph are built the first time anything needs them
+# (their dock shown, a signal, a menu, a file they open): at start their modules cost ~0.12 s
+# of CPU (2026-12-02), a tenth of opening a 100k-node model. Dock title -> its builder.
+LAZY_PANELS = {
+    "Op support": "_make_support", "Export": "_make_export", "Surgery": "_make_surgery",
+    "Validate": "_make_validate", "Build": "_make_build", "Engine": "_make_build",
+    "Sensitivity": "_make_sensitivity", "Timeline": "_make_timeline",
+}  # fmt: skip
+# The panels that follow the open model (the panel contract's model-opened), in the order told.
+FOLLOWERS = ("Validate", "Timeline", "Sensitivity", "Surgery", "Build")
 PANEL_SHARE = 0.6  # the panel in front keeps at least this share of the window
 BAND_SHARE = 0.22  # a side dock moved to the top or bottom: at most this share of the height
 FIRST_SHARE = 0.85  # the first start: this share of the screen (it was 1400×860 everywhere)
@@ -120,47 +133,17 @@ class MainWindow(QMainWindow):
         self.graph_panel = GraphPanel(self.jobs)
         self.graph_panel.shapes.check = True  # the open's checker findings come with its shapes
         self.graph_panel.sig_failed.connect(self.notifier.user_message)
-        self.support_panel = OpSupportPanel(self.jobs)
-        self.support_panel.sig_op_selected.connect(self.graph_panel.highlight_op)
-        self.support_panel.sig_overlay.connect(self.graph_panel.overlay)
-        self.support_panel.sig_ready.connect(self._share_matrix)
-        self.export_panel = ExportPanel(self.jobs)
-        self.export_panel.sig_needs_matrix.connect(self.support_panel.ensure_loaded)
-        self.export_panel.sig_exported.connect(self.open_path)
-        self.surgery_panel = SurgeryPanel(self.jobs)
-        self.surgery_panel.selection_source = self.graph_panel.chosen_node_names
-        self.surgery_panel.graph_source = self.graph_panel.shown_graph
-        self.graph_panel.sig_selection_changed.connect(self.surgery_panel.refresh_chosen)
-        self.graph_panel.menu_hooks.append(self.surgery_panel.populate_menu)
+        self.graph_panel.sig_message.connect(self.say)
+        # the Surgery panel's actions in the graph's context menu (built for them if need be)
+        self.graph_panel.menu_hooks.append(lambda menu: self.surgery_panel.populate_menu(menu))
         self.graph_panel.sig_loaded.connect(self._paint_surgery_diff)
-        self.surgery_panel.sig_open_model.connect(self.open_path)
-        self.export_panel.sig_surgery.connect(self._export_surgery)
-        self.validate_panel = ValidatePanel(self.jobs)
-        self.validate_panel.sig_overlay.connect(
-            lambda name, values, limit: self.graph_panel.overlay(
-                name,
-                values,
-                "rel L2 error vs reference (groups: max)",
-                "max",
-                log_scale=True,
-                limit=limit,
-            )
-        )
-        self.validate_panel.sig_result.connect(self._remember_validation)
-        self.build_panel = BuildPanel(self.jobs)
-        self.build_panel.sig_overlay.connect(self._engine_overlay)
-        self.build_panel.sig_engine_ready.connect(lambda: self.docks["Engine"].raise_())
-        self.engine_view = self.build_panel.engine_view
-        self.sensitivity_panel = SensitivityPanel(self.jobs)
-        self.sensitivity_panel.sig_overlay.connect(
-            lambda name, values, legend: self.graph_panel.overlay(name, values, legend, "max")
-        )
-        self.timeline_panel = TimelinePanel(self.jobs)
-        self._wire_panel_contract()
-        self.link = GraphLink(self.graph_panel, self.timeline_panel, self.say)
-        self.timeline_panel.sig_nodes.connect(self.link.timeline_to_graph)
-        self.timeline_panel.sig_overlay.connect(self.link.overlay)
-        self.graph_panel.sig_node_selected.connect(self.link.graph_to_timeline)
+        self.panels: dict[str, Any] = {}  # the lazy panels built so far, by dock title
+        # what a panel built later catches up on: the open model, the document's parse (the
+        # support panel) and the support matrix (the export panel's fix ladder)
+        self.opened: OpenedModel | None = None
+        self.parsed: tuple[str, Any] | None = None
+        self.matrix: Any = None
+        self.link: GraphLink | None = None  # timeline <-> graph, made with the timeline panel
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -180,25 +163,156 @@ class MainWindow(QMainWindow):
         if document.model_path is not None and document.summary is None:
             self._on_loading(str(document.model_path))  # it began before this window was made
 
-    # -- the panels' shared contract -------------------------------------------------------------
-    def _wire_panel_contract(self) -> None:
-        """The signals panels share, wired in one loop: what a panel says goes to the status
-        bar, and a node a panel names is revealed in the graph (each was a hand-written line
-        per panel: a new panel could forget one)."""
-        talking = (self.graph_panel, self.support_panel, self.export_panel, self.surgery_panel,
-                   self.validate_panel, self.build_panel, self.sensitivity_panel,
-                   self.timeline_panel)  # fmt: skip
-        for panel in talking:
-            panel.sig_message.connect(self.say)
-        for pointing in (self.surgery_panel, self.validate_panel, self.build_panel,
-                         self.sensitivity_panel):  # fmt: skip
-            pointing.sig_node_selected.connect(self.graph_panel.reveal_name)
-        # the panels that follow the open model (the graph and support panels share the
-        # document's parse instead: _on_parsed)
-        self.model_views: tuple[HearsModelOpened, ...] = (
-            self.validate_panel, self.timeline_panel, self.sensitivity_panel, self.surgery_panel,
-            self.build_panel,
-        )  # fmt: skip
+    # -- the panels, built when first needed; the panels' shared contract ---------------------
+    @property
+    def support_panel(self) -> OpSupportPanel:
+        return cast("OpSupportPanel", self.panel("Op support"))
+
+    @property
+    def export_panel(self) -> ExportPanel:
+        return cast("ExportPanel", self.panel("Export"))
+
+    @property
+    def surgery_panel(self) -> SurgeryPanel:
+        return cast("SurgeryPanel", self.panel("Surgery"))
+
+    @property
+    def validate_panel(self) -> ValidatePanel:
+        return cast("ValidatePanel", self.panel("Validate"))
+
+    @property
+    def build_panel(self) -> BuildPanel:
+        return cast("BuildPanel", self.panel("Build"))
+
+    @property
+    def engine_view(self) -> EngineView:
+        return cast("EngineView", self.panel("Engine"))
+
+    @property
+    def sensitivity_panel(self) -> SensitivityPanel:
+        return cast("SensitivityPanel", self.panel("Sensitivity"))
+
+    @property
+    def timeline_panel(self) -> TimelinePanel:
+        return cast("TimelinePanel", self.panel("Timeline"))
+
+    @property
+    def model_views(self) -> tuple[HearsModelOpened, ...]:
+        """The panels that follow the open model (built, to be told)."""
+        return tuple(self.panel(title) for title in FOLLOWERS)
+
+    def panel(self, title: str) -> Any:
+        """The panel of dock ``title``, built the first time anything asks (``LAZY_PANELS``)."""
+        if title not in LAZY_PANELS:
+            return self.docks[title].widget()
+        if title not in self.panels:
+            getattr(self, LAZY_PANELS[title])()
+        return self.panels[title]
+
+    def all_panels(self) -> dict[str, Any]:
+        """Every dock's panel, by title, the lazy ones built now."""
+        return {title: self.panel(title) for title in self.docks}
+
+    def _place(self, title: str, widget: QWidget) -> None:
+        """``widget`` is the panel of dock ``title`` from now on: registered first, so that
+        nothing its wiring sets off builds it a second time, then put in its dock."""
+        self.panels[title] = widget
+        dock = self.docks[title]
+        placeholder = dock.widget()
+        dock.setWidget(widget)
+        if placeholder is not None:
+            placeholder.deleteLater()
+
+    def _adopt(self, title: str, panel: Any, pointing: bool = True) -> None:
+        """The shared contract, for every panel the same (issue 46): what it says goes to the
+        status bar, a node it names (``pointing``) is revealed in the graph, and a follower
+        hears the open model — a panel built after the open catches up on it."""
+        self._place(title, panel)
+        panel.sig_message.connect(self.say)
+        if pointing:
+            panel.sig_node_selected.connect(self.graph_panel.reveal_name)
+        if title in FOLLOWERS and self.opened is not None:
+            panel.model_opened(self.opened)
+
+    def _make_support(self) -> None:
+        from deploylens.gui.support.panel import OpSupportPanel
+
+        panel = OpSupportPanel(self.jobs)
+        self._adopt("Op support", panel, pointing=False)
+        panel.sig_op_selected.connect(self.graph_panel.highlight_op)
+        panel.sig_overlay.connect(self.graph_panel.overlay)
+        panel.sig_ready.connect(self._share_matrix)
+        if self.parsed is not None:
+            panel.set_model(*self.parsed)
+
+    def _make_export(self) -> None:
+        from deploylens.gui.export.panel import ExportPanel
+
+        panel = ExportPanel(self.jobs)
+        self._adopt("Export", panel, pointing=False)
+        panel.sig_needs_matrix.connect(lambda: self.support_panel.ensure_loaded())
+        panel.sig_exported.connect(self.open_path)
+        panel.sig_surgery.connect(self._export_surgery)
+        if self.matrix is not None:
+            panel.set_matrix(self.matrix)
+
+    def _make_surgery(self) -> None:
+        from deploylens.gui.surgery.panel import SurgeryPanel
+
+        panel = SurgeryPanel(self.jobs)
+        panel.selection_source = self.graph_panel.chosen_node_names
+        panel.graph_source = self.graph_panel.shown_graph
+        self._adopt("Surgery", panel)
+        self.graph_panel.sig_selection_changed.connect(panel.refresh_chosen)
+        panel.sig_open_model.connect(self.open_path)
+        panel.refresh_chosen()  # nodes chosen before the panel was built
+
+    def _make_validate(self) -> None:
+        from deploylens.gui.validate.panel import ValidatePanel
+
+        panel = ValidatePanel(self.jobs)
+        self._adopt("Validate", panel)
+        panel.sig_overlay.connect(
+            lambda name, values, limit: self.graph_panel.overlay(
+                name,
+                values,
+                "rel L2 error vs reference (groups: max)",
+                "max",
+                log_scale=True,
+                limit=limit,
+            )
+        )
+        panel.sig_result.connect(self._remember_validation)
+
+    def _make_build(self) -> None:
+        """The Build panel and the Engine view it owns (two docks)."""
+        from deploylens.gui.trt.panel import BuildPanel
+
+        panel = BuildPanel(self.jobs)
+        self._place("Engine", panel.engine_view)
+        self._adopt("Build", panel)
+        panel.sig_overlay.connect(self._engine_overlay)
+        panel.sig_engine_ready.connect(lambda: self.docks["Engine"].raise_())
+
+    def _make_sensitivity(self) -> None:
+        from deploylens.gui.sensitivity.panel import SensitivityPanel
+
+        panel = SensitivityPanel(self.jobs)
+        self._adopt("Sensitivity", panel)
+        panel.sig_overlay.connect(
+            lambda name, values, legend: self.graph_panel.overlay(name, values, legend, "max")
+        )
+
+    def _make_timeline(self) -> None:
+        from deploylens.gui.graph_link import GraphLink
+        from deploylens.gui.timeline.panel import TimelinePanel
+
+        panel = TimelinePanel(self.jobs)
+        self._adopt("Timeline", panel, pointing=False)
+        self.link = GraphLink(self.graph_panel, panel, self.say)
+        panel.sig_nodes.connect(self.link.timeline_to_graph)
+        panel.sig_overlay.connect(self.link.overlay)
+        self.graph_panel.sig_node_selected.connect(self.link.graph_to_timeline)
 
     def say(self, text: str) -> None:
         """A panel's message in the status bar, for long enough to read."""
@@ -230,16 +344,11 @@ class MainWindow(QMainWindow):
         summary = self._dock("Model summary", self.summary_panel, left)
         jobs = self._dock("Jobs / Log", self.jobs_panel, left)
         self.splitDockWidget(summary, jobs, Qt.Orientation.Vertical)
-        widgets = {
-            "Start": self.start_page, "Graph": self.graph_panel, "Op support": self.support_panel,
-            "Export": self.export_panel, "Surgery": self.surgery_panel,
-            "Validate": self.validate_panel,
-            "Build": self.build_panel, "Engine": self.engine_view,
-            "Sensitivity": self.sensitivity_panel, "Timeline": self.timeline_panel,
-        }  # fmt: skip
+        # a lazy panel's dock holds an empty widget until the panel is built
+        widgets: dict[str, QWidget] = {"Start": self.start_page, "Graph": self.graph_panel}
         first = self._dock(PANELS[0], widgets[PANELS[0]], right)
         for title in PANELS[1:]:
-            self.tabifyDockWidget(first, self._dock(title, widgets[title], right))
+            self.tabifyDockWidget(first, self._dock(title, widgets.get(title) or QWidget(), right))
         for title in PANELS:
             self.docks[title].visibilityChanged.connect(
                 lambda visible, t=title: self._on_dock_visible(t, visible)
@@ -318,6 +427,7 @@ class MainWindow(QMainWindow):
     def _on_dock_visible(self, title: str, visible: bool) -> None:
         if visible:
             self.front = title
+            self.panel(title)  # a lazy panel comes to the front: built now
 
     def _start_action(self, action: str) -> None:
         if action == "open":
@@ -416,7 +526,9 @@ class MainWindow(QMainWindow):
     def _share_matrix(self, matrix: Any) -> None:
         """The export panel's fix ladder uses the support matrix once it is loaded (the
         signal carries ``object``: the matrix is imported only when the panel loads it)."""
-        self.export_panel.set_matrix(matrix)
+        self.matrix = matrix
+        if "Export" in self.panels:
+            self.export_panel.set_matrix(matrix)
 
     def _engine_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
         """Engine latency (summed over collapsed groups) or precision (their most common one)."""
@@ -435,6 +547,10 @@ class MainWindow(QMainWindow):
 
     def _paint_surgery_diff(self, _scene: object) -> None:
         """The edited model is in the graph: paint what the surgery added or changed."""
+        if "Surgery" not in self.panels:
+            return  # no surgery was made: nothing to paint
+        from deploylens.gui.surgery.panel import DIFF_OVERLAY
+
         values = self.surgery_panel.diff_overlay()
         if values and self.graph_panel.path == self.surgery_panel.current:
             self.graph_panel.overlay(DIFF_OVERLAY, values, "surgery vs the original", "mode")
@@ -456,7 +572,7 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getSaveFileName(self, "Save project", suggested, f"*{PROJECT_SUFFIX}")
         if path:
             self.document.project.tables["build"] = self.build_panel.project_table()
-            if self.surgery_panel.steps:
+            if "Surgery" in self.panels and self.surgery_panel.steps:
                 self.document.project.tables["surgery"] = self.surgery_panel.project_table()
             try:
                 saved = self.document.save_project(path)
@@ -510,8 +626,10 @@ class MainWindow(QMainWindow):
             {v.name: list(v.shape or []) for v in summary.inputs},
             dict(self.document.project.tables),
         )
-        for panel in self.model_views:  # the panel contract's model-opened, in one loop
-            panel.model_opened(opened)
+        self.opened = opened  # a follower built later hears it then (_adopt)
+        for title in FOLLOWERS:  # the panel contract's model-opened, in one loop
+            if title in self.panels:
+                self.panels[title].model_opened(opened)
         self._fill_recent()
         self.notification_bar.dismiss()
         if self.front == "Start":
@@ -529,7 +647,9 @@ class MainWindow(QMainWindow):
         """The panels that read the protobuf share the document's one parse (a ``ModelProto``;
         the signal carries ``object`` so the window imports no onnx at start)."""
         self.graph_panel.load(path, proto)
-        self.support_panel.set_model(path, proto)
+        self.parsed = (path, proto)  # a support panel built later reads it then
+        if "Op support" in self.panels:
+            self.support_panel.set_model(path, proto)
 
     def _on_open_failed(self, failure: JobFailure) -> None:
         self.summary_panel.show_error(failure.message)
