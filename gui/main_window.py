@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer
 from PySide6.QtGui import (
@@ -32,11 +32,12 @@ from deploylens.core.model.summary import ModelSummary
 from deploylens.core.project import PROJECT_SUFFIX
 from deploylens.core.samples import sample_models
 from deploylens.core.worker.client import JobFailure
-from deploylens.gui.common.opened import HearsModelOpened, OpenedModel
+from deploylens.gui.common.opened import OpenedModel
 from deploylens.gui.dialogs.environment import EnvironmentDialog
 from deploylens.gui.dialogs.preferences import PreferencesDialog
 from deploylens.gui.graph.panel import GraphPanel
 from deploylens.gui.job_manager import JobManager
+from deploylens.gui.lazy_panels import FOLLOWERS, LazyPanels
 from deploylens.gui.model_document import ModelDocument
 from deploylens.gui.notifications import NotificationBar, Notifier
 from deploylens.gui.panels.jobs_panel import JobsPanel
@@ -44,31 +45,10 @@ from deploylens.gui.panels.model_summary import ModelSummaryPanel
 from deploylens.gui.panels.start_page import StartPage
 from deploylens.gui.qsettings import gui_settings, recent_files, remember_recent
 
-if TYPE_CHECKING:  # built when first needed (MainWindow.panel): their modules load then
-    from deploylens.gui.export.panel import ExportPanel
-    from deploylens.gui.graph_link import GraphLink
-    from deploylens.gui.sensitivity.panel import SensitivityPanel
-    from deploylens.gui.support.panel import OpSupportPanel
-    from deploylens.gui.surgery.panel import SurgeryPanel
-    from deploylens.gui.timeline.panel import TimelinePanel
-    from deploylens.gui.trt.engine_view import EngineView
-    from deploylens.gui.trt.panel import BuildPanel
-    from deploylens.gui.validate.panel import ValidatePanel
-
 LAYOUT_VERSION = 3  # 2: start page, Engine dock, left column; 3: the Surgery dock
 PANELS = ("Start", "Graph", "Op support", "Export", "Surgery", "Validate", "Build", "Engine",
           "Sensitivity", "Timeline")  # fmt: skip
 LEFT_SHARE, LEFT_MIN, LEFT_MAX = 0.2, 260, 460  # the left column's width: 20 %, clamped
-# The panels behind the Start page and the graph are built the first time anything needs them
-# (their dock shown, a signal, a menu, a file they open): at start their modules cost ~0.12 s
-# of CPU (2026-12-02), a tenth of opening a 100k-node model. Dock title -> its builder.
-LAZY_PANELS = {
-    "Op support": "_make_support", "Export": "_make_export", "Surgery": "_make_surgery",
-    "Validate": "_make_validate", "Build": "_make_build", "Engine": "_make_build",
-    "Sensitivity": "_make_sensitivity", "Timeline": "_make_timeline",
-}  # fmt: skip
-# The panels that follow the open model (the panel contract's model-opened), in the order told.
-FOLLOWERS = ("Validate", "Timeline", "Sensitivity", "Surgery", "Build")
 PANEL_SHARE = 0.6  # the panel in front keeps at least this share of the window
 BAND_SHARE = 0.22  # a side dock moved to the top or bottom: at most this share of the height
 FIRST_SHARE = 0.85  # the first start: this share of the screen (it was 1400×860 everywhere)
@@ -103,7 +83,7 @@ KEYS_HELP = (
 STATUS_MS = 8000  # a panel's status-bar message stays this long
 
 
-class MainWindow(QMainWindow):
+class MainWindow(LazyPanels, QMainWindow):
     def __init__(self, persist_layout: bool = True, document: ModelDocument | None = None) -> None:
         """``document``: one already opening (``app.open_early``), whose jobs this window takes
         over; else an empty one."""
@@ -137,13 +117,9 @@ class MainWindow(QMainWindow):
         # the Surgery panel's actions in the graph's context menu (built for them if need be)
         self.graph_panel.menu_hooks.append(lambda menu: self.surgery_panel.populate_menu(menu))
         self.graph_panel.sig_loaded.connect(self._paint_surgery_diff)
-        self.panels: dict[str, Any] = {}  # the lazy panels built so far, by dock title
-        # what a panel built later catches up on: the open model, the document's parse (the
-        # support panel) and the support matrix (the export panel's fix ladder)
-        self.opened: OpenedModel | None = None
-        self.parsed: tuple[str, Any] | None = None
-        self.matrix: Any = None
-        self.link: GraphLink | None = None  # timeline <-> graph, made with the timeline panel
+        # the lazy panels built so far and what one built late catches up on (LazyPanels)
+        self.panels = {}
+        self.opened = self.parsed = self.matrix = self.link = None
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()
@@ -162,157 +138,6 @@ class MainWindow(QMainWindow):
             self._restore_layout()
         if document.model_path is not None and document.summary is None:
             self._on_loading(str(document.model_path))  # it began before this window was made
-
-    # -- the panels, built when first needed; the panels' shared contract ---------------------
-    @property
-    def support_panel(self) -> OpSupportPanel:
-        return cast("OpSupportPanel", self.panel("Op support"))
-
-    @property
-    def export_panel(self) -> ExportPanel:
-        return cast("ExportPanel", self.panel("Export"))
-
-    @property
-    def surgery_panel(self) -> SurgeryPanel:
-        return cast("SurgeryPanel", self.panel("Surgery"))
-
-    @property
-    def validate_panel(self) -> ValidatePanel:
-        return cast("ValidatePanel", self.panel("Validate"))
-
-    @property
-    def build_panel(self) -> BuildPanel:
-        return cast("BuildPanel", self.panel("Build"))
-
-    @property
-    def engine_view(self) -> EngineView:
-        return cast("EngineView", self.panel("Engine"))
-
-    @property
-    def sensitivity_panel(self) -> SensitivityPanel:
-        return cast("SensitivityPanel", self.panel("Sensitivity"))
-
-    @property
-    def timeline_panel(self) -> TimelinePanel:
-        return cast("TimelinePanel", self.panel("Timeline"))
-
-    @property
-    def model_views(self) -> tuple[HearsModelOpened, ...]:
-        """The panels that follow the open model (built, to be told)."""
-        return tuple(self.panel(title) for title in FOLLOWERS)
-
-    def panel(self, title: str) -> Any:
-        """The panel of dock ``title``, built the first time anything asks (``LAZY_PANELS``)."""
-        if title not in LAZY_PANELS:
-            return self.docks[title].widget()
-        if title not in self.panels:
-            getattr(self, LAZY_PANELS[title])()
-        return self.panels[title]
-
-    def all_panels(self) -> dict[str, Any]:
-        """Every dock's panel, by title, the lazy ones built now."""
-        return {title: self.panel(title) for title in self.docks}
-
-    def _place(self, title: str, widget: QWidget) -> None:
-        """``widget`` is the panel of dock ``title`` from now on: registered first, so that
-        nothing its wiring sets off builds it a second time, then put in its dock."""
-        self.panels[title] = widget
-        dock = self.docks[title]
-        placeholder = dock.widget()
-        dock.setWidget(widget)
-        if placeholder is not None:
-            placeholder.deleteLater()
-
-    def _adopt(self, title: str, panel: Any, pointing: bool = True) -> None:
-        """The shared contract, for every panel the same (issue 46): what it says goes to the
-        status bar, a node it names (``pointing``) is revealed in the graph, and a follower
-        hears the open model — a panel built after the open catches up on it."""
-        self._place(title, panel)
-        panel.sig_message.connect(self.say)
-        if pointing:
-            panel.sig_node_selected.connect(self.graph_panel.reveal_name)
-        if title in FOLLOWERS and self.opened is not None:
-            panel.model_opened(self.opened)
-
-    def _make_support(self) -> None:
-        from deploylens.gui.support.panel import OpSupportPanel
-
-        panel = OpSupportPanel(self.jobs)
-        self._adopt("Op support", panel, pointing=False)
-        panel.sig_op_selected.connect(self.graph_panel.highlight_op)
-        panel.sig_overlay.connect(self.graph_panel.overlay)
-        panel.sig_ready.connect(self._share_matrix)
-        if self.parsed is not None:
-            panel.set_model(*self.parsed)
-
-    def _make_export(self) -> None:
-        from deploylens.gui.export.panel import ExportPanel
-
-        panel = ExportPanel(self.jobs)
-        self._adopt("Export", panel, pointing=False)
-        panel.sig_needs_matrix.connect(lambda: self.support_panel.ensure_loaded())
-        panel.sig_exported.connect(self.open_path)
-        panel.sig_surgery.connect(self._export_surgery)
-        if self.matrix is not None:
-            panel.set_matrix(self.matrix)
-
-    def _make_surgery(self) -> None:
-        from deploylens.gui.surgery.panel import SurgeryPanel
-
-        panel = SurgeryPanel(self.jobs)
-        panel.selection_source = self.graph_panel.chosen_node_names
-        panel.graph_source = self.graph_panel.shown_graph
-        self._adopt("Surgery", panel)
-        self.graph_panel.sig_selection_changed.connect(panel.refresh_chosen)
-        panel.sig_open_model.connect(self.open_path)
-        panel.refresh_chosen()  # nodes chosen before the panel was built
-
-    def _make_validate(self) -> None:
-        from deploylens.gui.validate.panel import ValidatePanel
-
-        panel = ValidatePanel(self.jobs)
-        self._adopt("Validate", panel)
-        panel.sig_overlay.connect(
-            lambda name, values, limit: self.graph_panel.overlay(
-                name,
-                values,
-                "rel L2 error vs reference (groups: max)",
-                "max",
-                log_scale=True,
-                limit=limit,
-            )
-        )
-        panel.sig_result.connect(self._remember_validation)
-
-    def _make_build(self) -> None:
-        """The Build panel and the Engine view it owns (two docks)."""
-        from deploylens.gui.trt.panel import BuildPanel
-
-        panel = BuildPanel(self.jobs)
-        self._place("Engine", panel.engine_view)
-        self._adopt("Build", panel)
-        panel.sig_overlay.connect(self._engine_overlay)
-        panel.sig_engine_ready.connect(lambda: self.docks["Engine"].raise_())
-
-    def _make_sensitivity(self) -> None:
-        from deploylens.gui.sensitivity.panel import SensitivityPanel
-
-        panel = SensitivityPanel(self.jobs)
-        self._adopt("Sensitivity", panel)
-        panel.sig_overlay.connect(
-            lambda name, values, legend: self.graph_panel.overlay(name, values, legend, "max")
-        )
-
-    def _make_timeline(self) -> None:
-        from deploylens.gui.graph_link import GraphLink
-        from deploylens.gui.timeline.panel import TimelinePanel
-
-        panel = TimelinePanel(self.jobs)
-        self._adopt("Timeline", panel, pointing=False)
-        self.link = GraphLink(self.graph_panel, panel, self.say)
-        panel.sig_nodes.connect(self.link.timeline_to_graph)
-        panel.sig_overlay.connect(self.link.overlay)
-        self.graph_panel.sig_node_selected.connect(self.link.graph_to_timeline)
 
     def say(self, text: str) -> None:
         """A panel's message in the status bar, for long enough to read."""
@@ -522,42 +347,6 @@ class MainWindow(QMainWindow):
     def _support_shown(self, visible: bool) -> None:
         if visible:
             self.support_panel.ensure_loaded()
-
-    def _share_matrix(self, matrix: Any) -> None:
-        """The export panel's fix ladder uses the support matrix once it is loaded (the
-        signal carries ``object``: the matrix is imported only when the panel loads it)."""
-        self.matrix = matrix
-        if "Export" in self.panels:
-            self.export_panel.set_matrix(matrix)
-
-    def _engine_overlay(self, name: str, values: dict, legend: str, log_scale: bool) -> None:
-        """Engine latency (summed over collapsed groups) or precision (their most common one)."""
-        if self.graph_panel.path is None:
-            return  # an engine opened without its model: the table still works
-        unmatched = self.graph_panel.overlay(
-            name, values, legend, "sum" if log_scale else "mode", log_scale=log_scale
-        )
-        if unmatched and len(unmatched) == len(values):
-            self.statusBar().showMessage(f"{name}: no layer maps to a node of this model", 8000)
-
-    def _export_surgery(self, path: str, patterns: list) -> None:
-        """The fix ladder's surgery rung: the export succeeded, now the graph edit, in view."""
-        self.surgery_panel.start_on(path, patterns)
-        self.docks["Surgery"].raise_()
-
-    def _paint_surgery_diff(self, _scene: object) -> None:
-        """The edited model is in the graph: paint what the surgery added or changed."""
-        if "Surgery" not in self.panels:
-            return  # no surgery was made: nothing to paint
-        from deploylens.gui.surgery.panel import DIFF_OVERLAY
-
-        values = self.surgery_panel.diff_overlay()
-        if values and self.graph_panel.path == self.surgery_panel.current:
-            self.graph_panel.overlay(DIFF_OVERLAY, values, "surgery vs the original", "mode")
-
-    def _remember_validation(self, _result: object) -> None:
-        """The project keeps the validate settings and where the last result was saved."""
-        self.document.project.tables["validate"] = self.validate_panel.project_table()
 
     def choose_and_open(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model or project", "", OPEN_FILTER)
