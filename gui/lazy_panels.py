@@ -3,7 +3,7 @@ panel contract they are wired by (a mixin of ``MainWindow``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from PySide6.QtWidgets import QDockWidget, QWidget
 
@@ -34,11 +34,30 @@ LAZY_PANELS = {
 # The panels that follow the open model (the panel contract's model-opened), in the order told.
 FOLLOWERS = ("Validate", "Timeline", "Sensitivity", "Surgery", "Build")
 
+T = TypeVar("T")
+
+
+class PanelOf(Generic[T]):
+    """``window.<name>_panel``: the panel of dock ``title``, built on first use."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+
+    @overload
+    def __get__(self, window: None, owner: type) -> PanelOf[T]: ...
+    @overload
+    def __get__(self, window: LazyPanels, owner: type) -> T: ...
+    def __get__(self, window: LazyPanels | None, owner: type) -> PanelOf[T] | T:
+        if window is None:
+            return self
+        return cast(T, window.panel(self.title))
+
 
 class LazyPanels:
     """The lazy panels of ``MainWindow``: a property per panel builds it on first use (its dock
     holds an empty widget until then) and wires it; what a panel built late needs from before
-    is kept here (the open model, the document's parse, the support matrix)."""
+    is kept here (the open model, the document's parse); the support matrix is the support
+    panel's."""
 
     # the window's own, set before any panel is built
     jobs: JobManager
@@ -48,7 +67,6 @@ class LazyPanels:
     panels: dict[str, Any]  # the lazy panels built so far, by dock title
     opened: OpenedModel | None
     parsed: tuple[str, Any] | None
-    matrix: Any
     link: GraphLink | None
 
     def say(self, text: str) -> None:
@@ -59,37 +77,14 @@ class LazyPanels:
         """Open a file as the window does (``MainWindow.open_path``)."""
         raise NotImplementedError
 
-    @property
-    def support_panel(self) -> OpSupportPanel:
-        return cast("OpSupportPanel", self.panel("Op support"))
-
-    @property
-    def export_panel(self) -> ExportPanel:
-        return cast("ExportPanel", self.panel("Export"))
-
-    @property
-    def surgery_panel(self) -> SurgeryPanel:
-        return cast("SurgeryPanel", self.panel("Surgery"))
-
-    @property
-    def validate_panel(self) -> ValidatePanel:
-        return cast("ValidatePanel", self.panel("Validate"))
-
-    @property
-    def build_panel(self) -> BuildPanel:
-        return cast("BuildPanel", self.panel("Build"))
-
-    @property
-    def engine_view(self) -> EngineView:
-        return cast("EngineView", self.panel("Engine"))
-
-    @property
-    def sensitivity_panel(self) -> SensitivityPanel:
-        return cast("SensitivityPanel", self.panel("Sensitivity"))
-
-    @property
-    def timeline_panel(self) -> TimelinePanel:
-        return cast("TimelinePanel", self.panel("Timeline"))
+    support_panel: PanelOf[OpSupportPanel] = PanelOf("Op support")
+    export_panel: PanelOf[ExportPanel] = PanelOf("Export")
+    surgery_panel: PanelOf[SurgeryPanel] = PanelOf("Surgery")
+    validate_panel: PanelOf[ValidatePanel] = PanelOf("Validate")
+    build_panel: PanelOf[BuildPanel] = PanelOf("Build")
+    engine_view: PanelOf[EngineView] = PanelOf("Engine")
+    sensitivity_panel: PanelOf[SensitivityPanel] = PanelOf("Sensitivity")
+    timeline_panel: PanelOf[TimelinePanel] = PanelOf("Timeline")
 
     @property
     def model_views(self) -> tuple[HearsModelOpened, ...]:
@@ -148,8 +143,8 @@ class LazyPanels:
         panel.sig_needs_matrix.connect(lambda: self.support_panel.ensure_loaded())
         panel.sig_exported.connect(self.open_path)
         panel.sig_surgery.connect(self._export_surgery)
-        if self.matrix is not None:
-            panel.set_matrix(self.matrix)
+        if "Op support" in self.panels and self.support_panel.matrix is not None:
+            panel.set_matrix(self.support_panel.matrix)  # loaded before this panel was built
 
     def _make_surgery(self) -> None:
         from deploylens.gui.surgery.panel import SurgeryPanel
@@ -213,7 +208,6 @@ class LazyPanels:
     def _share_matrix(self, matrix: Any) -> None:
         """The export panel's fix ladder uses the support matrix once it is loaded (the
         signal carries ``object``: the matrix is imported only when the panel loads it)."""
-        self.matrix = matrix
         if "Export" in self.panels:
             self.export_panel.set_matrix(matrix)
 

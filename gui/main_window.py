@@ -119,7 +119,7 @@ class MainWindow(LazyPanels, QMainWindow):
         self.graph_panel.sig_loaded.connect(self._paint_surgery_diff)
         # the lazy panels built so far and what one built late catches up on (LazyPanels)
         self.panels = {}
-        self.opened = self.parsed = self.matrix = self.link = None
+        self.opened = self.parsed = self.link = None
         self.docks: dict[str, QDockWidget] = {}
         self.dialogs: list[QWidget] = []
         self._build_docks()

@@ -678,3 +678,20 @@ def test_every_panel_that_follows_the_model_hears_one_opened_model(
     forgotten = [type(p).__name__ for p in followers
                  if id(p) not in shares_parse and p not in window.model_views]  # fmt: skip
     assert not forgotten, forgotten
+
+
+def test_the_support_matrix_reaches_the_export_panel_whenever_it_is_built(
+    qtbot, make_window
+) -> None:
+    """The export fix ladder uses the support matrix: an export panel built after the matrix
+    loaded takes it from the support panel, one built before hears it when it loads."""
+    late = make_window(persist_layout=False)
+    with qtbot.waitSignal(late.support_panel.sig_ready, timeout=120_000):
+        late.support_panel.ensure_loaded()
+    assert "Export" not in late.panels
+    assert late.export_panel.matrix is late.support_panel.matrix is not None
+    early = make_window(persist_layout=False)
+    assert early.export_panel.matrix is None
+    with qtbot.waitSignal(early.support_panel.sig_ready, timeout=120_000):
+        early.support_panel.ensure_loaded()
+    assert early.export_panel.matrix is early.support_panel.matrix is not None
