@@ -84,11 +84,14 @@ with torch.no_grad():
 print(float(np.abs(got - want).max()))
 """
 
+# the import's own chunk size: 32 MB chunks (until 2026-12-02) spent ~0.7 s of system time at 1M
+# events taking fresh pages for each chunk's events, a floor ~1.6x dearer than the decode
 FLOOR = """
-import sys
+import os, sys
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the CLI runs (core/blas.py)
 from deploylens.core.trace.chrome import decode_events
-from deploylens.core.trace.json_stream import iter_chunks
-sum(len(events) for events in iter_chunks(sys.argv[1], decode_events, chunk=32 << 20))
+from deploylens.core.trace.json_stream import CHUNK, iter_chunks
+sum(len(events) for events in iter_chunks(sys.argv[1], decode_events, chunk=CHUNK))
 """
 
 

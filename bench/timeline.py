@@ -133,13 +133,18 @@ def measure(path: str) -> dict:
 
 
 def floor(path: str) -> dict:
-    """In a child: msgspec's typed decode of the file's event list in one process, 32 MB of
-    whole events at a time (what no import can beat on one core); gunzip included for .gz."""
+    """In a child: msgspec's typed decode of the file's event list in one process, in the
+    import's own chunks (what no import can beat on one core); gunzip included for .gz.
+
+    Until 2026-12-02 the floor read 32 MB chunks: each chunk's ~200k decoded events took fresh
+    memory pages from the kernel and gave them back, and that system time (4.6-4.7 s of its
+    10 s at 10M events, ~0.7 s of its 1.3-1.6 s at 1M) made the floor ~1.6x dearer than the same
+    decode in 8 MB chunks, so every ratio to it looked ~1.6x better than it was."""
     from deploylens.core.trace.chrome import decode_events
-    from deploylens.core.trace.json_stream import iter_chunks
+    from deploylens.core.trace.json_stream import CHUNK, iter_chunks
 
     with measured_here() as span:
-        count = sum(len(events) for events in iter_chunks(path, decode_events, chunk=32 << 20))
+        count = sum(len(events) for events in iter_chunks(path, decode_events, chunk=CHUNK))
     return {"floor_s": span.wall_s, "floor_cpu_s": span.cpu_s, "decoded": count,
             "peak_mb": rss_mb()}  # fmt: skip
 
@@ -255,6 +260,9 @@ def main() -> int:
     parser.add_argument("--json-load", help=argparse.SUPPRESS)
     parser.add_argument("--hta-python", help="an interpreter with holistictraceanalysis")
     args = parser.parse_args()
+    # every child (ours, the floor, json.load) with one OpenBLAS thread, as the app and the CLI
+    # run (core/blas.py): a spare thread spins after numpy's calls and its CPU counts
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if args.child:
         print(json.dumps(measure(args.child)))
         return 0
