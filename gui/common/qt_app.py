@@ -13,6 +13,9 @@ from PySide6.QtWidgets import QApplication
 
 from deploylens.core import __version__
 from deploylens.core.errors import UserError
+from deploylens.gui.common import pyside_scan
+
+pyside_scan.install()  # before the window's ~300 modules are imported (gui/common/pyside_scan.py)
 
 
 def gc_on_gui_thread(app: QApplication) -> None:
