@@ -140,16 +140,22 @@ def distribution_version(names: Any) -> str | None:
     return None
 
 
-def python_info() -> dict[str, Any]:
-    return {
+def python_info(full: bool = True) -> dict[str, Any]:
+    """The interpreter that answers. ``full=False`` (the handshake, at every worker's start)
+    leaves out ``platform``: ``platform.platform()`` scans the interpreter's binary for its libc
+    and starts ``uname -p``, ~6 ms of CPU and a process per worker, and no reader of the
+    handshake looks at it (``env.probe`` reports it)."""
+    info = {
         "version": platform.python_version(),
         "version_info": list(sys.version_info[:3]),
         "executable": sys.executable,
         "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
         "machine": platform.machine(),
         "host": platform.node(),  # which machine answered: a remote worker says so
     }
+    if full:
+        info["platform"] = platform.platform()
+    return info
 
 
 def onnxruntime_providers() -> list[str] | None:

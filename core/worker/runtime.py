@@ -226,7 +226,7 @@ def main() -> int:
     worker = Worker(channel)
     watch_parent(lambda: orphaned(worker.workdir))
     try:
-        channel.send(protocol.hello(python_info(), probe_packages(deep=False)))
+        channel.send(protocol.hello(python_info(full=False), probe_packages(deep=False)))
         worker.serve(sys.stdin)
     except BrokenPipeError:  # the app is gone (it exited or was killed): nobody to answer
         pass

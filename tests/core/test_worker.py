@@ -38,6 +38,10 @@ def test_handshake_reports_interpreter_and_packages(worker: Worker) -> None:
     )
     assert packages["tensorrt"]["version"] is None  # cannot be installed here
     assert packages["cuda_driver"]["available"] in (True, False)
+    # nor does it ask platform.platform() (a libc scan and a `uname -p` process per worker);
+    # the environment report does
+    assert "platform" not in hello["python"]
+    assert worker.run("env.probe", {})["python"]["platform"]
 
 
 def test_progress_then_result(worker: Worker) -> None:
