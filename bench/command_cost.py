@@ -87,8 +87,7 @@ print(float(np.abs(got - want).max()))
 # the import's own chunk size: 32 MB chunks (until 2026-12-02) spent ~0.7 s of system time at 1M
 # events taking fresh pages for each chunk's events, a floor ~1.6x dearer than the decode
 FLOOR = """
-import os, sys
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the CLI runs (core/blas.py)
+import sys
 from deploylens.core.trace.chrome import decode_events
 from deploylens.core.trace.json_stream import CHUNK, iter_chunks
 sum(len(events) for events in iter_chunks(sys.argv[1], decode_events, chunk=CHUNK))
@@ -138,6 +137,10 @@ def main() -> int:
     parser.add_argument("--ours-from", type=Path, help="PYTHONPATH for our commands")
     parser.add_argument("--only", default="", help="rows whose command contains this text")
     args = parser.parse_args()
+    # every side with one OpenBLAS thread, as our commands run (core/blas.py): a spare thread
+    # spins after numpy loads (~0.1 s of CPU), which is not the work compared; peers and floors
+    # ran with the default until 2026-12-02
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     ours_env = None
     if args.ours_from:
         ours_env = {**os.environ, "PYTHONPATH": str(args.ours_from)}
