@@ -140,7 +140,9 @@ def main() -> int:
     # every side with one OpenBLAS thread, as our commands run (core/blas.py): a spare thread
     # spins after numpy loads (~0.1 s of CPU), which is not the work compared; peers and floors
     # ran with the default until 2026-12-02
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from deploylens.core.blas import one_blas_thread
+
+    one_blas_thread(os.environ)
     ours_env = None
     if args.ours_from:
         ours_env = {**os.environ, "PYTHONPATH": str(args.ours_from)}

@@ -197,7 +197,9 @@ def main() -> int:
     atexit.register(shutil.rmtree, config, True)
     # the floors too with one OpenBLAS thread, as our commands run (core/blas.py): a spare
     # thread spins after numpy loads (~0.1 s of CPU), which is not the work compared
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from deploylens.core.blas import one_blas_thread
+
+    one_blas_thread(os.environ)
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "DEPLOYLENS_CONFIG_DIR": config}
     naive = "import onnx, sys; onnx.load(sys.argv[1])"
     floor = "import onnx, sys; onnx.load(sys.argv[1], load_external_data=False)"

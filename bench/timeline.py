@@ -137,9 +137,9 @@ def floor(path: str) -> dict:
     import's own chunks (what no import can beat on one core); gunzip included for .gz.
 
     Until 2026-12-02 the floor read 32 MB chunks: each chunk's ~200k decoded events took fresh
-    memory pages from the kernel and gave them back, and that system time (4.6-4.7 s of its
-    10 s at 10M events, ~0.7 s of its 1.3-1.6 s at 1M) made the floor ~1.6x dearer than the same
-    decode in 8 MB chunks, so every ratio to it looked ~1.6x better than it was."""
+    memory pages from the kernel and gave them back, and that system time (4.6-5.5 s of its
+    9.5-13.4 s at 10M events, 0.6-0.8 s of its 1.2-1.6 s at 1M) made the floor ~1.6x dearer
+    than the same decode in 8 MB chunks, so every ratio to it looked ~1.6x better than it was."""
     from deploylens.core.trace.chrome import decode_events
     from deploylens.core.trace.json_stream import CHUNK, iter_chunks
 
@@ -262,7 +262,9 @@ def main() -> int:
     args = parser.parse_args()
     # every child (ours, the floor, json.load) with one OpenBLAS thread, as the app and the CLI
     # run (core/blas.py): a spare thread spins after numpy's calls and its CPU counts
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from deploylens.core.blas import one_blas_thread
+
+    one_blas_thread(os.environ)
     if args.child:
         print(json.dumps(measure(args.child)))
         return 0
