@@ -49,6 +49,14 @@ CASES = {
     "graph IR, {n} nodes, every tensor declared": (IR, "build_model_ir(m)"),
     "summary (inspect, unchecked), {n} nodes": (SUMMARY, "summarize(m, MODEL, check=False)"),
     "trace chunk to columns, 100k events": (COLUMNS, "chrome.chunk_columns(events)"),
+    "trace decode, 100k events": (
+        "from deploylens.core.trace import chrome\ndata = open(TRACE, 'rb').read()\n",
+        "chrome.decode_events(data)",
+    ),
+    "trace import, 100k events": (
+        "from deploylens.core.trace.load import load_trace\n",
+        "load_trace(TRACE)",
+    ),
 }
 
 

@@ -282,10 +282,16 @@ def test_lane_start_order_is_lexsorts_order_sorted_or_not() -> None:
     lane = rng.integers(0, 6, 5000).astype(np.int32)
     in_order = np.sort(rng.integers(0, 400, 5000))  # by start, lanes interleaved, with ties
     shuffled = rng.integers(0, 400, 5000)
-    for start in (in_order, shuffled):
-        assert np.array_equal(lane_start_order(start, lane), np.lexsort((start, lane)))
+    gaps = lane * 3  # lanes 1, 2, 4, 5, 7, ... hold nothing
+    for start, lanes in ((in_order, lane), (shuffled, lane), (in_order, gaps), (shuffled, gaps)):
+        order, starts = lane_start_order(start, lanes)
+        assert np.array_equal(order, np.lexsort((start, lanes)))
+        assert np.array_equal(starts, start[order])
     wide = lane + 40_000  # past what the int16 radix sort holds
-    assert np.array_equal(lane_start_order(in_order, wide), np.lexsort((in_order, wide)))
+    assert np.array_equal(lane_start_order(in_order, wide)[0], np.lexsort((in_order, wide)))
+    # sorted within each lane except one pair inside a lane: the radix order must be refused
+    one_lane = np.zeros(4, np.int32)
+    assert lane_start_order(np.array([1, 3, 2, 4]), one_lane)[0].tolist() == [0, 2, 1, 3]
 
 
 def test_a_hint_never_contradicts_the_measured_overlap() -> None:
