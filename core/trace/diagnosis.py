@@ -108,9 +108,11 @@ def measures(trace: Trace) -> dict[str, Any]:
     if not gpu.any():
         return result
     start, end = trace.start, trace.start + trace.dur
-    first, last = int(start[gpu].min()), int(end[gpu].max())
+    gpu_start, gpu_end = start[gpu], end[gpu]
+    first, last = int(gpu_start.min()), int(gpu_end.max())
     span = max(last - first, 1)
-    busy = _union_ns(start[gpu], end[gpu])
+    busy = _union_ns(gpu_start, gpu_end)
+    del gpu_start, gpu_end
     kernels = trace.kind == KIND["kernel"]
     kernel_dur = trace.dur[kernels].astype(np.int64)
     by_kind = {
@@ -118,8 +120,9 @@ def measures(trace: Trace) -> dict[str, Any]:
         for name in ("memcpy_h2d", "memcpy_d2h", "kernel")
     }
     lanes = trace.lane[kernels]
+    kernel_start, kernel_end = start[kernels], end[kernels]  # once, not per lane and side
     kernel_parts = [
-        (start[kernels][lanes == lane], end[kernels][lanes == lane]) for lane in np.unique(lanes)
+        (kernel_start[lanes == lane], kernel_end[lanes == lane]) for lane in np.unique(lanes)
     ]
     api = trace.kind == KIND["cuda_api"]
     launch = np.zeros(api.sum(), bool)
@@ -141,7 +144,8 @@ def measures(trace: Trace) -> dict[str, Any]:
     judged = _judged_span(span, busy, trace.meta.get("capture") or {})
     h2d = trace.kind == KIND["memcpy_h2d"]
     h2d_lanes = trace.lane[h2d]
-    h2d_parts = [(start[h2d][h2d_lanes == lane], end[h2d][h2d_lanes == lane])
+    h2d_start, h2d_end = start[h2d], end[h2d]
+    h2d_parts = [(h2d_start[h2d_lanes == lane], h2d_end[h2d_lanes == lane])
                  for lane in np.unique(h2d_lanes)]  # fmt: skip
     result.update(
         span_ns=span,
@@ -150,7 +154,7 @@ def measures(trace: Trace) -> dict[str, Any]:
         unprofiled=float(judged != span),
         idle_percent=100.0 * max(judged - busy, 0) / judged,
         trace_idle_percent=100.0 * (span - busy) / span,
-        kernel_union_ns=_union_ns(start[kernels], end[kernels]),
+        kernel_union_ns=_union_ns(kernel_start, kernel_end),
         kernel_ns=by_kind["kernel"],
         h2d_ns=by_kind["memcpy_h2d"],
         d2h_ns=by_kind["memcpy_d2h"],
