@@ -18,7 +18,9 @@ vit_b_16 and swin_t, 2k/20k-node graphs.
     python bench/command_cost.py [--quick] [--models DIR] [--json out.json]
 
 ``--ours-from DIR`` runs our commands with ``PYTHONPATH=DIR`` (a folder holding a
-``deploylens/`` whose rooms link to another checkout), for before/after figures in one run.
+``deploylens/`` whose rooms link to another checkout). ``--before DIR`` runs them from there
+too, as a third side interleaved with this checkout and the peer round by round: a before/after
+figure whose sides saw the same load.
 """
 
 from __future__ import annotations
@@ -136,6 +138,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--ours-from", type=Path, help="PYTHONPATH for our commands")
     parser.add_argument("--only", default="", help="rows whose command contains this text")
+    parser.add_argument(
+        "--before", type=Path, help="PYTHONPATH of an older checkout: a third side, interleaved"
+    )
+    parser.add_argument("--repeats", type=int, help="rounds per side (default 3, --quick 1)")
     args = parser.parse_args()
     # every side with one OpenBLAS thread, as our commands run (core/blas.py): a spare thread
     # spins after numpy loads (~0.1 s of CPU), which is not the work compared; peers and floors
@@ -146,7 +152,8 @@ def main() -> int:
     ours_env = None
     if args.ours_from:
         ours_env = {**os.environ, "PYTHONPATH": str(args.ours_from)}
-    repeats = 1 if args.quick else 3
+    repeats = args.repeats or (1 if args.quick else 3)
+    before_env = {**os.environ, "PYTHONPATH": str(args.before)} if args.before else None
     vision = ["resnet18"] if args.quick else ["vit_b_16", "swin_t"]
     small, large = (2_000, 20_000) if args.quick else (10_000, 100_000)
     rows = []
@@ -208,8 +215,20 @@ def main() -> int:
     for label, ours, peer_label, peer, target in cases:
         if args.only not in label:
             continue
-        runs = interleaved([("ours", ours, ours_env), ("peer", peer, None)], repeats)
+        sides = [("ours", ours, ours_env), ("peer", peer, None)]
+        if before_env is not None:
+            sides.insert(0, ("before", ours, before_env))
+        runs = interleaved(sides, repeats)
         a, b = summary(runs["ours"]), summary(runs["peer"])
+        if before_env is not None:
+            old = summary(runs["before"])
+            print(
+                f"{label}: before {old['cpu_s']:.2f} s CPU ({old['cpu_s'] / b['cpu_s']:.2f}x), "
+                f"this checkout {a['cpu_s']:.2f} s ({a['cpu_s'] / b['cpu_s']:.2f}x); per round "
+                + ", ".join(f"{o.cpu_s:.2f}/{n.cpu_s:.2f}/{p.cpu_s:.2f}" for o, n, p in
+                            zip(runs["before"], runs["ours"], runs["peer"], strict=True))
+                + " (before/ours/peer)"
+            )  # fmt: skip
         rows.append(
             {
                 "command": label,
@@ -220,6 +239,7 @@ def main() -> int:
                 "wall_ratio": a["wall_s"] / max(b["wall_s"], 1e-9),
                 "rss_ratio": a["peak_mb"] / max(b["peak_mb"], 1e-9),
                 "target_cpu_ratio": target,
+                **({"before": summary(runs["before"])} if before_env is not None else {}),
             }
         )
     head = f"{'command':<36} {'ours CPU/wall s':>16} {'peer':<26} {'CPU/wall s':>12}"
