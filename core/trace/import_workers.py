@@ -42,9 +42,11 @@ def workers() -> int:
     """Processes for a large import: the cores nothing else is using (ours minus the 1-minute
     load average, rounded; at most 8) when there are 3 or more, else 1 — unless the
     environment says otherwise; 1 in a frozen app (its executable cannot be re-run as a
-    worker). Two workers cost ~1.7x the CPU of one process (each decodes, then the columns
-    travel and merge): on 2 cores (load 1.1) they took 5.2-5.5 s wall against 3.2-3.4 s for
-    one process on a 1M-event trace, 2.9x the bare decode's CPU against 1.7-1.8x."""
+    worker). Two workers cost more CPU than one process (each decodes, then the columns
+    travel and merge): with 32 MB pieces ~1.7x, and on 2 cores (load 1.1) 5.2-5.5 s wall
+    against 3.2-3.4 s for one process on a 1M-event trace. With 8 MB pieces (2026-12-02, load
+    ~0.5) 1.65-1.86 s CPU against 1.34-1.42 s, wall 0.98-1.11 against ~1.37 s: cheaper, but a
+    busy 2-core machine still pays the extra CPU for no sure gain, so the threshold stays."""
     if getattr(sys, "frozen", False):
         return 1
     asked = os.environ.get(WORKERS_ENV, "")
