@@ -56,6 +56,40 @@ def test_exact_decimal_times() -> None:
     ]  # fmt: skip
 
 
+def test_times_holding_commas_or_quotes_are_measured_not_split() -> None:
+    """The tokens are joined with commas and split at them; a token that is not a number (a
+    quoted "1,5", a list) must still be measured whole and judged by the text path."""
+    assert ns_from_us([b'"12.5"', b"1.5", b'"3"']).tolist() == [12500, 1500, 3000]
+    from deploylens.core.trace.model import BadTraceValue
+
+    for odd in ([b'"1,5"', b"2"], [b"2", b"[1,2]", b"3.25"]):
+        with pytest.raises(BadTraceValue, match="not a number of microseconds"):
+            ns_from_us(odd)
+
+
+def test_null_and_absent_args_read_as_absent(tmp_path: Path) -> None:
+    """Absent correlation/bytes decode to -1/0; a JSON null there, or ``"args": null``, means
+    the same (the strict decoder's defaults must not turn null into a crash or a value)."""
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 1, "dur": 2,
+         "args": {"correlation": None, "bytes": None, "device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 4, "dur": 2,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 1,
+         "tid": 7, "ts": 7, "dur": 1, "args": {"bytes": 4096, "correlation": 5, "device": 0,
+                                                "stream": 7}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 2, "tid": 3, "ts": 8, "dur": 1,
+         "args": None},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 2, "tid": 3, "ts": 9, "dur": 1},
+    ]  # fmt: skip
+    path = tmp_path / "nulls.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = load_trace(path)
+    columns = (trace.start.tolist(), trace.corr.tolist(), trace.nbytes.tolist())
+    rows = sorted(zip(*columns, strict=True))
+    assert rows == [(1000, -1, 0), (4000, -1, 0), (7000, 5, 4096), (8000, -1, 0), (9000, -1, 0)]
+
+
 def test_vectorized_times_agree_with_the_text_path() -> None:
     """Blocks of one layout take the two-step path, mixed blocks the column-by-column one: both
     must equal the exact per-token parse (same lengths with the dot elsewhere, signs, 4+
