@@ -29,6 +29,7 @@ from deploylens.core.trace.model import (
     Lane,
     Trace,
     TraceBuilder,
+    numbering,
 )
 
 CATEGORY = {
@@ -391,7 +392,7 @@ def chunk_columns(events: list[Any]) -> Chunk:
         if not xs:
             return chunk
         keys, ids = _keyed(xs)
-    names, lanes, details = Interner(), Interner(), Interner({None: 0})
+    names, lanes, details = numbering(), numbering(), numbering({None: 0})
     kind, lane, name, detail = [], [], [], []
     for cat, text, pid, tid, device, stream, grid, block, op, provider, extra in keys:
         what, where = classes[cat]
@@ -420,10 +421,10 @@ def chunk_columns(events: list[Any]) -> Chunk:
     return chunk
 
 
-def _keyed(xs: list[_Complete]) -> tuple[Interner, np.ndarray]:
+def _keyed(xs: list[_Complete]) -> tuple[dict[tuple[Any, ...], int], np.ndarray]:
     """Each event's key: everything its lane, kind, name and detail depend on, as local ids
     (first seen, first numbered: the order a sequential import assigns ids in)."""
-    keys = Interner()
+    keys = numbering()
     ids = array_of(
         [
             keys[

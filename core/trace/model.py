@@ -10,8 +10,10 @@ their own per thread (nested ranges keep their depth).
 from __future__ import annotations
 
 from array import array
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Any
 
 import numpy as np
@@ -368,8 +370,18 @@ def lane_start_order(start: np.ndarray, lane: np.ndarray) -> tuple[np.ndarray, n
     return order, start[order]
 
 
+def numbering(initial: dict[Any, int] | None = None) -> defaultdict[Any, int]:
+    """``ids[key]`` → the key's number, the next one on first use, at C speed: a per-event
+    comprehension over it does a plain dict lookup per known key and calls no Python function
+    per new one (an ``Interner`` calls ``__missing__``: 0.066 against 0.038 s for 100k new
+    keys, 8.7 against 5.3 ms for 100k known ones). ``initial`` keeps its ids; new ones follow."""
+    start = dict(initial or {})
+    return defaultdict(count(len(start)).__next__, start)
+
+
 class Interner(dict[Any, int]):
-    """``interner[text]`` → a stable id, assigned on first use."""
+    """``interner[text]`` → a stable id, assigned on first use (the long-lived registries;
+    ``numbering`` for per-event loops)."""
 
     def __missing__(self, key: Any) -> int:
         value = self[key] = len(self)
