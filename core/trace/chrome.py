@@ -25,7 +25,6 @@ from deploylens.core.trace.model import (
     KIND,
     TIME_LIMIT_NS,
     BadTraceValue,
-    Interner,
     Lane,
     Trace,
     TraceBuilder,
@@ -469,11 +468,11 @@ class ChromeImport:
 
     def __init__(self) -> None:
         self.builder = TraceBuilder()
-        self.lane_keys = Interner()  # (class, a, b) → lane id
+        self.lane_keys = numbering()  # (class, a, b) → lane id
         self.process_names: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.categories: set[str] = set()
-        self.details = Interner({None: 0})  # (grid, block, op, provider, text) → id; 0: none
+        self.details = numbering({None: 0})  # (grid, block, op, provider, text) → id; 0: none
         self.unknown: dict[str, int] = {}  # categories this version does not know → events
 
     def restart(self) -> None:
