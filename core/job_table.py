@@ -93,7 +93,7 @@ JOBS: dict[str, Job] = {
         *(
             Job(f"selftest.{name}", f"{_CORE}.worker.selftest:{name}_job")
             for name in ("echo", "progress", "noisy", "segfault", "import", "user_error", "bug",
-                         "sleep", "array")
+                         "sleep", "array", "keep")
         ),
     )
 }  # fmt: skip

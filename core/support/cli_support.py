@@ -51,12 +51,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_support(args: argparse.Namespace) -> int:
-    from deploylens.core.support.loader import load_matrix
+    from deploylens.core.support.measured_types import MEASURED_LEVELS
 
     if not (args.model or args.op or args.aten or args.sample or args.measured):
         raise UserError("Give a MODEL, --op NAME, --aten aten::name, --sample NAME or --measured.")
-    from deploylens.core.support.measure import MEASURED_LEVELS
-
     if args.quick and not (args.measured or set(args.target) & set(MEASURED_LEVELS)):
         raise UserError("--quick is for --measured and the measured targets (the probe sample).")
     if args.measured and not (args.model or args.aten or args.sample):
@@ -75,10 +73,14 @@ def cmd_support(args: argparse.Namespace) -> int:
         model = read_model(args.model)  # a bad file is said before the registries load
     # else only the live parser reads it, in the worker and behind the same guard: this
     # process then never imports onnx (0.2 s of CPU, a fifth of a 10k-node probe)
+    # the registries (0.5 s of CPU) only where a question reads them: a live parse does not,
+    # nor imports their code (0.05 s)
+    matrix = None
     if not live_only:
         from deploylens.core.support import queries
-    # the registries (0.5 s of CPU) only where a question reads them: a live parse does not
-    matrix = None if live_only else load_matrix(python=args.python, refresh=args.refresh)
+        from deploylens.core.support.loader import load_matrix
+
+        matrix = load_matrix(python=args.python, refresh=args.refresh)
     output: dict[str, Any] = {}
     texts: list[str] = []
     status = 0

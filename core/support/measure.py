@@ -540,11 +540,6 @@ def _family_key(cell: str) -> str:
     return f"{prefix}::{type_class(dtype)}"
 
 
-# The targets predicted from the measured cells without a parse (CLI ``--target``, the panel's
-# "(measured)" entries), and the question each asks of a node's cell.
-MEASURED_LEVELS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
-
-
 def verdict(model: Any, data: MeasuredMatrix, level: str) -> Prediction:
     """``predict`` with the source it came from named (the library, its version and the probe
     set), for ``deploylens support MODEL --target trt-rtx-measured|ort-cpu-measured``."""

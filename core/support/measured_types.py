@@ -17,6 +17,10 @@ from deploylens.core.support.result import RegisteredPlugin, plugin_list
 from deploylens.core.typed import AsDict
 
 TRT_OK = ("builds",)
+# The targets predicted from the measured cells without a parse (CLI ``--target``, the panel's
+# "(measured)" entries), and the question each asks of a node's cell. Here, not in ``measure``:
+# a live-parser ``support`` run reads it and need not import the measuring code (0.03 s).
+MEASURED_LEVELS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
 ORT_OK = ("runs", "loads")
 
 

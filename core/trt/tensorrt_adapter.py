@@ -316,7 +316,7 @@ class TensorRTAdapter:
         return mask
 
     # -- the parser's verdict (support --target trt-live / trt-rtx) ------------------------------
-    def probe(self, model_path: str) -> dict[str, Any]:
+    def probe(self, model_path: str, keep: Callable[[Any], None] | None = None) -> dict[str, Any]:
         """The installed parser's verdict on a model (Polygraphy's ``inspect capability``).
 
         The verdict is a real parse: the nodes it names in errors are the blocked ones. Where the
@@ -326,7 +326,9 @@ class TensorRTAdapter:
         unsupported otherwise, and leaves data-dependent-shape ops such as NonZero out of all
         runs), so it never decides which nodes are blocked: reading it so once blocked the
         parseable nodes around a custom op and missed the op itself. 11.x, which has neither,
-        adds which op types have an importer (``supports_operator``)."""
+        adds which op types have an importer (``supports_operator``). ``keep``: where the
+        builder and its parsed networks go instead of being freed here (a worker that exits
+        without freeing: ``JobContext.keep``)."""
         import onnx
 
         trt = self.trt
@@ -394,8 +396,12 @@ class TensorRTAdapter:
         result["outside_partitions"] = [
             name(i) for i in range(len(nodes)) if runs and i not in covered
         ]
+        held.append((partition_network, partition_parser))
         del partition_parser, partition_network, parser, network
-        held.clear()  # a (network, parser) pair frees its parser first: last item first
+        if keep is not None:  # freed later (last item first, the builder last), or never
+            keep((builder, held))
+        else:
+            held.clear()  # a (network, parser) pair frees its parser first: last item first
         return result
 
     def try_model(

@@ -89,3 +89,21 @@ def array_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     path = os.path.join(ctx.workdir, "array.npz")
     np.savez(path, values=np.arange(int(params.get("n", 10)), dtype=np.float32))
     return {"npz": path}
+
+
+class _Marked:
+    """Writes its file when freed."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __del__(self) -> None:
+        with open(self.path, "w") as marker:
+            marker.write("freed")
+
+
+def keep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Hands ``ctx.keep`` a value that writes ``marker`` when freed; says whether ``check``
+    (the previous run's marker) exists as this job runs."""
+    ctx.keep(_Marked(str(params["marker"])))
+    return {"freed_before": os.path.exists(str(params["check"]))}

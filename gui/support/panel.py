@@ -30,8 +30,8 @@ from deploylens.core.support.analysis import TargetReport, analyze, collect_ops,
 from deploylens.core.support.live import live_report, measured_report
 from deploylens.core.support.loader import with_plugins
 from deploylens.core.support.matrix import SupportMatrix
-from deploylens.core.support.measure import MEASURED_LEVELS, read_measured, verdict
-from deploylens.core.support.measured_types import MeasuredMatrix
+from deploylens.core.support.measure import read_measured, verdict
+from deploylens.core.support.measured_types import MEASURED_LEVELS, MeasuredMatrix
 from deploylens.core.support.queries import span_text
 from deploylens.core.support.request import (
     CollectRequest,

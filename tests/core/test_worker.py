@@ -81,6 +81,24 @@ def test_worker_keeps_imports_warm_across_jobs(worker: Worker) -> None:
     assert first == second == worker.pid
 
 
+def test_what_a_job_keeps_outlives_it_until_the_next_job_and_is_never_freed_at_exit(
+    tmp_path: Path,
+) -> None:
+    """``ctx.keep``: a value whose destructor is pure cost (a parsed TensorRT network) is not
+    freed as its job ends, is freed when the same worker starts another job (never two jobs'
+    worth held), and a worker's exit frees nothing."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    with Worker() as worker:
+        assert worker.run("selftest.keep", {"marker": str(first), "check": str(first)}) == {
+            "freed_before": False
+        }
+        assert not first.exists()  # the job ended: what it kept is still held
+        answer = worker.run("selftest.keep", {"marker": str(second), "check": str(first)})
+        assert answer == {"freed_before": True}  # dropped as the next job started
+    assert first.read_text() == "freed"
+    assert not second.exists()  # the worker left through os._exit: nothing freed
+
+
 def test_segfault_is_reported_as_native_crash_with_stderr_tail() -> None:
     with pytest.raises(JobFailure) as caught:
         run_job("selftest.segfault")
