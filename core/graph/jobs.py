@@ -44,13 +44,9 @@ def shapes_job(ctx: Any, params: dict[str, Any]) -> ShapesResult:
         except Exception as exc:  # models that confuse inference still open, without shapes
             return ShapesResult(error=f"{type(exc).__name__}: {str(exc)[:300]}", findings=findings)
         graph = inferred.graph
-    found = ShapesResult(findings=findings)
-    seen: dict[str, int] = {}
-    for name, (dtype, shape) in declared_types(
-        [*graph.value_info, *graph.input, *graph.output]
-    ).items():
-        found.add(name, dtype, shape, seen)
-    return found
+    return ShapesResult.of(
+        declared_types([*graph.value_info, *graph.input, *graph.output]), findings
+    )
 
 
 def tensor_stats_job(ctx: Any, params: dict[str, Any]) -> TensorStatsResult:

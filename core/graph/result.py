@@ -29,15 +29,28 @@ class ShapesResult(Result):
         if indices and not (min(indices) >= 0 and max(indices) < len(self.types)):
             raise UserError("a tensor's type index is outside the list of types")
 
-    def add(self, name: str, dtype: str, shape: Shape | None, seen: dict[str, int]) -> None:
-        """``name``'s type and shape; ``seen`` (the caller's, for this result) maps each
-        distinct pair's text to its index."""
-        key = f"{dtype}{shape}"
-        index = seen.get(key)
-        if index is None:
-            index = seen[key] = len(self.types)
-            self.types.append((dtype, shape))
-        self.type_of[name] = index
+    @classmethod
+    def of(
+        cls, found: dict[str, tuple[str, Shape | None]], findings: list[str] | None = None
+    ) -> ShapesResult:
+        """The result for tensor → (element type, shape) as ``declared_types`` gives it: each
+        distinct type one shared pair, so pairs are told apart by identity at C speed and
+        only the few distinct ones are compared by value (a text key per tensor was 0.09 s
+        of the shapes job on 100k nodes)."""
+        pairs = list(found.values())
+        by_id = dict(zip(map(id, pairs), pairs))
+        result = cls(findings=findings)
+        seen: dict[str, int] = {}
+        slot: dict[int, int] = {}
+        for key, (dtype, shape) in by_id.items():
+            text = f"{dtype}{shape}"
+            index = seen.get(text)
+            if index is None:
+                index = seen[text] = len(result.types)
+                result.types.append((dtype, shape))
+            slot[key] = index
+        result.type_of = dict(zip(found, map(slot.__getitem__, map(id, pairs))))
+        return result
 
     def shapes(self) -> dict[str, tuple[str, Shape | None]]:
         """Tensor → (element type, shape)."""
