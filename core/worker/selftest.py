@@ -104,6 +104,7 @@ class _Marked:
 
 def keep_job(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Hands ``ctx.keep`` a value that writes ``marker`` when freed; says whether ``check``
-    (the previous run's marker) exists as this job runs."""
+    (the previous run's marker) exists as this job runs. The tests' own: like every self-test
+    it has no request class, so no steps file, project or CLI line can start it."""
     ctx.keep(_Marked(str(params["marker"])))
     return {"freed_before": os.path.exists(str(params["check"]))}
