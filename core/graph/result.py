@@ -38,7 +38,7 @@ class ShapesResult(Result):
         only the few distinct ones are compared by value (a text key per tensor was 0.09 s
         of the shapes job on 100k nodes)."""
         pairs = list(found.values())
-        by_id = dict(zip(map(id, pairs), pairs))
+        by_id = dict(zip(map(id, pairs), pairs, strict=True))
         result = cls(findings=findings)
         seen: dict[str, int] = {}
         slot: dict[int, int] = {}
@@ -49,7 +49,7 @@ class ShapesResult(Result):
                 index = seen[text] = len(result.types)
                 result.types.append((dtype, shape))
             slot[key] = index
-        result.type_of = dict(zip(found, map(slot.__getitem__, map(id, pairs))))
+        result.type_of = dict(zip(found, map(slot.__getitem__, map(id, pairs)), strict=True))
         return result
 
     def shapes(self) -> dict[str, tuple[str, Shape | None]]:
