@@ -282,18 +282,27 @@ def _build_ir(
     dst = consumer[edges].tolist()
     linked_names = list(compress(wanted, linked.tolist()))
     made = list(map(tensor_of.get, linked_names))
-    # None: a graph input's or an outer value's tensor, interned with its pseudo node
-    tensor: list[int] = (
-        [ids[n] if t is None else t for n, t in zip(linked_names, made, strict=True)]
-        if None in made
-        else cast("list[int]", made)
-    )
+    # None: a graph input's or an outer value's tensor, interned with its pseudo node; found
+    # by list.index at C speed (nearly every model has a few, and a pass over every edge to
+    # patch them was 2.6 % of a 100k-node build)
+    k = -1
+    try:
+        while True:  # each search starts after the last: one pass in all, however many
+            k = made.index(None, k + 1)
+            made[k] = ids[linked_names[k]]
+    except ValueError:
+        pass
+    tensor = cast("list[int]", made)
     subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
-    carriers = [  # only control flow (and custom ops) carry graph attributes
-        j
-        for j, (op, domain) in enumerate(zip(kept_ops, kept_domains, strict=True))
-        if domain or op in CONTROL_FLOW
-    ]
+    carriers = (  # only control flow (and custom ops) carry graph attributes
+        [
+            j
+            for j, (op, domain) in enumerate(zip(kept_ops, kept_domains, strict=True))
+            if domain or op in CONTROL_FLOW
+        ]
+        if any(kept_domains) or not CONTROL_FLOW.isdisjoint(kept_ops)  # both at C speed
+        else []
+    )
     for j in carriers:
         i = kept[j]
         for attribute in nodes[i].attribute:
