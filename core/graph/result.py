@@ -35,8 +35,9 @@ class ShapesResult(Result):
     ) -> ShapesResult:
         """The result for tensor → (element type, shape) as ``declared_types`` gives it: each
         distinct type one shared pair, so pairs are told apart by identity at C speed and
-        only the few distinct ones are compared by value (a text key per tensor was 0.09 s
-        of the shapes job on 100k nodes)."""
+        only the few distinct ones are compared by value (a text key per tensor: 0.044
+        against 0.020 s on 100k tensors). Equal pairs that are separate objects still share
+        one entry."""
         pairs = list(found.values())
         by_id = dict(zip(map(id, pairs), pairs, strict=True))
         result = cls(findings=findings)

@@ -295,3 +295,32 @@ def test_a_shapes_answer_whose_type_index_points_past_its_types_is_refused() -> 
         "y": ("float32", [1, 3]),
     }
     assert ShapesResult.from_dict(ShapesResult.from_dict(sent).to_dict()).type_of == sent["type_of"]
+
+
+def test_a_shapes_result_lists_each_distinct_type_once_whatever_the_pairs_identity() -> None:
+    """``ShapesResult.of`` tells ``declared_types``' shared pairs apart by identity; equal pairs
+    that are separate objects (another caller's) still share one entry, and every tensor keeps
+    its own type."""
+    from onnx import TensorProto, helper
+
+    from deploylens.core.graph.ir import declared_types
+    from deploylens.core.graph.result import Shape, ShapesResult
+
+    values = [
+        helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 3]),
+        helper.make_tensor_value_info("b", TensorProto.FLOAT, [1, 3]),
+        helper.make_tensor_value_info("c", TensorProto.INT64, ["n"]),
+        helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 3]),
+    ]
+    found = declared_types(values)
+    result = ShapesResult.of(found, ["a finding"])
+    assert result.shapes() == found and result.findings == ["a finding"]
+    assert len(result.types) == 2 and result.type_of["a"] == result.type_of["d"]
+    separate: dict[str, tuple[str, Shape | None]] = {
+        "x": ("float32", [1, 3]),
+        "y": ("float32", [1, 3]),
+        "z": ("int64", None),
+    }
+    again = ShapesResult.of(separate)
+    assert again.types == [("float32", [1, 3]), ("int64", None)]
+    assert again.type_of == {"x": 0, "y": 0, "z": 1}
