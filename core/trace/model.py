@@ -179,6 +179,7 @@ class TraceBuilder:
     def __init__(self) -> None:
         self._cols = {c: array("q") for c in COLUMNS}
         self._chunks: list[dict[str, np.ndarray]] = []
+        self._in_chunks = 0  # rows in _chunks: ``len`` is asked after every block a reader adds
         self._store: dict[str, np.ndarray] = {}  # reserved columns, filled up to _filled
         self._filled = 0
         self._names = numbering({"": 0})
@@ -246,6 +247,7 @@ class TraceBuilder:
                 self.after_add()
             return
         # contiguous copies of strided views, so a caller's row matrix can be freed
+        self._in_chunks += n
         self._chunks.append(
             {
                 k: np.ascontiguousarray(
@@ -256,7 +258,7 @@ class TraceBuilder:
         )
 
     def __len__(self) -> int:
-        return len(self._cols["start"]) + self._filled + sum(c["start"].size for c in self._chunks)
+        return len(self._cols["start"]) + self._filled + self._in_chunks
 
     def copy(self) -> TraceBuilder:
         """A builder over the rows so far whose ``finish`` leaves this one untouched (a partial
@@ -264,8 +266,10 @@ class TraceBuilder:
         other = TraceBuilder()
         other._cols = {k: array("q", v) for k, v in self._cols.items()}
         other._chunks = [dict(chunk) for chunk in self._chunks]
+        other._in_chunks = self._in_chunks
         if self._store:
             other._chunks.append({k: v[: self._filled].copy() for k, v in self._store.items()})
+            other._in_chunks += self._filled
         other._names = numbering(self._names)
         other._lanes = dict(self._lanes)
         other.meta = dict(self.meta)
@@ -286,7 +290,7 @@ class TraceBuilder:
             *self._chunks,
         ]
         parts = [p for p in parts if p and p["start"].size] or parts[:1]
-        self._cols, self._chunks, self._store = {}, [], {}
+        self._cols, self._chunks, self._store, self._in_chunks = {}, [], {}, 0
         remap = remap or {}
         release_free_memory()  # the holes the block-by-block phase left, before sorting
 

@@ -199,6 +199,40 @@ def test_kernel_table_of_many_names_equals_numpy_per_name() -> None:
         assert row.gpu_percent == pytest.approx(100 * d.sum() / grand)
 
 
+def test_builder_length_counts_every_kind_of_block() -> None:
+    """``len`` (asked by a reader after every block it adds, for progress and partial views)
+    counts rows added one by one, as column blocks, and into reserved columns, and a copy
+    counts what it holds — kept as a running total, not summed over blocks on every call."""
+    builder = TraceBuilder()
+    lane = builder.lane(Lane("GPU 0", "stream 7", 0, 7))
+    builder.add(10, 5, lane, KIND["kernel"], "k")
+
+    def block(n: int, at: int) -> dict[str, np.ndarray]:
+        return {
+            "start": np.arange(at, at + n, dtype=np.int64), "dur": np.ones(n, np.int64),
+            "lane": np.full(n, lane, np.int32), "kind": np.full(n, KIND["kernel"], np.int8),
+            "name": np.ones(n, np.int32), "corr": np.full(n, -1, np.int64),
+            "nbytes": np.zeros(n, np.int64), "detail": np.zeros(n, np.int32),
+        }  # fmt: skip
+
+    for i in range(300):
+        builder.add_columns(**block(3, 1000 * i))
+    assert len(builder) == 1 + 900
+    snapshot = builder.copy()
+    assert len(snapshot) == 901
+    builder.add_columns(**block(7, 10**6))
+    assert (len(builder), len(snapshot)) == (908, 901)
+    assert len(snapshot.finish()) == 901 and len(builder.finish()) == 908
+
+    reserved = TraceBuilder()
+    reserved.reserve(10)
+    reserved.add_columns(**block(4, 0))
+    reserved.add_columns(**block(20, 100))  # past the reservation: a block of its own
+    copied = reserved.copy()
+    assert len(reserved) == len(copied) == 24
+    assert len(copied.finish()) == 24
+
+
 def test_odd_but_readable_chrome_events(tmp_path: Path) -> None:
     """Events the typed decoder refuses (a numeric name, quoted numbers, a phase outside the
     spec) fall back to the loose decoder for their chunk and still import; flows are skipped."""
