@@ -29,7 +29,6 @@ from deploylens.core.trace import chrome
 from deploylens.core.trace.import_workers import BadPiece, Workers, workers
 from deploylens.core.trace.json_stream import (
     _BETWEEN,
-    CHUNK,
     _find_array,
     iter_chunks,
     open_binary,
@@ -42,7 +41,10 @@ from deploylens.core.trace.model import BadTraceValue
 # A piece is decoded whole: 32 MB pieces took fresh pages for each piece's ~100k events (a 1M
 # import on 2 workers: 2.16-2.31 s of CPU against 1.65-1.86 in 8 MB pieces, wall 1.27-1.34 s
 # against 0.98-1.11; gzipped 2.9-3.5 against 2.5-3.0), the same effect as the sequential chunk.
-PIECE = CHUNK
+# Pieces stayed 8 MB when the sequential chunk went to 1 MB (2026-12-03): each piece costs a
+# message each way and a merge, and the parallel import was not measured again (it runs only
+# where 3 or more cores are free, which these 2-core machines never have).
+PIECE = 8 << 20
 # What the sequential reader keeps of a file's end: whatever follows the event list (Kineto's
 # trailing keys, a few kB) must fall in it. It was 1–2 pieces: 10–20 % of a 1M-event file read
 # in one process after the workers were done.

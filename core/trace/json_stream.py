@@ -20,7 +20,11 @@ from typing import IO, Any
 
 from deploylens.core.errors import UserError
 
-CHUNK = 8 << 20
+# Bytes decoded per step. A chunk's decoded events are worked into columns and dropped before
+# the next: in 1 MB chunks they are still in the cache when the columns are built, and the
+# allocator reuses the same few pages (2026-12-03, `trace --stats` 1M events, 12 rounds
+# alternated: 1.44 s of CPU against 1.67 s in 8 MB chunks; the decode alone 0.82 against 0.88).
+CHUNK = 1 << 20
 # Nothing in a trace runs this long between two event boundaries: a longer string, number,
 # nesting or run of whitespace is refused where it is seen (a 2 GiB name took 6 GB and minutes).
 MAX_EVENT = 64 << 20
