@@ -104,6 +104,7 @@ bench: install
 	$(BIN)/python bench/remote.py --json bench/results/remote.json
 	$(BIN)/python bench/timeline.py --json bench/results/timeline.json
 	$(BIN)/python bench/kernel_names.py --json bench/results/kernel_names.json
+	$(BIN)/python bench/trace_chunks.py --json bench/results/trace_chunks.json
 	$(BIN)/python bench/command_cost.py --json bench/results/command_cost.json
 	$(BIN)/python bench/instructions.py --json bench/results/instructions.json
 	$(BIN)/python bench/trt_build.py --json bench/results/trt_build.json
