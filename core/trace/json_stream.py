@@ -30,6 +30,9 @@ CHUNK = 1 << 20
 MAX_EVENT = 64 << 20
 _MALFORMED_AT = re.compile(r"\(byte (\d+)\)")
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
+# a JSON string (escapes included; one the data cuts off runs to its end) or a bracket: the
+# tokens that say how deep a byte lies. Possessive, so a string is read once, never backtracked
+_DEPTH_TOKEN = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)|[][{}]', re.DOTALL)
 _LAST = re.compile(rb"\}\s*\]")
 _SPACE = re.compile(rb"\s*")
 
@@ -152,15 +155,24 @@ def _decode_prefix(
 ) -> tuple[list[Any], int, bool] | None:
     """Decode the longest prefix of whole events that ends at a split point after ``start``
     (or the closing ``]`` when the list ends in ``data``): (events, bytes used, list ended)."""
-    tries = 0
+    tries, last = 0, -1
     for match in _BETWEEN.finditer(data, min(start, max(len(data) - 1, 0))):
         try:
             return decode(_bracketed(data, match.start() + 1)), match.end() - 1, False
-        except ValueError as exc:
+        except ValueError as exc:  # a cut inside a string or a nested list, or bad JSON
             _real_error(exc, min(start, match.start()))
-            tries += 1
+            tries, last = tries + 1, match.start()
             if tries > 8:
                 break
+    if tries > 8:  # many look-alikes in one event: only the boundaries between whole events
+        for match in _top_level_boundaries(data, last + 1):
+            try:
+                return decode(_bracketed(data, match.start() + 1)), match.end() - 1, False
+            except ValueError as exc:
+                _real_error(exc, min(start, match.start()))
+                tries += 1
+                if tries > 16:
+                    break
     if not ended and len(data) < (start * 8):
         return None  # read more, the list's end is not in sight
     for match in reversed(list(_LAST.finditer(data))[-8:]):
@@ -172,6 +184,30 @@ def _decode_prefix(
     if data[_SPACE.match(data).end() :].startswith(b"]"):  # type: ignore[union-attr]
         return [], 0, True
     return None
+
+
+def _top_level_boundaries(data: bytearray, after: int) -> Iterator[re.Match[bytes]]:
+    """The boundaries between whole events whose ``}`` lies at or after ``after``. A name may
+    hold ``},{`` many times over (a label that prints dicts), and ONNX Runtime lists a node's
+    input shapes as objects (a 20-input Concat: 19 nested ``},{``); a chunk that tried only
+    those read more until the file was refused. ``data`` starts at an event's first byte; a
+    string the buffer cuts off runs to its end (more is read). A token at a time, so only where
+    nine look-alikes in a row failed."""
+    depth = 0
+    for token in _DEPTH_TOKEN.finditer(data):
+        byte = data[token.start()]
+        if byte == 0x22:  # a string: whatever it holds
+            continue
+        if byte in (0x7B, 0x5B):  # { [
+            depth += 1
+            continue
+        depth -= 1
+        if depth < 0:  # the event list's own "]" (or bad JSON: the decoder says which)
+            return
+        if depth == 0 and token.start() >= after:
+            boundary = _BETWEEN.match(data, token.start())
+            if boundary is not None:
+                yield boundary
 
 
 def _real_error(exc: ValueError, before: int) -> None:

@@ -231,3 +231,35 @@ def test_an_event_longer_than_many_chunks_is_read_in_doubling_steps(
     trace = load_trace(_write(tmp_path, "long-event.json", {"traceEvents": events}))
     assert len(trace) == 401 and name in trace.names
     assert len(sizes) < 20, sizes  # a chunk at a time: ~150 reads of 32 KB
+
+
+@pytest.mark.parametrize("look_alike", ["in-names", "nested-lists"])
+def test_events_holding_many_look_alike_boundaries_still_load(
+    look_alike: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every event holds a dozen ``},{`` that are not between events: in its name (a label
+    that prints dicts; escaped quotes and backslashes too), or in a list of objects, as ONNX
+    Runtime writes a node's input shapes (a 12-input Concat). A chunk whose cut point fell
+    before them tried nine, gave up and read more — until the file was refused as an event
+    running past the bound (under it, the rest was decoded in one piece). The file is a few
+    times the bound here (lowered, as the fuzz runner lowers it) and loads whole."""
+    from deploylens.core.trace import chrome_file, json_stream
+
+    monkeypatch.setattr(chrome_file, "SEQUENTIAL_CHUNK", 32 << 10)
+    monkeypatch.setattr(json_stream, "MAX_EVENT", 256 << 10)
+    if look_alike == "in-names":
+        names = [f'op{"},{" * 12}"quoted\\\\"{i}' for i in range(12_000)]
+        events = [_event(name=name, ts=float(i)) for i, name in enumerate(names)]
+    else:
+        names = [f"/layer{i}/Concat" for i in range(6_000)]
+        shapes = [{"float": [1, 64, 8, 8]} for _ in range(12)]
+        events = [
+            _event(cat="Node", name=f"{name}_kernel_time", ts=float(i), pid=1, tid=1,
+                   args={"op_name": "Concat", "provider": "CPUExecutionProvider",
+                         "input_type_shape": shapes})
+            for i, name in enumerate(names)
+        ]  # fmt: skip
+    path = _write(tmp_path, f"{look_alike}.json", {"traceEvents": events})
+    assert path.stat().st_size > 4 * json_stream.MAX_EVENT
+    trace = load_trace(path)
+    assert len(trace) == len(events) and set(names) <= set(trace.names)
