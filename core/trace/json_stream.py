@@ -155,24 +155,19 @@ def _decode_prefix(
 ) -> tuple[list[Any], int, bool] | None:
     """Decode the longest prefix of whole events that ends at a split point after ``start``
     (or the closing ``]`` when the list ends in ``data``): (events, bytes used, list ended)."""
-    tries, last = 0, -1
-    for match in _BETWEEN.finditer(data, min(start, max(len(data) - 1, 0))):
+    candidates: Iterator[re.Match[bytes]] = _BETWEEN.finditer(
+        data, min(start, max(len(data) - 1, 0))
+    )
+    for tries in range(17):
+        match = next(candidates, None)
+        if match is None:
+            break
         try:
             return decode(_bracketed(data, match.start() + 1)), match.end() - 1, False
         except ValueError as exc:  # a cut inside a string or a nested list, or bad JSON
             _real_error(exc, min(start, match.start()))
-            tries, last = tries + 1, match.start()
-            if tries > 8:
-                break
-    if tries > 8:  # many look-alikes in one event: only the boundaries between whole events
-        for match in _top_level_boundaries(data, last + 1):
-            try:
-                return decode(_bracketed(data, match.start() + 1)), match.end() - 1, False
-            except ValueError as exc:
-                _real_error(exc, min(start, match.start()))
-                tries += 1
-                if tries > 16:
-                    break
+        if tries == 8:  # nine look-alikes in a row: only boundaries between whole events now
+            candidates = _top_level_boundaries(data, match.start() + 1)
     if not ended and len(data) < (start * 8):
         return None  # read more, the list's end is not in sight
     for match in reversed(list(_LAST.finditer(data))[-8:]):
