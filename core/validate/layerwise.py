@@ -158,8 +158,9 @@ class _Enough(Exception):
 class TorchCapture:
     """Forward hooks on every submodule: the call order, and the outputs of chosen calls.
 
-    Outputs are kept in memory, or written to ``spill`` as ``.npy`` files as they are produced
-    (read back memory-mapped, one chunk at a time), so big models never hold them all at once.
+    Outputs are kept in memory up to ``hold`` bytes; past that they are written to ``spill`` as
+    ``.npy`` files as they are produced (read back memory-mapped, one chunk at a time), so big
+    models never hold them all at once and small ones never touch the disk.
     """
 
     def __init__(self, module: Any) -> None:
@@ -173,17 +174,22 @@ class TorchCapture:
         keep: set[str] | None = None,
         spill: Path | None = None,
         keep_all: bool = False,
+        hold: float = 0.0,
     ) -> tuple[list[Call], dict[str, Any], Any]:
         """(the calls in order, the kept outputs by call, the forward's own result — None when
-        it stopped once every kept output was in)."""
+        it stopped once every kept output was in). With ``spill``, outputs past the first
+        ``hold`` bytes go to disk (vit_b_16's fit in 256 MB: writing and mapping them back cost
+        ~0.4 s of CPU when all were spilled)."""
         from deploylens.core.pytorch.call import call_torch
 
         calls: list[Call] = []
         seen: dict[str, int] = {}
         kept: dict[str, Any] = {}
+        held = 0
         self.not_one_tensor: dict[str, str] = {}
 
         def hook(mod: Any, _args: Any, output: Any) -> None:
+            nonlocal held
             path = self.names.get(id(mod))
             if path is None:
                 return
@@ -196,7 +202,8 @@ class TorchCapture:
                     self.not_one_tensor[call.key] = _what(output)
                 else:
                     array = tensor.detach().cpu().numpy()
-                    if spill is None:
+                    if spill is None or held + array.nbytes <= hold:
+                        held += array.nbytes
                         kept[call.key] = array.copy()  # in-place ops later would change it
                     else:
                         target = spill / f"{len(kept)}.npy"
@@ -249,6 +256,10 @@ def _session(data: bytes, optimized: bool, extensions: bool, weights: SharedWeig
 
     options = weights.add_to(session_options(optimized, extensions))
     options.enable_cpu_mem_arena = False  # one run per session: give memory back when it ends
+    # nor repack the weights for faster repeated GEMMs: vit_b_16's session took 0.2-0.3 s of CPU
+    # more to build with packing than it saved in its one run (the output is the same to
+    # rounding: packed and plain GEMMs sum in another order)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
@@ -280,7 +291,7 @@ def compare_layers(
     mapping = ModuleMapping(style="onnx-only")
     sizes = activation_bytes(weights.light, feeds)
     budget = budget_mb * 1024 * 1024
-    spill = None  # over the budget, torch outputs go to disk as they are produced
+    spill = None  # over the budget, torch outputs past it go to disk as they are produced
     if torch_module is not None and (sum(sizes.values()) > budget or not sizes):
         spill = Path(tempfile.mkdtemp(prefix="deploylens-layers-", dir=scratch))
     reference: dict[str, Any] = {}
@@ -289,7 +300,7 @@ def compare_layers(
             report(0.0, "layer-wise: running PyTorch with hooks")
             capture = TorchCapture(torch_module)
             # One pass keeps every call's output; the mapping needs the whole call list first.
-            calls, reference, output = capture.run(feeds, spill=spill, keep_all=True)
+            calls, reference, output = capture.run(feeds, spill=spill, keep_all=True, hold=budget)
             if torch_output is not None:
                 torch_output(output)
             del output
