@@ -49,6 +49,7 @@ LOAD = [sys.executable, "-c", "import sys, onnx; onnx.load(sys.argv[1])"]
 EXPORT = """
 import sys, torch, torchvision
 name, path = sys.argv[1], sys.argv[2]
+torch.manual_seed(0)  # validate's torchvision:NAME (seed 0): the layers compared are the same model
 model = getattr(torchvision.models, name)(weights=None).eval()
 # with grad enabled: under no_grad torchvision's attention takes a fused fast path
 # (aten::_native_multi_head_attention) the TorchScript exporter has no symbolic for
@@ -60,7 +61,9 @@ def export_torchvision(name: str, folder: Path) -> Path:
     """``name`` from torchvision, random weights, exported once (TorchScript exporter) in a
     child process: Linux carries a parent's peak RSS into the children it forks, so a bench
     that had torch and the model in memory would report that peak for every command."""
-    path = folder / f"{name}.onnx"
+    path = (
+        folder / f"{name}.seed0.onnx"
+    )  # unseeded until 2026-12-03: validate compared another model
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-c", EXPORT, name, str(path)], check=True)
