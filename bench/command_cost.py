@@ -61,9 +61,8 @@ def export_torchvision(name: str, folder: Path) -> Path:
     """``name`` from torchvision, random weights, exported once (TorchScript exporter) in a
     child process: Linux carries a parent's peak RSS into the children it forks, so a bench
     that had torch and the model in memory would report that peak for every command."""
-    path = (
-        folder / f"{name}.seed0.onnx"
-    )  # unseeded until 2026-12-03: validate compared another model
+    # unseeded until 2026-12-03: validate's torchvision:NAME compared another random model
+    path = folder / f"{name}.seed0.onnx"
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-c", EXPORT, name, str(path)], check=True)
