@@ -282,8 +282,9 @@ def _named_model(source: ModelSource) -> Any:
     else:
         import inspect
 
-        import torchvision
+        from deploylens.core.pytorch.deferred_dynamo import import_deferring_dynamo
 
+        torchvision = import_deferring_dynamo("torchvision")  # ~1.4 s of CPU less
         known = set(torchvision.models.list_models())
         if source.target not in known:
             close = sorted(n for n in known if source.target.lower()[:4] in n)[:6]
