@@ -1,4 +1,4 @@
-"""Importing torchvision (and timm, which imports it) without importing TorchDynamo.
+"""Importing torchvision without importing TorchDynamo.
 
 torchvision's ``ops/roi_align.py`` imports ``torch._dynamo.utils`` at module level for one
 function, ``is_compile_supported``, which it calls only inside ``roi_align`` (and only without
@@ -6,7 +6,7 @@ compiled ops, or deterministic on a GPU); every torchvision model module imports
 ``torchvision.ops``. Importing TorchDynamo for that was ~1.4 s of the CPU of a ~5 s
 ``validate --torch torchvision:vit_b_16`` here, for a model that is never compiled. torchvision
 means it to be lazy too (pytorch/vision#8436: importing dynamo "has undesirable side effects for
-eager mode only users").
+eager mode only users"). timm imports TorchDynamo itself (``timm.optim``): not helped here.
 
 While ``import_deferring_dynamo`` imports a module, the name ``torch._dynamo.utils`` resolves to
 a stand-in: its ``is_compile_supported`` imports the real module when first called, and any other
@@ -63,6 +63,6 @@ def dynamo_deferred() -> Iterator[None]:
 
 
 def import_deferring_dynamo(name: str) -> Any:
-    """``import name`` (``torchvision``, ``timm``) without importing TorchDynamo for it."""
+    """``import name`` (``torchvision``) without importing TorchDynamo for it."""
     with dynamo_deferred():
         return importlib.import_module(name)
