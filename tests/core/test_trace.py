@@ -340,6 +340,35 @@ def test_lane_start_order_is_lexsorts_order_sorted_or_not() -> None:
     assert lane_start_order(np.array([1, 3, 2, 4]), one_lane)[0].tolist() == [0, 2, 1, 3]
 
 
+def test_streams_running_at_once_have_known_answers() -> None:
+    """The diagnosis's "ran at once" figures (compute-bound and same-direction H2D hints) on a
+    trace built here: Σ each stream's union − the union of all. The union of all is computed
+    once and handed in (2026-12-03); handing in another set's union would change these."""
+    from deploylens.core.trace.diagnosis import measures
+
+    builder = TraceBuilder()
+    a = builder.lane(Lane("GPU 0", "stream 1", 0, 1))
+    b = builder.lane(Lane("GPU 0", "stream 2", 0, 2))
+    c = builder.lane(Lane("GPU 0", "stream 3", 0, 3))
+    for start, dur, lane in ((0, 100, a), (200, 100, a), (50, 200, b)):
+        builder.add(start, dur, lane, KIND["kernel"], "gemm")
+    builder.add(0, 10, a, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=100)
+    builder.add(5, 15, c, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=100)
+    m = measures(builder.finish())
+    # kernels: stream 1 busy 200, stream 2 busy 200, together [0, 300): 100 ns at once
+    assert m["kernel_union_ns"] == 300 and m["kernel_streams"] == 2
+    assert m["kernel_concurrent_ns"] == 100
+    # copies: [0, 10) and [5, 20) on two streams: 5 ns at once
+    assert m["h2d_streams"] == 2 and m["h2d_ns"] == 25 and m["h2d_concurrent_ns"] == 5
+    one = TraceBuilder()
+    s = one.lane(Lane("GPU 0", "stream 1", 0, 1))
+    one.add(0, 10, s, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=100)
+    one.add(5, 15, s, KIND["memcpy_h2d"], "Memcpy HtoD", nbytes=100)
+    one.add(0, 50, s, KIND["kernel"], "gemm")
+    single = measures(one.finish())
+    assert single["h2d_concurrent_ns"] == 0 and single["kernel_concurrent_ns"] == 0
+
+
 def test_a_hint_never_contradicts_the_measured_overlap() -> None:
     """'Pageable copies cannot overlap compute' stood beside '80.4 % hidden behind kernels':
     where the trace measured the overlap, the hint says what was measured."""
