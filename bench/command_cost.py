@@ -90,11 +90,13 @@ print(float(np.abs(got - want).max()))
 
 # the import's own chunk size: 32 MB chunks (until 2026-12-02) spent ~0.7 s of system time at 1M
 # events taking fresh pages for each chunk's events, a floor ~1.6x dearer than the decode
+# (bench/trace_chunks.py runs the same floor in other chunk sizes: TRACE [CHUNK_BYTES])
 FLOOR = """
 import sys
 from deploylens.core.trace.chrome import decode_events
 from deploylens.core.trace.json_stream import CHUNK, iter_chunks
-sum(len(events) for events in iter_chunks(sys.argv[1], decode_events, chunk=CHUNK))
+chunk = int(sys.argv[2]) if len(sys.argv) > 2 else CHUNK
+sum(len(events) for events in iter_chunks(sys.argv[1], decode_events, chunk=chunk))
 """
 
 

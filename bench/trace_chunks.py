@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from command_cost import synthetic_trace
+from command_cost import FLOOR, synthetic_trace
 from measure import run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,12 +31,6 @@ chrome_file.SEQUENTIAL_CHUNK = int(sys.argv[1])
 from deploylens.core.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     sys.exit(main(["trace", "--stats", sys.argv[2]]))
-"""
-FLOOR = """
-import sys
-from deploylens.core.trace.chrome import decode_events
-from deploylens.core.trace.json_stream import iter_chunks
-sum(len(events) for events in iter_chunks(sys.argv[2], decode_events, chunk=int(sys.argv[1])))
 """
 # the UI thread sleeps 1 ms at a time while another thread imports; its wake-up gaps are what a
 # frame would wait
@@ -83,8 +77,12 @@ def main() -> int:
 
     for _ in range(rounds):
         for size in sizes:
-            for label, script in (("ours", OURS), ("floor", FLOOR)):
-                run = run_measured([sys.executable, "-c", script, str(size), str(trace)])
+            sides = (
+                ("ours", OURS, [str(size), str(trace)]),
+                ("floor", FLOOR, [str(trace), str(size)]),
+            )
+            for label, script, argv in sides:
+                run = run_measured([sys.executable, "-c", script, *argv])
                 if run.rc != 0:
                     raise SystemExit(f"{label} at {size >> 10} KB: exit {run.rc}\n{run.stderr}")
                 record(size, f"{label}_cpu_s", run.cpu_s)
