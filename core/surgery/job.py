@@ -82,18 +82,19 @@ def run_surgery(request: Any, progress: Any = None) -> SurgeryResult:
         except UserError as exc:
             result.compare = SurgeryCompare(comparable=False, passed=None, reason=exc.message)
     if request.check_tensorrt:
-        result.tensorrt = parser_verdict(output)
+        result.tensorrt = parser_verdict(output, edited)
     return result
 
 
-def parser_verdict(path: str) -> ParserCheck:
-    """TensorRT-RTX's (else classic TensorRT's) parser on the edited model; absent is said."""
+def parser_verdict(path: str, model: onnx.ModelProto | None = None) -> ParserCheck:
+    """TensorRT-RTX's (else classic TensorRT's) parser on the edited model; absent is said.
+    ``model``: the proto the file was written from (it names the nodes: no second parse)."""
     from deploylens.core.trt.probe import probe_model
     from deploylens.core.trt.tensorrt_adapter import CLASSIC, RTX_MODULE
 
     for module in (RTX_MODULE, CLASSIC):
         try:
-            verdict = probe_model(path, module=module)
+            verdict = probe_model(path, module=module, model=model)
         except UserError:
             continue  # this TensorRT is not installed
         return ParserCheck(module, not verdict.findings, verdict.findings)

@@ -174,6 +174,42 @@ def test_asinh_at_opset_9_with_the_plugin_parses_and_builds(rtx: Any, tmp_path: 
     assert report["built"] and report["engine_bytes"] > 0
 
 
+def test_the_probe_job_names_blocked_nodes_from_its_own_guarded_parse(
+    rtx: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's probe parses the model once: the guard's parse (before TensorRT reads the
+    file) names the nodes TensorRT reports by index. A second ``onnx.load`` after the parse was
+    a third of vit_b_16's probe. Its answer is the one a probe that reads the file again
+    gives."""
+    from deploylens.core.support.request import TensorRTProbeRequest
+    from deploylens.core.trt.probe import probe_model, tensorrt_probe_job
+
+    path = tmp_path / "custom.onnx"
+    onnx.save(custom_op_between_relus(), path)
+    again = probe_model(str(path), rtx, module="tensorrt_rtx")
+
+    class Context:  # what the job uses of the worker's JobContext
+        def __init__(self) -> None:
+            self.kept: list[Any] = []
+
+        def progress(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def keep(self, value: Any) -> None:
+            self.kept.append(value)
+
+    def second_parse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the probe parsed the model a second time")
+
+    context = Context()
+    monkeypatch.setattr(onnx, "load", second_parse)
+    params = TensorRTProbeRequest(str(path), "tensorrt_rtx").to_params()
+    once = tensorrt_probe_job(context, params)
+    assert once.unsupported_nodes == ["f1"] and not once.supported
+    assert once == again
+    context.kept.clear()  # the parsers first, then their builder (JobContext's order)
+
+
 def test_plugin_nodes_name_the_library_and_the_reference(
     rtx: Any, samples: Path, tmp_path: Path
 ) -> None:
