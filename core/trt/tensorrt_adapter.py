@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import atomic_write_bytes
@@ -36,9 +36,6 @@ from deploylens.core.trt.settings import (
     BuildSettings,
     switches_on,
 )
-
-if TYPE_CHECKING:
-    import onnx
 
 __all__ = [  # the loader lives in trt/loading.py; its names are the adapter's callers' too
     "CLASSIC", "PIP", "RTX_MODULE", "BuildCancelled", "BuildReport", "TensorRTAdapter",
@@ -320,10 +317,7 @@ class TensorRTAdapter:
 
     # -- the parser's verdict (support --target trt-live / trt-rtx) ------------------------------
     def probe(
-        self,
-        model_path: str,
-        keep: Callable[[Any], None] | None = None,
-        model: onnx.ModelProto | None = None,
+        self, model_path: str, keep: Callable[[Any], None] | None = None, model: Any = None
     ) -> dict[str, Any]:
         """The installed parser's verdict on a model (Polygraphy's ``inspect capability``).
 
@@ -336,9 +330,8 @@ class TensorRTAdapter:
         parseable nodes around a custom op and missed the op itself. 11.x, which has neither,
         adds which op types have an importer (``supports_operator``). ``keep``: where the
         builder and its parsed networks go instead of being freed here (a worker that exits
-        without freeing: ``JobContext.keep``). ``model``: the caller's parse of the same file
-        (an ``onnx.ModelProto``), which names the nodes; without it the file is parsed again
-        here (vit_b_16: 0.39 s of CPU, a third of the probe)."""
+        without freeing: ``JobContext.keep``). ``model``: the caller's ``onnx.ModelProto`` of
+        the file, which names the nodes (else parsed again: vit_b_16's was a third of it)."""
         import onnx
 
         trt = self.trt
