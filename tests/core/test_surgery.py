@@ -205,6 +205,8 @@ def test_deform_conv2d_becomes_tensorrts_plugin_node_and_back(tmp_path: Path, rt
     verdict = parser_verdict(str(tmp_path / "deform_trt.onnx"))
     (finding,) = verdict.findings  # no such plugin ships in TensorRT-RTX: it says what it sought
     assert finding.op == "ModulatedDeformConv2d" and "Plugin not found" in finding.message
+    # run_surgery hands over the proto it wrote instead of a second read: the same check
+    assert parser_verdict(str(tmp_path / "deform_trt.onnx"), model) == verdict
     back, report = deform_from_trt(model)
     assert report["matches"] == 1 and ("custom", "deform_conv2d") in ops(back)
     edited(tmp_path, original, back, "deform_back.onnx")
