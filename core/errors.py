@@ -42,8 +42,14 @@ def ort_error_text(exc: BaseException) -> str:
     code, rest = (match.group(1).replace("_", " ").lower(), match.group(2)) if match else ("", text)
     rest = re.sub(r"^Load model from \S+ failed:", "", rest)
     rest = re.sub(r"^\S*onnxruntime_src\S*:\d+ \S+\(.*?\)\s*", "", rest)
+    running = re.match(r"Non-zero status code returned while running (\S+) node\. "
+                       r"Name:'([^']*)' Status Message: (.*)", rest)  # fmt: skip
+    if running:  # a run's failure: the node, then what its kernel said (not its source line)
+        said = re.sub(r"^\S*onnxruntime_src\S*:\d+ .*?\)\s*(?=\[ONNXRuntimeError\]|\w)", "",
+                      running.group(3))  # fmt: skip
+        rest = f"node {running.group(2)} ({running.group(1)}): {said}"
     rest = re.sub(r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", rest)  # a nested one
-    return ((f"{code}: " if code else "") + rest.strip())[:300]
+    return ((f"{code}: " if code else "") + rest.strip())[:400]
 
 
 def _subject(params: object) -> str:

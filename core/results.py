@@ -23,22 +23,77 @@ from deploylens.core.job_table import result_class as _result_class
 
 Severity = Literal["pass", "warn", "fail"]
 T = TypeVar("T", bound="Result")
+EXIT_INCONCLUSIVE = 3  # neither a pass nor a failure: the check had nothing to stand on
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a verdict rests on: how many things were checked (outputs compared, nodes parsed,
+    events in scope) and, where that is none, why nothing could be checked."""
+
+    count: int
+    what: str  # "output(s) compared", "node(s) parsed", …
+    missing: str = ""  # why nothing was checked ("ONNX Runtime could not run the file: …")
+
+    def text(self) -> str:
+        return f"{self.count:,} {self.what}" + (f" ({self.missing})" if self.missing else "")
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a job concluded: the headline word, how it is coloured, and the CLI's exit code."""
+    """What a job concluded: the headline word, how it is coloured, the CLI's exit code, and
+    what it rests on (``judged`` makes every judging job's verdict, so none passes on nothing)."""
 
     word: str
     severity: Severity
     exit_code: int = 0
+    evidence: Evidence | None = None
 
     @property
     def failed(self) -> bool:
         return self.severity == "fail"
 
+    @property
+    def inconclusive(self) -> bool:
+        return self.exit_code == EXIT_INCONCLUSIVE
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The verdict as every ``--json`` output carries it: the reason for the exit code."""
+        evidence = self.evidence
+        return {
+            "word": self.word,
+            "severity": self.severity,
+            "exit_code": self.exit_code,
+            "evidence": None
+            if evidence is None
+            else {"count": evidence.count, "what": evidence.what, "missing": evidence.missing},
+        }
+
+
+def judged(evidence: Evidence, word: str, severity: Severity, exit_code: int = 0) -> Verdict:
+    """The one evidence rule every judging job's verdict goes through: a verdict that is not a
+    failure stands on at least one thing checked. On nothing (0 outputs compared, a check that
+    could not run) it is INCONCLUSIVE (exit 3) with the reason — never "ok", never exit 0. A
+    failure needs no count: a check that failed to run is a failure of that check."""
+    if severity != "fail" and evidence.count <= 0:
+        why = evidence.missing or f"0 {evidence.what}"
+        return Verdict(f"INCONCLUSIVE: {why}", "warn", EXIT_INCONCLUSIVE, evidence)
+    if severity == "fail" and exit_code in (0, EXIT_INCONCLUSIVE):
+        exit_code = 1  # a failure never exits 0, nor as "inconclusive"
+    return Verdict(word, severity, exit_code, evidence)
+
 
 PASS = Verdict("PASS", "pass", 0)
+
+
+def overall_exit(codes: list[int]) -> int:
+    """One exit status for several verdicts (one per target): a failure wins over an
+    inconclusive one, which wins over a pass — ``max`` would call a BLOCKED target beside an
+    INCONCLUSIVE one inconclusive."""
+    failures = [code for code in codes if code not in (0, EXIT_INCONCLUSIVE)]
+    if failures:
+        return max(failures)
+    return EXIT_INCONCLUSIVE if EXIT_INCONCLUSIVE in codes else 0
 
 
 class Result(typed.AsDict):
@@ -55,8 +110,18 @@ class Result(typed.AsDict):
             cls.JOB = job.name
 
     def to_json(self) -> str:
-        """The result as the CLI's ``--json`` prints it (NaN as JSON's ``NaN`` token)."""
-        return json.dumps(self.to_dict(), indent=2)
+        """The result as the CLI's ``--json`` prints it (NaN as JSON's ``NaN`` token), with the
+        verdict behind the exit code (word, severity, exit code, what it rests on) where the
+        job judges."""
+        data = self.to_dict()
+        if self.judges():
+            data["verdict"] = self.verdict().to_json_dict()
+        return json.dumps(data, indent=2)
+
+    @classmethod
+    def judges(cls) -> bool:
+        """Whether the job concludes something (its class has its own ``verdict``)."""
+        return cls.verdict is not Result.verdict
 
     @classmethod
     def from_dict(cls: type[T], data: Any, where: str = "") -> T:

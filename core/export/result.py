@@ -11,8 +11,7 @@ from pathlib import Path
 from deploylens.core.export.diagnose import Finding
 from deploylens.core.export.settings import ExportSettings
 from deploylens.core.pytorch.source import ModelSource
-from deploylens.core.results import Result, Verdict
-from deploylens.core.validate.result import EXIT_INCONCLUSIVE
+from deploylens.core.results import EXIT_INCONCLUSIVE, Evidence, Result, Verdict, judged
 from deploylens.core.validate.tolerances import Tolerances
 
 
@@ -22,7 +21,7 @@ class OrtSmoke:
 
     ok: bool  # it ran
     reason: str = ""  # why it did not
-    agrees: bool = True
+    agrees: bool = False  # only ever True over compared outputs (``outputs`` > 0)
     disagreements: list[str] = field(default_factory=list)
     max_abs_diff: float | None = None  # None when an output had NaN/inf or nothing compared
     tolerances: Tolerances | None = None
@@ -30,6 +29,10 @@ class OrtSmoke:
     via: str = ""  # how custom ops ran (plugins' reference implementations)
     inconclusive: list[str] = field(default_factory=list)  # outputs with nothing to compare
     notes: list[str] = field(default_factory=list)  # how outputs were paired (detection sets)
+    # why it did not run where that says nothing of the file (no kernel in this ONNX Runtime
+    # build, no reference for a custom op): inconclusive, not a failure of the export
+    unavailable: bool = False
+    compared: int = 0  # outputs compared against PyTorch's (what "agrees" stands on)
 
 
 @dataclass
@@ -59,33 +62,53 @@ class ExportResult(Result):
     ort: OrtSmoke | None = None
 
     def verdict(self) -> Verdict:
-        """PASS / WARN / FAIL with the sentence that says why (``Verdict.word``)."""
+        """PASS / INCONCLUSIVE / FAIL with the sentence that says why (``Verdict.word``): PASS
+        only over outputs ONNX Runtime computed and compared; a smoke test that could not run
+        on the export's own inputs fails the export, one that could not run for a reason
+        outside the file (no kernel, no reference for a custom op) is INCONCLUSIVE."""
         exporter = self.settings.exporter
         if not self.ok:
             count = len(self.findings)
             fixes = f": {count} finding(s), each with its fixes" if count else ""
-            return Verdict(f"Export FAILED with the {exporter} exporter{fixes}.", "fail", 1)
+            return judged(
+                Evidence(count, "finding(s)"),
+                f"Export FAILED with the {exporter} exporter{fixes}.",
+                "fail",
+            )
         written = f"Exported {Path(self.path).name} (opset {self.actual_opset})"
         ort = self.ort
+        compared = ort.compared if ort is not None else 0
+        evidence = Evidence(compared, "output(s) compared with PyTorch's")
         if ort is None or not ort.ok:
             reason = (ort.reason if ort else "") or "the checker stopped first"
-            return Verdict(
-                f"{written}, but ONNX Runtime's smoke test did not run: {reason}.", "warn", 0
-            )
-        if ort.disagreements or (not ort.agrees and not ort.inconclusive):
+            if ort is not None and not ort.unavailable:
+                return judged(
+                    evidence,
+                    f"{written}, but ONNX Runtime cannot run it on the inputs it was exported "
+                    f"with: {reason}.",
+                    "fail",
+                )
+            missing = f"ONNX Runtime's smoke test could not run: {reason}"
+            return judged(Evidence(0, evidence.what, missing), written, "pass")
+        if ort.disagreements or (not ort.agrees and not ort.inconclusive and ort.compared):
             first = (ort.disagreements or ["outside the tolerances"])[0]
-            return Verdict(
-                f"{written}, but ONNX Runtime's outputs DIFFER from PyTorch's: {first}.", "fail", 1
+            return judged(
+                evidence,
+                f"{written}, but ONNX Runtime's outputs DIFFER from PyTorch's: {first}.",
+                "fail",
             )
         if ort.inconclusive:
             return Verdict(
                 f"{written}; ONNX Runtime's check is INCONCLUSIVE: {ort.inconclusive[0]}.",
                 "warn",
                 EXIT_INCONCLUSIVE,
+                evidence,
             )
         worst = ort.max_abs_diff
         how = f" (max |Δ| {worst:.3g})" if worst is not None else ""
-        return Verdict(f"{written}; ONNX Runtime's outputs agree with PyTorch's{how}.", "pass", 0)
+        return judged(
+            evidence, f"{written}; ONNX Runtime's outputs agree with PyTorch's{how}.", "pass"
+        )
 
     def summary(self, show_code: bool = False) -> str:
         """The result as the CLI prints it (and the Export panel's summary box)."""
@@ -126,13 +149,15 @@ class ExportResult(Result):
 
 def smoke_text(ort: OrtSmoke | None) -> str:
     if ort is None or not ort.ok:
-        return f"not run: {ort.reason if ort else 'the checker stopped first'}"
+        said = "could not run" if ort is not None and ort.unavailable else "FAILED to run"
+        return f"{said}: {ort.reason if ort else 'the checker stopped first'}"
     worst = ort.max_abs_diff
     if ort.inconclusive and not ort.disagreements:
         return "inconclusive" + "".join(f"\n    ? {d}" for d in ort.inconclusive)
     return (
         ("agrees with torch" if ort.agrees else "DIFFERS from torch")
         + (f", max |Δ| {worst:.3g}" if worst is not None else "")
+        + f" over {ort.compared} output(s)"
         + (f" ({ort.via})" if ort.via else "")
         + "".join(f"\n    ✗ {d}" for d in ort.disagreements)
         + "".join(f"\n    note: {n}" for n in ort.notes)

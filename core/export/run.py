@@ -220,6 +220,7 @@ def export_job(ctx: Any, params: dict[str, Any]) -> ExportResult:
         script=request.python_script(drawn_inputs(names, inputs)),
         path=str(out),
         plugin_errors=errors,
+        warnings=list(getattr(module, "load_notes", [])),  # an hf: task head starting random
     )
     # Export and check in a hidden folder beside the output; only a checked model is renamed
     # to its final name (a kill mid-write left a truncated file there, replacing a good one).

@@ -74,16 +74,42 @@ def _ort_smoke(
 
     try:
         session, via = plugin_session(path, plugins, custom=custom)
+    except UserError as exc:  # onnxruntime missing, a custom op with no reference
+        return OrtSmoke(False, exc.message, unavailable=True)
+    except Exception as exc:
+        message = _first_line(exc)
+        return OrtSmoke(
+            False, f"ONNX Runtime refused the file: {message}", unavailable=_lacks(message)
+        )
+    try:
         feeds = _feeds(session, inputs, input_names)
         got = session.run(None, feeds)
-    except UserError as exc:
-        return OrtSmoke(False, exc.message)
     except Exception as exc:
-        return OrtSmoke(False, str(exc).strip().splitlines()[0][:300])
+        message = _first_line(exc)
+        return OrtSmoke(False, message, unavailable=_lacks(message))
     names = [o.name for o in session.get_outputs()]
     smoke = agreement(names, list(got), flatten(expected))
     smoke.outputs, smoke.via = len(got), via
     return smoke
+
+
+# ONNX Runtime's words for "this build has no kernel for it": nothing said of the file
+LACKS = ("NOT_IMPLEMENTED", "Could not find an implementation", "is not a registered function/op")
+
+
+def _lacks(message: str) -> bool:
+    """Whether ONNX Runtime failed for want of a kernel (the check could not run) rather than
+    on the file itself (a shape or type the exported graph cannot take)."""
+    return any(word in message for word in LACKS)
+
+
+def _first_line(exc: BaseException) -> str:
+    from deploylens.core.errors import ort_error_text
+
+    if (type(exc).__module__ or "").startswith("onnxruntime"):
+        return ort_error_text(exc)
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:300]
 
 
 def _feeds(session: Any, inputs: tuple[Any, ...], input_names: list[str]) -> dict[str, Any]:
@@ -118,7 +144,8 @@ def agreement(names: list[str], got: list[Any], want: list[tuple[str, Any]]) -> 
     finite = [d for d in diffs if np.isfinite(d)]
     return OrtSmoke(
         ok=True,
-        agrees=not problems and not inconclusive,
+        agrees=bool(results) and not problems and not inconclusive,
+        compared=len(results),
         disagreements=problems,
         max_abs_diff=max(finite) if finite and len(finite) == len(diffs) else None,
         tolerances=tolerances,

@@ -22,7 +22,7 @@ from deploylens.core.model.isolated import Crashed, run_isolated
 from deploylens.core.model.loading import read_model
 from deploylens.core.model.walk import iter_subgraphs
 from deploylens.core.model.weightless import without_weight_data
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 
 SUMMARY_SCHEMA = 1
 _GRAPH_ATTRS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -84,9 +84,10 @@ class ModelSummary(Result):
 
     def verdict(self) -> Verdict:
         """A file with problems (unreadable external data, an invalid graph) fails."""
+        evidence = Evidence(1, "file(s) read whole (graph, types, external data)")
         if self.problems:
-            return Verdict(self.problems[0], "fail", 1)
-        return Verdict("readable", "pass", 0)
+            return judged(evidence, self.problems[0], "fail")
+        return judged(evidence, "readable", "pass")
 
 
 def describe_type(

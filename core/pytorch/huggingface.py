@@ -18,6 +18,7 @@ from typing import Any
 
 from deploylens.core.errors import UserError
 from deploylens.core.files import input_file, read_json
+from deploylens.core.pytorch.hf_checks import check_config, judge_load, read_header
 
 INSTALL = "pip install 'transformers>=4.40' safetensors"
 CONFIG_LIMIT = 4 * 2**20
@@ -85,7 +86,10 @@ def read_folder(folder: str | Path, task: str = "") -> HFFolder:
             "runs a model folder's code (trust_remote_code).",
             "Export it with the code in your own environment (FILE.py:factory, after reading it).",
         )
+    check_config(config, f"{path.name}/config.json")
     weights = _weights(path)
+    for file in weights:
+        read_header(file)  # every header checked before safetensors or transformers reads it
     architectures = config.get("architectures") or []
     architecture = architectures[0] if isinstance(architectures, list) and architectures else ""
     if not isinstance(architecture, str) or (architecture and not ARCHITECTURE.match(architecture)):
@@ -181,22 +185,33 @@ def load_hf(folder: str, task: str = "", seed: int = 0) -> tuple[Any, tuple[Any,
     transformers = _transformers()
     cls = _model_class(transformers, found)
     torch.manual_seed(seed)  # heads a task adds to a bare model start from seeded random weights
-    try:
-        model = cls.from_pretrained(
+    try:  # its load report is judged below (judge_load), never left to its log
+        model, info = cls.from_pretrained(
             str(found.path),
             local_files_only=True,
             trust_remote_code=False,
             use_safetensors=True,
             dtype=torch.float32,
+            output_loading_info=True,
+            ignore_mismatched_sizes=True,
         )
-    except (OSError, ValueError, KeyError) as exc:
-        raise UserError(f"transformers could not load {found.path.name}: {_first(exc)}") from None
+    except UserError:
+        raise
+    except Exception as exc:  # a third-party loader's exception: one sentence naming the folder
+        named = found.architecture or cls.__name__
+        raise UserError(
+            f"transformers could not load hf:{found.path.name} ({named}): "
+            f"{type(exc).__name__}: {_first(exc)}"
+        ) from None
+    total = len(model.state_dict())
+    notes = judge_load(model, info, found.path, total)
     model.eval()
     config = model.config
     if hasattr(config, "use_cache"):
         config.use_cache = False  # no past key values: one graph, inputs → outputs
     inputs = example_inputs(model, found)
     wrapped = wrap(model, list(inputs), found.task)
+    wrapped.load_notes = notes  # what the verdicts say beside themselves (a random task head)
     return wrapped, tuple(inputs.values()), list(inputs)
 
 
@@ -268,13 +283,26 @@ def example_inputs(model: Any, found: HFFolder) -> dict[str, Any]:
     return inputs
 
 
+# Optimum's names for the dynamic axes of each input it makes (its ``inputs`` properties):
+# an encoder-decoder's decoder tokens have their own length, never the encoder's.
+SEQUENCE_AXES = {
+    "input_ids": "sequence_length",
+    "attention_mask": "sequence_length",
+    "token_type_ids": "sequence_length",
+    "decoder_input_ids": "decoder_sequence_length",
+    "decoder_attention_mask": "decoder_sequence_length",
+}
+
+
 def dynamic_axes(names: list[str]) -> dict[str, dict[int, str]]:
-    """Optimum's dynamic axes: batch everywhere, the sequence of token inputs."""
+    """Optimum's dynamic axes: ``batch_size`` everywhere, each token input's own sequence
+    axis (one shared name would make ONNX Runtime refuse any run where an encoder-decoder's
+    two lengths differ, the export's own inputs included)."""
     axes: dict[str, dict[int, str]] = {}
     for name in names:
-        axes[name] = {0: "batch"}
-        if name.endswith(("input_ids", "attention_mask", "token_type_ids")):
-            axes[name][1] = "sequence"
+        axes[name] = {0: "batch_size"}
+        if name in SEQUENCE_AXES:
+            axes[name][1] = SEQUENCE_AXES[name]
     return axes
 
 

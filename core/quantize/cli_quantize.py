@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -49,7 +48,7 @@ def _judged(result: Report | StudyReport, as_json: bool) -> int:
     verdict's exit code: the panel's banner reads the same ``verdict()``."""
     verdict = result.verdict()
     if as_json:
-        print(json.dumps({**result.to_dict(), "verdict": verdict.word}, indent=2))
+        print(result.to_json())  # its "verdict": the word, exit code and what it rests on
         return verdict.exit_code
     print(result.summary())
     print(verdict.word, file=sys.stderr if verdict.exit_code else sys.stdout)

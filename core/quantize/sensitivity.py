@@ -10,6 +10,7 @@ recalibrated per layer, which is what makes a per-node sweep affordable (bench/s
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from deploylens.core.data.arrays import read_labels
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.prefix import PrefixCache
 from deploylens.core.quantize.request import CalibrateRequest, SensitivityRequest
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 
 FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 6.103515625e-05
@@ -133,19 +134,27 @@ class Report(Result):
                  "top1": plan.score.top1}[metric]  # fmt: skip
         reached = "n/a" if score is None else f"{score:.4g}"
         kept = f"{len(plan.kept)} node(s) kept in FP32 → {metric} {reached}"
+        scored = score is not None and math.isfinite(score) and self.samples > 0
+        evidence = Evidence(
+            self.samples if scored else 0,
+            "evaluation sample(s) scored",
+            "" if scored else f"the plan's {metric} is {reached} on {self.samples} sample(s)",
+        )
         if not plan.met:
-            return Verdict(
+            return judged(
+                evidence,
                 f"FAIL: no plan meets the budget {self.budget:g}; the best found has {kept}.",
                 "fail",
-                1,
             )
         if self.build is not None and self.build.failed:
-            return Verdict(
+            return judged(
+                evidence,
                 f"FAIL: the plan ({kept}) did not build with TensorRT-RTX: {self.build.word}",
                 "fail",
-                1,
             )
-        return Verdict(f"PASS: the plan has {kept}, within the budget {self.budget:g}.", "pass")
+        return judged(
+            evidence, f"PASS: the plan has {kept}, within the budget {self.budget:g}.", "pass"
+        )
 
     def summary(self) -> str:
         """The analysis as ``deploylens sensitivity`` prints it."""

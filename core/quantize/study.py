@@ -18,7 +18,7 @@ from deploylens.core.cluster import Cluster
 from deploylens.core.errors import UserError
 from deploylens.core.quantize.request import CalibrateRequest, Method, SensitivityRequest
 from deploylens.core.quantize.sensitivity import Score
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 from deploylens.core.wording import counted
 
 METHOD_CONFIGS: tuple[tuple[Method, float], ...] = (
@@ -68,22 +68,19 @@ class StudyReport(Result):
         rows = self.rows
         ok = [row for row in rows if row.status == "ok" and row.score is not None]
         failed = [row for row in rows if row.status == "failed"]
-        if not ok:
-            first = next((row.reason for row in rows if row.reason), "")
-            return Verdict(
-                f"no calibration could be scored ({len(failed)} failed, "
-                f"{len(rows) - len(failed)} skipped)" + (f": {first}" if first else "") + ".",
-                "fail",
-                1,
-            )
+        first = next((row.reason for row in rows if row.reason), "")
+        evidence = Evidence(
+            len(ok),
+            "calibration(s) scored",
+            f"no calibration could be scored ({len(failed)} failed, "
+            f"{len(rows) - len(failed)} skipped)" + (f": {first}" if first else ""),
+        )
         if failed:
             names = ", ".join(row.label for row in failed[:3])
-            return Verdict(
-                f"{len(failed)} of {len(rows)} calibrations failed ({names}); the rest scored.",
-                "fail",
-                1,
-            )
-        return Verdict(f"{len(ok)} of {len(rows)} calibrations scored.", "pass", 0)
+            rest = "; the rest scored." if ok else "."
+            said = f"{len(failed)} of {len(rows)} calibrations failed ({names}){rest}"
+            return judged(evidence, said, "fail")
+        return judged(evidence, f"{len(ok)} of {len(rows)} calibrations scored.", "pass")
 
     def summary(self) -> str:
         lines = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import onnx
@@ -14,6 +14,8 @@ from deploylens.core.model.dtypes import element_type_name
 from deploylens.core.model.isolated import run_isolated
 from deploylens.core.model.walk import iter_subgraphs
 from deploylens.core.model.weightless import without_weight_data
+from deploylens.core.results import EXIT_INCONCLUSIVE, Evidence, judged
+from deploylens.core.results import Verdict as JobVerdict
 from deploylens.core.support.fixes import Fix, FixSettings, ladder, numbered
 from deploylens.core.support.matrix import SupportMatrix, Verdict, tensor_type
 
@@ -68,6 +70,22 @@ class TargetReport:
     model_opset: int
     notes: list[str] = field(default_factory=list)
     inconclusive: bool = False  # not OK, but not blocked either: part of the model is unanswered
+    nodes: int = 0  # the nodes judged (with an answer): what an OK stands on
+
+    def verdict(self) -> JobVerdict:
+        """OK / BLOCKED / INCONCLUSIVE for the CLI's exit status and the panel's headline: an
+        OK over no node judged is INCONCLUSIVE (the evidence rule)."""
+        evidence = Evidence(self.nodes, "node(s) judged", "" if self.nodes else "no node judged")
+        if self.blockers and not self.ok and not self.inconclusive:
+            return judged(evidence, f"BLOCKED ({len(self.blockers)} blocker(s))", "fail")
+        if self.inconclusive:
+            said = next((n for n in self.notes if n.startswith("inconclusive")), "")
+            return JobVerdict(
+                "INCONCLUSIVE", "warn", EXIT_INCONCLUSIVE, replace(evidence, missing=said)
+            )
+        if not self.ok:
+            return judged(evidence, "BLOCKED", "fail")
+        return judged(evidence, "OK", "pass")
 
 
 @dataclass
@@ -211,6 +229,7 @@ def analyze(
     uses = uses if uses is not None else collect_ops(model, matrix, graphs)
     opsets = {domain_name(o.domain): o.version for o in model.opset_import}
     model_opset = opsets.get("ai.onnx", 0)
+    judged_nodes = sum(len(use.nodes) for use in uses.values())
     reports = []
     for target in targets:
         blockers: list[Blocker] = []
@@ -257,7 +276,8 @@ def analyze(
 
             used, _, warning = table_for(target.detail)
             notes.append(warning or f"TensorRT {used} operator table (onnx-tensorrt)")
-        reports.append(TargetReport(target.label, not blockers, blockers, span, model_opset, notes))
+        reports.append(TargetReport(target.label, not blockers, blockers, span, model_opset, notes,
+                                    nodes=judged_nodes))  # fmt: skip
     return reports
 
 

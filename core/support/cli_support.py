@@ -9,6 +9,7 @@ from typing import Any
 
 from deploylens.core.command import Command, add_json
 from deploylens.core.errors import UserError
+from deploylens.core.results import Verdict, overall_exit
 from deploylens.core.support.request import SampleAtenRequest, TensorRTProbeRequest
 from deploylens.core.support.result import ParserProbe
 
@@ -83,7 +84,7 @@ def cmd_support(args: argparse.Namespace) -> int:
         matrix = load_matrix(python=args.python, refresh=args.refresh)
     output: dict[str, Any] = {}
     texts: list[str] = []
-    status = 0
+    verdicts: dict[str, Verdict] = {}  # by target: what the exit status is made of
     if args.op:
         assert matrix is not None
         output["op"] = report = queries.op_report(matrix, args.op, args.domain)
@@ -113,7 +114,7 @@ def cmd_support(args: argparse.Namespace) -> int:
             )
             output[key] = live.to_dict()
             texts.append(live.summary(target))
-            status = max(status, live.verdict().exit_code)
+            verdicts[target] = live.verdict()
         for target, level in MEASURED_LEVELS.items():
             if target not in wanted:
                 continue
@@ -125,7 +126,7 @@ def cmd_support(args: argparse.Namespace) -> int:
             guess = measure.verdict(model, data, level)
             output.setdefault("measured", {})[target] = guess.to_dict()
             texts.append(guess.text(target))
-            status = max(status, guess.verdict().exit_code)
+            verdicts[target] = guess.verdict()
         if wanted:
             from deploylens.core.support.analysis import analyze, parse_target, report_dict
 
@@ -134,7 +135,14 @@ def cmd_support(args: argparse.Namespace) -> int:
             reports = analyze(model, matrix, targets)
             output["targets"] = report_dict(reports)
             texts.append(queries.reports_text(reports))
-            status = max(status, 0 if all(r.ok for r in reports) else 1)
+            for target_report in reports:
+                verdicts[target_report.target] = target_report.verdict()
+    status = overall_exit([v.exit_code for v in verdicts.values()])
+    if verdicts:  # the reason for the exit status, target by target
+        output["verdict"] = {
+            "exit_code": status,
+            "targets": {name: v.to_json_dict() for name, v in verdicts.items()},
+        }
     print(json.dumps(output, indent=2) if args.json else "\n\n".join(texts))
     return status
 

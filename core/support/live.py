@@ -34,6 +34,7 @@ def live_report(target: str, result: ParserProbe, model_opset: int) -> TargetRep
         opset_range=None,
         model_opset=model_opset,
         notes=[f"answered by the installed parser ({result.api})"],
+        nodes=result.nodes,
     )
 
 
@@ -71,6 +72,7 @@ def measured_report(target: str, found: Prediction, model_opset: int) -> TargetR
         model_opset=model_opset,
         notes=notes,
         inconclusive=found.ok is None,
+        nodes=found.nodes - len(found.not_measured),
     )
 
 

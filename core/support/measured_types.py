@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import EXIT_INCONCLUSIVE, Evidence, Result, Verdict, judged
 from deploylens.core.support.result import RegisteredPlugin, plugin_list
 from deploylens.core.typed import AsDict
 
@@ -232,11 +232,19 @@ class Prediction(AsDict):
     source: str = ""  # "measured cells: TensorRT-RTX 1.x, full probe set"
 
     def verdict(self) -> Verdict:
+        """OK over the nodes whose measured cells answered; BLOCKED; INCONCLUSIVE (exit 3)
+        where a node's cell was not measured or the model has no node."""
+        answered = self.nodes - len(self.not_measured)
+        evidence = Evidence(
+            answered,
+            "node(s) with a measured answer",
+            f"{len(self.not_measured)} node(s) not measured" if self.not_measured else "",
+        )
         if self.ok:
-            return Verdict("OK", "pass", 0)
+            return judged(evidence, "OK", "pass")
         if self.ok is False:
-            return Verdict("BLOCKED", "fail", 1)
-        return Verdict("INCONCLUSIVE", "warn", 1)
+            return judged(evidence, "BLOCKED", "fail")
+        return Verdict("INCONCLUSIVE", "warn", EXIT_INCONCLUSIVE, evidence)
 
     def text(self, target: str) -> str:
         """OK / BLOCKED / INCONCLUSIVE (a node with no measured cell: never passed as fine)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 
 
 @dataclass
@@ -65,6 +65,7 @@ class ParserProbe(Result):
     partitions: list[list[str]] = field(default_factory=list)  # runs of nodes that parsed
     outside_partitions: list[str] = field(default_factory=list)
     ops_without_importer: list[str] = field(default_factory=list)  # 11.x: no partition API
+    nodes: int = 0  # the model's top-level nodes the parse went over (what "OK" stands on)
 
     def summary(self, target: str) -> str:
         """The verdict as ``deploylens support --target TARGET`` says it: OK, or each finding
@@ -77,12 +78,15 @@ class ParserProbe(Result):
         return "\n".join(lines)
 
     def verdict(self) -> Verdict:
+        """OK over the nodes parsed (a graph of none is INCONCLUSIVE), else what blocks."""
+        none = "" if self.nodes else "the graph has no node"
+        evidence = Evidence(self.nodes, "node(s) parsed", none)
         if self.supported:
-            return Verdict(f"{self.product} {self.version} parses every node", "pass", 0)
-        return Verdict(
+            return judged(evidence, f"{self.product} {self.version} parses every node", "pass")
+        return judged(
+            evidence,
             f"{self.product} {self.version} cannot parse {len(self.unsupported_nodes)} node(s)",
             "fail",
-            1,
         )
 
 

@@ -4,10 +4,10 @@ code and first line and the Surgery panel's banner are the same sentence (they j
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 from deploylens.core.support.result import ParserFinding
 
 
@@ -112,18 +112,25 @@ class SurgeryResult(Result):
     tensorrt: ParserCheck | None = None
 
     def verdict(self) -> Verdict:
-        """FAIL (exit 1) when the edited model computes other numbers; PASS when it matches
-        and no parser that ran refused it; otherwise WARN, saying what was not shown."""
+        """FAIL (exit 1) when the edited model computes other numbers or onnx.checker rejects
+        it; PASS when its outputs were compared and match and no parser that ran refused it;
+        INCONCLUSIVE (exit 3) when the comparison asked for could not run; WARN (exit 0) when
+        it was skipped (``--no-compare``: the verdict then claims only the edit), saying what
+        was not shown."""
         compare, trt = self.compare, self.tensorrt
         head = f"{self.nodes_before} → {self.nodes_after} nodes."
+        compared = len(compare.outputs) if compare is not None else 0
+        evidence = Evidence(compared, "output(s) compared with the original's")
         if compare is not None and compare.passed is False:
             first = compare.first_diverging
             head += f" First diverging tensor: {first}." if first else ""
-            return Verdict(
+            return judged(
+                evidence,
                 f"{head} The edited model DIFFERS from the original ({compare.worst()}).",
                 "fail",
-                1,
             )
+        if self.checker and self.checker != "ok":
+            return judged(evidence, f"{head} onnx.checker rejects the edit: {self.checker}", "fail")
         parts = [head]
         if compare is not None and compare.passed:
             inner = compare.layers and not compare.first_diverging
@@ -137,9 +144,14 @@ class SurgeryResult(Result):
             parts.append(f"{trt.module} parses every node.")
         elif trt is not None and trt.parsed is False:
             parts.append(f"{trt.module} cannot parse: {', '.join(f.op for f in trt.findings)}.")
-        matched = compare is not None and compare.passed is True
         refused = trt is not None and trt.parsed is False
-        return Verdict(" ".join(parts), "pass" if matched and not refused else "warn", 0)
+        if compare is None:  # skipped on request: only the edit and its checks are claimed
+            checked = Evidence(1 if self.checker == "ok" else 0, "edit(s) onnx.checker accepts")
+            return judged(checked, " ".join(parts), "warn")
+        if compare.passed is None:
+            missing = f"the comparison could not run: {compare.reason or 'not comparable'}"
+            return judged(replace(evidence, count=0, missing=missing), " ".join(parts), "warn")
+        return judged(evidence, " ".join(parts), "warn" if refused else "pass")
 
     def diff_overlay(self) -> dict[str, str]:
         """``{node: "added" | "changed"}`` for the edited graph (removed nodes are not in it)."""

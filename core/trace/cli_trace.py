@@ -123,9 +123,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     result: SweepResult = SweepRequest.from_args(args).prepared().run(args.python)
-    verdict = result.verdict()  # a sweep that measured nothing, or lost a point, fails
+    verdict = result.verdict()  # a lost point fails; a sweep that measured nothing: exit 3
     print(result.to_json() if args.json else result.summary())
-    if verdict.failed and not args.json:
+    if verdict.exit_code and not args.json:
         print(f"deploylens: {verdict.word}", file=sys.stderr)
     return verdict.exit_code
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from deploylens.core.cluster import Cluster
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 from deploylens.core.trace.diagnosis import Finding
 from deploylens.core.trace.pipeline import Mode
 
@@ -116,17 +116,14 @@ class SweepResult(Result):
     cluster: Cluster | None = None
 
     def verdict(self) -> Verdict:
-        """A sweep that measured nothing, or in which a point failed, is not a success."""
+        """A sweep in which a point failed fails; one that measured nothing is INCONCLUSIVE."""
+        missing = (
+            f"no point ran ({self.skipped} skipped, each with its reason): nothing was measured"
+        )
+        evidence = Evidence(self.ran, "point(s) measured", "" if self.ran else missing)
         if self.failed:
-            return Verdict(f"{self.failed} point(s) failed; the others stand.", "fail", 1)
-        if not self.ran:
-            return Verdict(
-                f"no point ran ({self.skipped} skipped, each with its reason): nothing was "
-                "measured",
-                "fail",
-                1,
-            )
-        return Verdict(f"{self.ran} point(s) measured, {self.skipped} skipped.", "pass", 0)
+            return judged(evidence, f"{self.failed} point(s) failed; the others stand.", "fail")
+        return judged(evidence, f"{self.ran} point(s) measured, {self.skipped} skipped.", "pass")
 
     def where(self) -> str:
         cluster = self.cluster

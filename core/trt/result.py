@@ -3,9 +3,9 @@ parser finding with its fix — the CLI's text and exit code and the Build panel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import Evidence, Result, Verdict, judged
 from deploylens.core.support.result import ParserFinding
 
 
@@ -31,14 +31,19 @@ class BuildResult(Result):
     targets_named: bool = False  # False: TensorRT-RTX's default targets
 
     def verdict(self) -> Verdict:
+        """Built: a plan of bytes on disk (an empty plan is no plan); else the builder's cause."""
+        evidence = Evidence(1 if self.engine_bytes > 0 else 0, "plan(s) written", "" if self.built
+                            else self.message)  # fmt: skip
         if not self.built:
-            return Verdict(self.message, "fail", 1)
+            return judged(evidence, self.message, "fail")
+        if not self.engine_bytes:
+            return judged(replace(evidence, missing="the builder wrote an empty plan"), "", "pass")
         where = f", ahead of time for {', '.join(self.targets)}" if self.targets else ""
-        return Verdict(
+        return judged(
+            evidence,
             f"Built {self.engine} ({self.engine_bytes / 1e6:.1f} MB, {self.product} "
             f"{self.tensorrt}, {self.seconds:.1f} s{where})",
             "pass",
-            0,
         )
 
     def finding_lines(self) -> list[str]:

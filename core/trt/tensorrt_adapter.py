@@ -366,6 +366,7 @@ class TensorRTAdapter:
             "findings": [asdict(finding) for finding in findings],
             "unsupported_nodes": [name(i) for i in blocked],
             "api": "parse_from_file",
+            "nodes": len(nodes),
         }
         # A parser keeps only a raw pointer to its network: the network must be held here (a
         # temporary one is freed at once, and the parser then crashes the process).

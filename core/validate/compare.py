@@ -26,6 +26,7 @@ class _Sums:
     nan_error: int = 0  # elements whose error is NaN: exactly one side NaN (or inf − inf)
     nan_mismatch: int = 0
     inf: int = 0
+    no_number: int = 0  # NaN or inf on both sides
     max_abs: float = -1.0
     sum_abs: float = 0.0
     max_rel: float = -1.0
@@ -102,6 +103,7 @@ def _block(
     sums.nan_error += int(err_nan.sum())
     sums.nan_mismatch += int((nan_x ^ nan_y).sum())
     sums.inf += int(np.isinf(x).sum() + np.isinf(y).sum())
+    sums.no_number += int((~np.isfinite(x) & ~np.isfinite(y)).sum())
     valid = ~err_nan
     if valid.any():
         sums.all_max_abs = max(sums.all_max_abs, float(err[valid].max()))
@@ -203,6 +205,8 @@ class Comparator:
             ref_max_abs=self.ref_max,
             got_max_abs=self.got_max,
             batches=self.batches,
+            values=sums.count,
+            no_number=sums.no_number,
         )
 
 
@@ -243,10 +247,21 @@ def judge_scale(c: OutputComparison, tolerances: Tolerances, note: str = "") -> 
     if c.reason:
         return
     scale = max(c.ref_max_abs, c.got_max_abs)
-    if scale <= ESSENTIALLY_ZERO:
+    if c.values and c.no_number == c.values:  # NaN (or inf) on both sides everywhere
         c.passed, c.inconclusive = False, True
         c.reason = (
-            f"inconclusive: both outputs are {'all zero' if scale == 0 else 'essentially zero'} "
+            f"inconclusive: both outputs are NaN or inf in all {c.values:,} values — nothing "
+            "to compare; the model computes no number on these inputs (check the inputs, the "
+            "weights, a division or log of zero)" + (f" ({note})" if note else "")
+        )
+        return
+    if scale <= ESSENTIALLY_ZERO:
+        c.passed, c.inconclusive = False, True
+        zero = "all zero" if scale == 0 else "essentially zero"
+        if c.no_number:  # zeros and NaN: both said, never "all zero" over NaN
+            zero = f"NaN or inf in {c.no_number:,} of {c.values:,} values and {zero} elsewhere"
+        c.reason = (
+            f"inconclusive: both outputs are {zero} "
             f"(largest |value| {scale:.3g}), and any two models agree on zeros — feed inputs "
             "that make a signal (real data: --inputs DIR) or check the weights"
             + (f" ({note})" if note else "")

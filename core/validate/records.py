@@ -28,6 +28,8 @@ class OutputComparison:
     got_max_abs: float = float("nan")
     batches: int = 1
     inconclusive: bool = False  # nothing to compare (both sides essentially zero): not a FAIL
+    values: int = 0  # elements compared
+    no_number: int = 0  # of them, those NaN or inf on both sides (agreeing, but no number)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

@@ -4,14 +4,13 @@ CLI's exit code and the Validate panel's headline both come from."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from deploylens.core.results import Result, Verdict
+from deploylens.core.results import EXIT_INCONCLUSIVE, Evidence, Result, Verdict, judged
 from deploylens.core.validate.records import LayerResult, Layerwise, OutputComparison
 from deploylens.core.validate.tolerances import Tolerances
 
 KIND = "deploylens.validation"
-EXIT_INCONCLUSIVE = 3  # neither a pass nor a mismatch: nothing could be compared
 RESULT_VERSION = 1
 
 
@@ -44,17 +43,35 @@ class ValidationResult(Result):
     def verdict(self) -> Verdict:
         """The one verdict the CLI's exit code, its first line and the panel's headline show:
         FAIL (exit 1) where an output differs or does not line up; INCONCLUSIVE (exit 3) where
-        the only outputs not passing had nothing to compare (all zero on both sides); a PASS
+        nothing was compared, or the only outputs not passing had nothing to compare (all zero
+        or all NaN on both sides), or a layer-wise run asked for compared no tensor; a PASS
         above a layer that differs says both — never a bare PASS above a diverging node."""
-        inconclusive = any(o.inconclusive for o in self.outputs)
+        numbered = [o for o in self.outputs if o.values and not o.inconclusive]
+        evidence = Evidence(
+            len(numbered),
+            "output(s) compared",
+            "" if self.outputs else "no output of the model was paired with the reference's",
+        )
+        unmatched = [o for o in self.outputs if o.inconclusive]
         failed = self.problems or any(not o.passed and not o.inconclusive for o in self.outputs)
-        if failed or (not self.passed and not inconclusive):
-            return Verdict("FAIL", "fail", 1)
-        if not self.passed:
-            return Verdict("INCONCLUSIVE", "warn", EXIT_INCONCLUSIVE)
+        if failed or (not self.passed and self.outputs and not unmatched):
+            return judged(evidence, "FAIL", "fail")
+        if unmatched:
+            said = replace(evidence, missing=f"{unmatched[0].name}: {unmatched[0].reason}")
+            return Verdict("INCONCLUSIVE", "warn", EXIT_INCONCLUSIVE, said)
+        if not evidence.count:
+            return judged(evidence, "PASS", "pass")  # the rule's INCONCLUSIVE, with its reason
+        lw = self.layerwise
+        if lw is not None and not lw.compared:
+            return Verdict(
+                "PASS (outputs) — LAYER-WISE INCONCLUSIVE: no intermediate tensor was compared",
+                "warn",
+                EXIT_INCONCLUSIVE,
+                Evidence(0, "intermediate tensor(s) compared", "no tensor could be mapped"),
+            )
         if self.first_diverging is not None:
-            return Verdict("PASS (outputs) — LAYERS DIFFER", "warn", 0)
-        return Verdict("PASS", "pass", 0)
+            return judged(evidence, "PASS (outputs) — LAYERS DIFFER", "warn")
+        return judged(evidence, "PASS", "pass")
 
     @property
     def first_diverging(self) -> LayerResult | None:
@@ -125,8 +142,10 @@ def layerwise_text(lw: Layerwise, top: int = 8) -> list[str]:
             f"  first diverging node: {first.node} [{first.op_type}]{where}: "
             f"max abs {first.max_abs:.3g}, rel L2 {first.rel_l2:.3g}"
         )
-    else:
+    elif lw.compared:
         lines.append("  no intermediate tensor diverges")
+    else:
+        lines.append("  no intermediate tensor was compared: layer-wise shows nothing")
     ranked = sorted(
         (layer for layer in lw.layers if layer.jump == layer.jump), key=lambda layer: -layer.jump
     )[:top]

@@ -182,7 +182,7 @@ def validate_outputs(
         inputs_used=used,
         batches=count,
         samples=samples,
-        notes=notes + outputs.notes,
+        notes=notes + list(getattr(module, "load_notes", [])) + outputs.notes,
         seed=seed if not npz else None,
         inputs_file=npz,
         preprocess=preprocess,

@@ -55,6 +55,7 @@ def load_result(path: str | Path) -> ValidationResult:
         raise UserError(
             f"{path.name} was written by a newer DeployLens (result version {version})."
         )
+    data.pop("verdict", None)  # what ``--json`` adds: derived from the rest, never trusted
     return ValidationResult.from_dict(data, f"{path.name}")
 
 

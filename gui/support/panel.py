@@ -430,11 +430,8 @@ class OpSupportPanel(QWidget):
         self.findings.clear()
         for report in self.reports:
             span = span_text(report)
-            head = (
-                "OK — "
-                if report.ok
-                else ("INCONCLUSIVE — " if report.inconclusive else "BLOCKED — ")
-            )
+            verdict = report.verdict()  # the CLI's exit status reads the same
+            head = ("OK" if verdict.severity == "pass" else verdict.word) + " — "
             top = QTreeWidgetItem([report.target, head + span, ""])
             self.findings.addTopLevelItem(top)
             for blocker in report.blockers:

@@ -49,7 +49,8 @@ def test_int8_sensitivity_and_a_plan_on_the_digits_cnn(
     report = json.loads(result.stdout)
     # a plan that misses the budget is a failure, exit 1, as the panel's red banner says
     assert result.returncode == (0 if report["plan"]["met"] else 1), result.stderr[-2000:]
-    assert report["verdict"].startswith("PASS" if report["plan"]["met"] else "FAIL: no plan")
+    headline = report["verdict"]["word"]
+    assert headline.startswith("PASS" if report["plan"]["met"] else "FAIL: no plan")
     assert report["fp32"]["top1"] == pytest.approx(fp32_accuracy)
     assert [row["rank"] for row in report["nodes"]] == list(range(1, len(report["nodes"]) + 1))
     # every node the Q/DQ model quantizes is a candidate: compute and the ops between them
@@ -118,7 +119,7 @@ def test_a_plan_out_of_reach_or_one_that_did_not_build_exits_1(
     )  # fmt: skip
     report = json.loads(built.stdout)
     assert report["plan"]["met"] and report["build"]["severity"] == "fail", report["build"]
-    assert built.returncode == 1 and "did not build with TensorRT-RTX" in report["verdict"]
+    assert built.returncode == 1 and "did not build with TensorRT-RTX" in report["verdict"]["word"]
 
 
 def test_running_only_what_a_variant_changes_gives_the_whole_models_scores(

@@ -243,7 +243,7 @@ def test_a_measured_target_judges_a_model_without_a_parse(
     measured: tuple[MeasuredMatrix, Path], tmp_path: Path
 ) -> None:
     """``--target trt-rtx-measured``: the verdict from the cells, its source named; a node with
-    no measured cell makes it inconclusive (exit 1), never OK."""
+    no measured cell makes it inconclusive (exit 3, as every INCONCLUSIVE), never OK."""
     _, cache = measured
     env = {**os.environ, "DEPLOYLENS_CACHE_DIR": str(cache)}
 
@@ -265,7 +265,7 @@ def test_a_measured_target_judges_a_model_without_a_parse(
     )
     runs = support(_two_node_model(tmp_path / "u2.onnx", TensorProto.UINT16), "ort-cpu-measured")
     assert "ONNX Runtime CPU" in runs.stdout  # Relu has no uint16 schema: no cell, inconclusive
-    assert runs.returncode == 1 and "INCONCLUSIVE" in runs.stdout
+    assert runs.returncode == 3 and "INCONCLUSIVE" in runs.stdout
     # the panel's form of the same predictions: inconclusive is a field, never read from prose
     import onnx
 

@@ -476,7 +476,9 @@ def test_an_output_the_original_never_computes_is_not_a_pass(tmp_path: Path) -> 
                            checker="ok", compare=result)  # fmt: skip
     text = report.summary()
     assert "NOT CHECKED" in text and "PASS" not in text
-    assert report.verdict().severity == "warn" and report.verdict().exit_code == 0
+    # an edit whose outputs could not all be compared claims nothing: INCONCLUSIVE (exit 3)
+    assert report.verdict().severity == "warn" and report.verdict().exit_code == 3
+    assert "renamed" in report.verdict().word
 
 
 def test_a_pattern_that_matched_nothing_is_not_a_step(tmp_path: Path) -> None:

@@ -204,11 +204,19 @@ def test_a_headline_never_says_a_bare_pass_over_a_diverging_layer(samples: Path)
     base = validate_outputs(str(samples / "small_cnn.dynamo.onnx"), None, "", Tolerances(),
                             layerwise=True)  # fmt: skip
     assert base.layerwise is not None and base.first_diverging is None
-    assert base.verdict() == Verdict("PASS", "pass", 0)
+
+    def said(verdict: Verdict) -> Verdict:  # the headline, without what it rests on
+        assert verdict.evidence is not None and verdict.evidence.count == 1  # one output
+        return replace(verdict, evidence=None)
+
+    assert said(base.verdict()) == Verdict("PASS", "pass", 0)
     layers = replace(base.layerwise, first_diverging=base.layerwise.layers[0])
     diverging = replace(base, layerwise=layers)
-    assert diverging.verdict() == Verdict("PASS (outputs) — LAYERS DIFFER", "warn", 0)
-    assert replace(base, passed=False).verdict() == Verdict("FAIL", "fail", 1)
+    assert said(diverging.verdict()) == Verdict("PASS (outputs) — LAYERS DIFFER", "warn", 0)
+    assert said(replace(base, passed=False).verdict()) == Verdict("FAIL", "fail", 1)
+    # a layer-wise run that compared no tensor is no evidence of "no layer diverges"
+    nothing = replace(base, layerwise=replace(base.layerwise, compared=0, first_diverging=None))
+    assert nothing.verdict().exit_code == 3 and "LAYER-WISE INCONCLUSIVE" in nothing.verdict().word
     # rounded down: a failing row never reads 100 %
     assert within_text(0.99996) == "99.99 %" and within_text(1.0) == "100 %"
     assert within_text(float("nan")) == "—"
@@ -356,3 +364,35 @@ def test_the_export_smoke_test_judges_like_validate(tmp_path) -> None:
     assert verdict.failed and "DIFFER" in verdict.word and verdict.exit_code == 1
     result.ort = right
     assert result.verdict().severity == "pass" and result.verdict().exit_code == 0
+
+
+def test_all_nan_outputs_are_said_as_nan_not_zero(tmp_path: Path, capsys) -> None:
+    """A model that computes NaN everywhere (sqrt of a negative) on both runtimes: nothing to
+    compare, said as NaN — it was reported "both outputs are all zero" (exit 3)."""
+    from onnx import TensorProto, helper
+
+    nan = np.full(64, np.nan, np.float32)
+    judged = _judged(nan, nan.copy())
+    assert judged.inconclusive and "NaN" in judged.reason and "all zero" not in judged.reason
+    mixed = _judged(np.r_[nan[:32], np.zeros(32, np.float32)], np.r_[nan[:32], np.zeros(32)])
+    assert mixed.inconclusive and "NaN or inf in 32 of 64 values and all zero" in mixed.reason
+    graph = helper.make_graph(
+        [
+            helper.make_node("Abs", ["x"], ["a"]),
+            helper.make_node("Neg", ["a"], ["n"]),
+            helper.make_node("Sub", ["n", "one"], ["m"]),
+            helper.make_node("Sqrt", ["m"], ["y"]),
+        ],
+        "nan",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    path = tmp_path / "nan.onnx"
+    path.write_bytes(model.SerializeToString())
+    code = main(["validate", str(path), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 3 and report["verdict"]["exit_code"] == 3
+    reason = report["outputs"][0]["reason"]
+    assert "NaN" in reason and "all zero" not in reason
