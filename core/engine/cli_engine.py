@@ -31,6 +31,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_engine(args: argparse.Namespace) -> int:
     from deploylens.core.engine.layers import load_layer_info
     from deploylens.core.engine.timings import (
+        LayerTime,
         layer_time_dicts,
         load_profile,
         load_summary,
@@ -45,6 +46,16 @@ def cmd_engine(args: argparse.Namespace) -> int:
 
     info = load_layer_info(args.layers)
     times = load_profile(args.profile)[1] if args.profile else None
+    problems: list[str] = []
+    summary = None
+    if args.log:
+        try:
+            summary = load_summary(args.log)
+        except UserError as exc:  # the layers and profile still stand on their own
+            problems.append(exc.message)
+    logged = (summary or {}).get("profile")
+    if times is None and logged:  # the log's --dumpProfile table, where no export was given
+        times = [LayerTime(**row) for row in logged["layers"]]
     rows = layer_table(info, times)
     report: dict[str, Any] = {
         "layers": [row.to_dict() for row in rows],
@@ -58,13 +69,8 @@ def cmd_engine(args: argparse.Namespace) -> int:
         report["profile_unmatched"] = stray
         if stray:
             text.append(f"  {len(stray)} profile entries match no layer (another engine?)")
-    problems: list[str] = []
-    summary = None
-    if args.log:
-        try:
-            summary = report["summary"] = load_summary(args.log)
-        except UserError as exc:  # the layers and profile still stand on their own
-            problems.append(exc.message)
+    if summary is not None:
+        report["summary"] = summary
     if args.times:
         warmup = summary.get("warmup_ms") if summary else None
         source = f"the warm-up named in {args.log.name}" if warmup is not None else ""
@@ -79,7 +85,13 @@ def cmd_engine(args: argparse.Namespace) -> int:
             + (f", throughput {t['throughput_qps']:.6g} qps" if "throughput_qps" in t else "")
         )
         text.append(f"    used {t['used']}")
-    if summary:
+    if logged:
+        text.append(
+            f"  trtexec log ({args.log.name}): its profile table, {len(logged['layers'])} layers "
+            f"over {logged['iterations']} iterations"
+            + ("" if args.profile else " (the per-layer times above)")
+        )
+    if summary and summary["summary"]:
         s = summary["summary"]
         text.append(
             f"  trtexec summary ({args.log.name}): throughput {s.get('throughput_qps', 0):.6g} qps"

@@ -45,6 +45,9 @@ class EngineLayer:
     onnx_nodes: list[str] = field(default_factory=list)
     region: str = ""  # "ForeignNode[first...last]" for Myelin regions
     origin: str = ""
+    # TensorRT 10's Myelin layers (``__myl_FcAddRelu_myl0_3``: one layer per fused kernel, its
+    # ONNX nodes in its metadata): the region it belongs to ("myl0"), "" for any other layer
+    myelin: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -170,6 +173,35 @@ def _layer(data: dict[str, Any] | str) -> EngineLayer:
     return layer
 
 
+_MYELIN_LAYER = re.compile(r"_(myl\d+)_\d+$")
+
+
+def _myelin_regions(layers: list[EngineLayer]) -> None:
+    """Each ``__myl_`` layer's Myelin region: named by its ``_mylK_N`` suffix, else one region
+    per run of consecutive ``__myl_`` layers (what a layer list without the suffix can tell)."""
+    run = -1
+    previous = False
+    for layer in layers:
+        if not layer.name.startswith("__myl_"):
+            previous = False
+            continue
+        named = _MYELIN_LAYER.search(layer.name)
+        if named:
+            layer.myelin = named.group(1)
+        else:
+            run += 0 if previous else 1
+            layer.myelin = f"run {run}"
+        previous = True
+
+
+def myelin_region_count(layers: list[EngineLayer]) -> int:
+    """Myelin regions: ForeignNode layers (TensorRT ≤ 9, and 10's names-only lists), each one,
+    and TensorRT 10's ``__myl_`` layers grouped by region."""
+    return len({layer.region for layer in layers if layer.region}) + len(
+        {layer.myelin for layer in layers if layer.myelin}
+    )
+
+
 def load_layer_info(path: str | Path) -> EngineInfo:
     return parse_layer_info(read_json(path, "layer-info JSON"), str(path))
 
@@ -201,6 +233,7 @@ def parse_layer_info(data: Any, source: str = "") -> EngineInfo:
             layers.append(_layer(entry))
         except _BadLayer as exc:
             raise UserError(f"{name}: layer {index}'s {exc}.") from None
+    _myelin_regions(layers)
     detailed = any(isinstance(x, dict) and "LayerType" in x for x in raw_layers)
     bindings = data.get("Bindings", [])
     if not isinstance(bindings, list):

@@ -213,12 +213,20 @@ def parse_trtexec_log(text: str, name: str = "This log") -> dict[str, Any]:
                 f"{name}: the summary line '{line.strip()[:80]}' is unreadable."
             ) from None
         summary[key] = stats
-    if not summary:
+    parsed: dict[str, Any] = {"tensorrt_version": version, "summary": summary,
+                              "warmup_ms": warmup_of(text)}  # fmt: skip
+    from deploylens.core.engine.log_profile import parse_log_profile
+
+    table = parse_log_profile(text)
+    if table is not None and table[1]:  # a --dumpProfile run: its table stands on its own
+        parsed["profile"] = {"iterations": table[0], "layers": layer_time_dicts(table[1])}
+    elif not summary:
         raise UserError(
-            f"{name} has no trtexec performance summary ('=== Performance summary ==='): "
-            "was the run cut short, or is it a build-only log?"
+            f"{name} has no trtexec performance summary ('=== Performance summary ===') nor a "
+            "profile table ('=== Profile (N iterations) ==='): was the run cut short, or is it "
+            "a build-only log?"
         )
-    return {"tensorrt_version": version, "summary": summary, "warmup_ms": warmup_of(text)}
+    return parsed
 
 
 # trtexec ≤ 8.5 prints min/max/mean/median/p99; later versions add p90 and p95.

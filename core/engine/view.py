@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from deploylens.core.engine.layers import EngineInfo
+from deploylens.core.engine.layers import EngineInfo, myelin_region_count
 from deploylens.core.engine.report import (
     EngineDiff,
     EngineSummary,
@@ -83,7 +83,7 @@ def engine_summary(
         by_precision=breakdown(lambda r: r.out_precision or "not recorded"),
         reformat_layers=len(reformats),
         reformat_ms=sum(r.time_ms or 0.0 for r in reformats) if timed else None,
-        regions=sum(1 for r in rows if r.region),
+        regions=myelin_region_count(info.layers),
         slowest=sorted(timed, key=lambda r: -(r.time_ms or 0.0))[:top],
     )
 
@@ -199,6 +199,8 @@ def engine_text(info: EngineInfo, rows: list[LayerRow], top: int = 15) -> str:
     for layer in info.layers:
         if not layer.is_reformat:
             precisions[layer.precision or "?"] = precisions.get(layer.precision or "?", 0) + 1
+    fused = sum(1 for layer in info.layers if layer.myelin)
+    in_myelin = f" ({fused} layers in them)" if fused else ""
     lines = [
         f"{info.path}: {len(info.layers)} layers"
         + ("" if info.detailed else " (names only: build with --profilingVerbosity=detailed)"),
@@ -206,7 +208,7 @@ def engine_text(info: EngineInfo, rows: list[LayerRow], top: int = 15) -> str:
         + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda x: -x[1])),
         "  output precision: " + ", ".join(f"{k} {v}" for k, v in sorted(precisions.items())),
         f"  reformat layers: {sum(1 for layer in info.layers if layer.is_reformat)}",
-        f"  Myelin/ForeignNode regions: {sum(1 for layer in info.layers if layer.region)}",
+        f"  Myelin/ForeignNode regions: {myelin_region_count(info.layers)}" + in_myelin,
     ]
     timed = [(r.time_ms, r) for r in rows if r.time_ms is not None]
     if timed:

@@ -29,6 +29,7 @@ from deploylens.core.support.collect import _version, cache_dir
 from deploylens.core.support.measured_types import (
     NOT_MEASURED,
     ORT_OK,
+    STATES,
     CellAnswer,
     LibraryAnswers,
     MeasuredCell,
@@ -354,14 +355,18 @@ def predict(
     that input at run time. Where an op's answer changes with its attributes, a node is judged
     by the variant probed with its own signature (``AttributeFamily``); ``ignore``: backend
     cases whose variants are left out (a benchmark predicting a case from the others)."""
-    lib = data.library(level.split("-")[0])
+    name = level.split("-")[0]
+    lib = data.library(name)
     fine, unanswered = LEVELS[level]
-    families = attribute_families(data, level.split("-")[0], ignore)
+    families = attribute_families(data, name, ignore)
     nodes = []
     for use in model_cells(model):
-        cell, said = node_answer(use, lib, families.get(_family_key(use.key)), data, fine)
+        cell, said = node_answer(use, name, lib, families.get(_family_key(use.key)), data, fine)
         if said is None and use.custom:  # TensorRT looks it up as a plugin (only TensorRT's
             said = lib.plugin_answer(use.custom)  # answers hold a registry to ask)
+        if said is not None and said.state not in STATES[name]:  # never another target's word
+            said = CellAnswer("not measured", f"{name} cell in another library's state "
+                              f"{said.state!r}: {said.message}")  # fmt: skip
         state = said.state if said else "not measured"
         message = said.message if said else data.unprobed.get(use.key, "")
         nodes.append(NodeAnswer(use.node, cell, use.runtime, state, message))
@@ -421,11 +426,17 @@ class AttributeFamily:
     signatures: dict[str, str]  # each cell's own probe's signature, by cell key
 
 
-FOLDED_CONSTANT = CellAnswer("builds", "a Constant: the parser imports its value as weights")
+# A Constant node is no kernel anywhere: each library takes its value before running, and says
+# so in its own states (TensorRT's "builds" once decided an ONNX Runtime verdict: BLOCKED).
+FOLDED_CONSTANT = {
+    "trt": CellAnswer("builds", "a Constant: the parser imports its value as weights"),
+    "ort": CellAnswer("runs", "a Constant: ONNX Runtime makes its value an initializer on load"),
+}
 
 
 def node_answer(
     use: NodeCell,
+    lib_name: str,
     lib: LibraryAnswers,
     family: AttributeFamily | None,
     data: MeasuredMatrix,
@@ -441,7 +452,7 @@ def node_answer(
     from deploylens.core.support.probes import RUNTIME_MARK
 
     if use.constant:
-        return use.key, FOLDED_CONSTANT
+        return use.key, FOLDED_CONSTANT[lib_name]
     own = data.signatures.get(use.key)
     form, runtime_form = use.signature, use.signature.endswith(RUNTIME_MARK)
     base = form.removesuffix(RUNTIME_MARK)

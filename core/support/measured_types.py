@@ -22,6 +22,14 @@ TRT_OK = ("builds",)
 # a live-parser ``support`` run reads it and need not import the measuring code (0.03 s).
 MEASURED_LEVELS = {"trt-rtx-measured": "trt-build", "ort-cpu-measured": "ort-run"}
 ORT_OK = ("runs", "loads")
+# Each library's own states (and the worker's, which either may end in): a node is judged for a
+# target only in that target's states — a cell in another library's state is a bug, never fine.
+DIED_STATES = ("crashed", "exited", "disconnected", "not measured")
+STATES = {
+    "trt": ("builds", "build-fails", "parse-fails", "io-type", "needs-profile", "needs-gpu",
+            "plugin-not-registered", *DIED_STATES),
+    "ort": ("runs", "loads", "run-fails", "session-fails", *DIED_STATES),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -54,10 +54,14 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.csv:
         for name, rows in stats.tables().items():
             write_csv(rows, args.csv / f"{name}.csv")
-    empty = trace.meta.get("nothing_measured")
-    if args.json:
-        print(json.dumps(stats.to_dict(), indent=2, default=float))
-        return 1 if empty else 0
+    empty = str(trace.meta.get("nothing_measured") or "")
+    verdict = stats.verdict(empty)
+    if args.json:  # the reason for the exit status travels with the figures
+        data = {**stats.to_dict(), "verdict": verdict.to_json_dict()}
+        print(json.dumps(data, indent=2, default=float))
+        if empty:
+            print(f"deploylens: nothing measured in {args.file.name}: {empty}.", file=sys.stderr)
+        return verdict.exit_code
     print(
         f"{args.file}: {' '.join(filter(None, (stats.format, stats.version)))} — "
         f"{counted(stats.events, 'event')}, {counted(stats.lanes, 'lane')}, "

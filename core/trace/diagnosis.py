@@ -33,6 +33,12 @@ from deploylens.core.trace.pipeline import GRAPHED, PIPELINED
 SMALL_KERNEL_NS = 10_000  # "kernels under 10 µs"
 UNPROFILED_SLACK = 1.15  # GPU work of the trace up to this × the unprofiled span still fits it
 LAUNCH_CALLS = ("LaunchKernel", "cudaGraphLaunch", "cuGraphLaunch", "LaunchCooperative")
+# Launch-bound needs launch evidence: kernels launched one by one (at least half of them by a
+# launch call in the trace) and CPU time in those calls worth a tenth of the kernels' own — a
+# decode trace with 11 launch calls (0.0×) and one blocking copy was called launch-bound.
+LAUNCHED_SHARE = 0.5
+LAUNCH_TIME_SHARE = 0.1
+CAPTURED_SHARE = 0.5  # a trace whose launches are mostly recorded into a graph is a capture
 
 
 @dataclass
@@ -133,6 +139,7 @@ def measures(trace: Trace) -> dict[str, Any]:
         launch = member(api_names, launch_ids, len(trace.names))
     graph_ids = [i for i, n in called.items() if "GraphLaunch" in n]
     graph_launches = int(member(api_names, graph_ids, len(trace.names)).sum()) if graph_ids else 0
+    windows, captured = _captured(trace, api, api_names, called, launch)
     pageable = 0
     for kind in ("memcpy_h2d", "memcpy_d2h"):
         details = trace.detail[trace.kind == KIND[kind]]
@@ -166,6 +173,8 @@ def measures(trace: Trace) -> dict[str, Any]:
         kernel_concurrent_ns=_pairwise_overlap_ns(kernel_parts, kernel_union),
         launch_ns=int(trace.dur[api][launch].astype(np.int64).sum()),
         launches=int(launch.sum()),
+        capture_windows=windows,
+        captured_launches=captured,
         graph_launches=graph_launches,
         pageable_copies=pageable,
         h2d_streams=len(h2d_parts),
@@ -174,11 +183,55 @@ def measures(trace: Trace) -> dict[str, Any]:
     return result
 
 
+def _captured(
+    trace: Trace, api: np.ndarray, api_names: np.ndarray, called: dict[int, str], launch: np.ndarray
+) -> tuple[int, int]:
+    """(capture windows, launch calls inside them): launches between a thread's
+    ``cudaStreamBeginCapture`` and ``cudaStreamEndCapture`` are recorded into a graph, not
+    run — their kernels, if a trace shows any, are not the replay's."""
+    begin_ids = [i for i, n in called.items() if "BeginCapture" in n]
+    end_ids = [i for i, n in called.items() if "EndCapture" in n]
+    if not begin_ids or not end_ids or not launch.any():
+        return 0, 0
+    count = len(trace.names)
+    starts, lanes = trace.start[api], trace.lane[api]
+    begins, ends = member(api_names, begin_ids, count), member(api_names, end_ids, count)
+    windows = captured = 0
+    for lane in np.unique(lanes[begins]).tolist():
+        own = lanes == lane
+        opened = np.sort(starts[own & begins])
+        closed = np.sort(starts[own & ends])
+        at = starts[own & launch]
+        for first in opened.tolist():
+            after = closed[closed >= first]
+            if not after.size:
+                continue
+            windows += 1
+            captured += int(((at >= first) & (at <= int(after[0]))).sum())
+    return windows, captured
+
+
 def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
-    """The patterns the trace shows, strongest first (empty without GPU work)."""
+    """The patterns the trace shows, strongest first (empty without GPU work). A trace that
+    is mostly a CUDA-graph capture gets that said, and no launch-, copy- or compute-bound
+    verdict: what it recorded did not run."""
     m = m if m is not None else measures(trace)
     if not m.get("span_ns"):
         return []
+    captured, launches = m.get("captured_launches", 0), m.get("launches", 0)
+    if captured and captured >= CAPTURED_SHARE * launches:
+        return [
+            Finding(
+                "graph-capture",
+                1.0,
+                f"A CUDA-graph capture: {captured:,} of the {launches:,} launch calls were made "
+                f"between cudaStreamBeginCapture and cudaStreamEndCapture "
+                f"({m['capture_windows']:,} window(s)) — recorded into a graph, not run — so "
+                "this trace's launch gaps and GPU busy time say nothing of the graph's replays.",
+                "Profile the replays (cudaGraphLaunch after the capture) to judge them.",
+                {"captured_launches": float(captured), "launches": float(launches)},
+            )
+        ]
     capture = trace.meta.get("capture") or {}
     mode, streams = capture.get("mode"), int(capture.get("streams") or 0)
     findings: list[Finding] = []
@@ -188,7 +241,11 @@ def diagnose(trace: Trace, m: dict[str, Any] | None = None) -> list[Finding]:
     idle, small = m["idle_percent"], m["small_kernel_percent"]
     launch_share = m["launch_ns"] / max(m["kernel_ns"], 1)
     graphed = mode in GRAPHED or m.get("graph_launches", 0) > 0  # ours, or a foreign capture's
-    if m["kernels"] and idle >= 30 and small >= 50 and m.get("launches", 0) > 0:
+    run_launches = launches - captured
+    launched = graphed or (
+        run_launches >= LAUNCHED_SHARE * m["kernels"] and launch_share >= LAUNCH_TIME_SHARE
+    )
+    if m["kernels"] and idle >= 30 and small >= 50 and run_launches > 0 and launched:
         if graphed:
             count = m.get("graph_launches", 0)
             said = "" if mode in GRAPHED else f" ({count:,} graph launches in the trace)"

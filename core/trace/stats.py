@@ -327,6 +327,9 @@ def hints(
                 )
                 + " — allocate pinned buffers (pin_memory / cudaHostAlloc)."
             )
+    host = any(c.kind in ("memcpy_h2d", "memcpy_d2h") for c in copies)
+    if not host:  # only device-side copies (D2D, P2P): no host transfer to pipeline
+        return found
     if hidden is not None and hidden < 10 and capture.get("mode") in PIPELINED:
         found.append(
             f"Only {hidden:.0f}% of copy time is hidden behind kernels although the capture "

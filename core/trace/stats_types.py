@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from deploylens.core.results import Evidence, Verdict, judged
 from deploylens.core.trace.diagnosis import Diagnosis
 from deploylens.core.typed import AsDict
 
@@ -103,6 +104,17 @@ class TraceStats(AsDict):
     unknown_categories: dict[str, int] = field(default_factory=dict)
     range_ns: tuple[int, int] | None = None  # the range a range view covers
     import_s: float | None = None  # seconds to import the file (the CLI's)
+
+    def verdict(self, nothing_measured: str = "") -> Verdict:
+        """What ``deploylens trace`` concludes, and its exit status: the trace read and its
+        headline (the strongest pattern), resting on the events it holds; a trace in which
+        nothing was measured fails with the reason (``meta["nothing_measured"]``)."""
+        evidence = Evidence(self.events, "event(s) in scope", nothing_measured)
+        if nothing_measured:
+            return judged(evidence, f"nothing measured: {nothing_measured}", "fail")
+        finding = self.diagnosis.findings[0] if self.diagnosis.findings else None
+        said = finding.pattern if finding is not None else "read (no pattern judged)"
+        return judged(evidence, said, "pass")
 
     def tables(self) -> dict[str, list[dict[str, Any]]]:
         """The CSV export's tables, one row per line (columns: the rows' fields)."""

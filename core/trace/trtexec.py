@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -111,13 +112,32 @@ def _add(
 
 
 LAYER_DETAIL = "TensorRT layer"  # marks layer events for the graph links (links.py)
+DLA_DETAIL = "DLA (trtexec)"
+# A DLA engine's profile rows (trtexec on Jetson): inputs copied "to nvm", outputs read "from
+# nvm" (the wait for the DLA shows there), "copy finish" syncs, and the DLA loadable itself as a
+# {ForeignNode[…]} between a "to nvm" and a "from nvm" — none of them a GPU kernel.
+_DLA_ROW = re.compile(r" (?:to|from) nvm$| copy finish$")
+
+
+def dla_rows(names: list[str]) -> set[int]:
+    """The rows of a layer list that run on (or wait for) a DLA."""
+    found: set[int] = set()
+    inside = False
+    for index, name in enumerate(names):
+        if _DLA_ROW.search(name):
+            found.add(index)
+            inside = name.endswith(" to nvm") or (inside and not name.endswith(" from nvm"))
+        elif inside and name.startswith("{ForeignNode["):
+            found.add(index)
+    return found
 
 
 def layer_runs_trace(
     runs: list[list[tuple[str, float]]], lane: Lane, meta: dict[str, object]
 ) -> Trace:
     """TensorRT layer times without timestamps ((name, ms) per layer, per run) laid end to end,
-    runs 1 µs apart: what trtexec ``--exportProfile`` and ``IProfiler`` give."""
+    runs 1 µs apart: what trtexec ``--exportProfile`` and ``IProfiler`` give. A DLA engine's
+    rows go on a DLA lane, never among the GPU's kernels."""
     builder = TraceBuilder()
     builder.meta.update(meta)
     lane_id = builder.lane(lane)
@@ -125,16 +145,23 @@ def layer_runs_trace(
     gaps = np.concatenate([[1000 * r] * len(run) for r, run in enumerate(runs)] or [[]])
     dur = _ns(np.array([ms for _, ms in layers], np.float64))
     start = np.concatenate([[0], np.cumsum(dur)[:-1]]).astype(np.int64) + gaps.astype(np.int64)
+    on_dla = np.zeros(len(layers), bool)
+    on_dla[sorted(dla_rows([name for name, _ in layers]))] = True
+    dla_lane = (
+        builder.lane(Lane("DLA (trtexec)", "DLA layers and transfers")) if on_dla.any() else 0
+    )
     builder.add_columns(
         start=start,
         dur=dur,
-        lane=lane_id,
-        kind=KIND["kernel"],
+        lane=np.where(on_dla, dla_lane, lane_id),
+        kind=np.where(on_dla, KIND["other"], KIND["kernel"]),
         name=np.array([builder.intern(name) for name, _ in layers], np.int32),
         corr=-1,
         nbytes=0,
-        detail=builder.intern(LAYER_DETAIL),
+        detail=np.where(on_dla, builder.intern(DLA_DETAIL), builder.intern(LAYER_DETAIL)),
     )
+    if on_dla.any():
+        builder.meta["dla_layers"] = int(on_dla.sum())
     return builder.finish()
 
 

@@ -130,12 +130,15 @@ def check_rule(verdict: Verdict) -> None:
 
 def verdict_classes() -> dict[str, Any]:
     """Every class whose ``verdict`` sets an exit status: the jobs' results, and the per-target
-    reports ``deploylens support`` and the Support panel judge by (no job of their own)."""
+    reports ``deploylens support`` and the Support panel judge by, and ``deploylens trace``'s
+    statistics (no job of their own)."""
     from deploylens.core.support.analysis import TargetReport
     from deploylens.core.support.measured_types import Prediction
+    from deploylens.core.trace.stats_types import TraceStats
 
     found = {job: result_class(job) for job in judging_jobs()}
-    return {**found, "support target": TargetReport, "support measured": Prediction}
+    return {**found, "support target": TargetReport, "support measured": Prediction,
+            "trace": TraceStats}  # fmt: skip
 
 
 @pytest.mark.parametrize("job", sorted(verdict_classes()))
