@@ -9,6 +9,7 @@ import errno
 import io
 import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -33,7 +34,7 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
+        if path.is_file():  # a regular file's mode is kept; a device's (/dev/zero: 0666) never
             os.chmod(temp, path.stat().st_mode & 0o777)
         else:
             umask = os.umask(0)
@@ -147,6 +148,19 @@ def atomic_write_bytes(path: str | Path, data: bytes | memoryview) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_cache_file(path: Path, text: str) -> None:
+    """A cache written where it belongs whatever holds its place (a folder, a FIFO, a link to
+    /dev/zero, a link loop, a dangling link): a link or special file is replaced by the
+    atomic rename itself, a folder is moved aside and removed first (the name is ours). The
+    cache went to the job's scratch folder before, which vanished with the job: every
+    ``support`` then failed naming a worker temp path that "does not exist"."""
+    if path.is_dir() and not path.is_symlink():
+        aside = path.with_name(f".{path.name}.{os.getpid()}.not-a-file")
+        os.replace(path, aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    atomic_write_text(path, text)
 
 
 def save_png(image: Any, path: str | Path) -> None:

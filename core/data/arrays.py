@@ -15,6 +15,7 @@ from typing import IO
 
 import numpy as np
 
+from deploylens.core.archive_bounds import check_inflation
 from deploylens.core.errors import UserError
 from deploylens.core.files import input_file
 
@@ -34,9 +35,11 @@ def _declared_bytes(handle: IO[bytes]) -> int:
 
 
 def _check_sizes(path: Path) -> None:
-    """Each array's declared size against the bytes that hold it."""
+    """The archive's inflated size bounded before anything inflates (``archive_bounds``), and
+    each array's declared size against the bytes that hold it."""
     if path.suffix.lower() == ".npz" or zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
+            check_inflation(archive, path.name, path.stat().st_size)
             for info in archive.infolist():
                 with archive.open(info) as member:
                     declared = _declared_bytes(member)

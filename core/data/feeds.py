@@ -32,11 +32,17 @@ def make_feeds(
 
 
 def feed_batches(
-    sess: Any, npz: str = "", seed: int = 0, preprocess: str = "", model: Any = None
+    sess: Any,
+    npz: str = "",
+    seed: int = 0,
+    preprocess: str = "",
+    model: Any = None,
+    notes: list[str] | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
     """Inputs batch by batch: every batch of a data folder (images with a preprocessing spec, or
     arrays), the one batch of an ``.npz`` (no pickles), or one seeded random batch matching the
-    model's inputs (``model``: its ModelProto, whose embeddings bound integer ids)."""
+    model's inputs (``model``: its ModelProto, whose embeddings bound integer ids). ``notes``
+    gets what was given and not used (an ``.npz``'s arrays no input takes)."""
     metas = sess.get_inputs()
     if npz and Path(npz).is_dir():
         from deploylens.core.data.preprocess import batch_size, batches, parse_preprocess
@@ -59,6 +65,13 @@ def feed_batches(
                 f"(it has {', '.join(data) or 'none'})."
             )
         arrays = {i.name: data[i.name] for i in metas}
+        unused = [name for name in data if name not in arrays]
+        if unused and notes is not None:
+            notes.append(
+                f"{Path(npz).name}: {len(unused)} array(s) no input of the model takes, ignored: "
+                + ", ".join(repr(name) for name in unused[:5])
+                + (" …" if len(unused) > 5 else "")
+            )
         for part in _per_batch(arrays, metas, Path(npz).name):
             yield fitted_feeds(part, metas, Path(npz).name)
         return

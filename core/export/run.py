@@ -103,24 +103,67 @@ def _reference_run(module: Any, inputs: tuple[Any, ...], names: list[str]) -> An
         with torch.no_grad():
             return module(*inputs)
     except IndexError as exc:
-        from deploylens.core.pytorch.source import vocabulary
-
-        rows = vocabulary(module)
+        fault = embedding_at_fault(module, inputs)
         ints = [
-            f"{name} (values {int(t.min())}..{int(t.max())}"
-            + (f"; the embedding has {rows} rows)" if rows else ")")
+            f"{name} (values {int(t.min())}..{int(t.max())})"
             for name, t in zip(names, inputs, strict=False)
-            if hasattr(t, "is_floating_point")
-            and not t.is_floating_point()
-            and t.numel()
-            and (rows is None or int(t.max()) >= rows or int(t.min()) < 0)
+            if hasattr(t, "is_floating_point") and not t.is_floating_point() and t.numel()
         ]
+        example = "input_ids:1x16:int64:0:999"
+        if fault is not None:  # the table that raised, and the input that fed it
+            table, rows, ids = fault
+            fed = [n for n, t in zip(names, inputs, strict=False) if _same(t, ids)]
+            ints = [
+                f"{fed[0] if fed else 'an input'} (values {int(ids.min())}..{int(ids.max())}) "
+                f"feeds the embedding {table} of {rows} rows"
+            ]
+            if fed:
+                example = f"{fed[0]}:{'x'.join(str(d) for d in ids.shape)}:int64:0:{rows - 1}"
         raise UserError(
             f"The model failed on its example inputs: {str(exc).splitlines()[0][:200]}"
             + (f" — an index outside the table it reads: {', '.join(ints)}" if ints else ""),
             "Give the integer inputs a range within the vocabulary: --input "
-            "NAME:SHAPE:int64:LOW:HIGH (e.g. input_ids:1x16:int64:0:999), or --inputs X.npz.",
+            f"NAME:SHAPE:int64:LOW:HIGH (e.g. {example}), or --inputs X.npz.",
         ) from None
+
+
+def embedding_at_fault(module: Any, inputs: tuple[Any, ...]) -> tuple[str, int, Any] | None:
+    """(the embedding's module path, its rows, the ids it got) of the lookup that raised: the
+    model run again with a hook before every ``nn.Embedding`` — the last one entered, where
+    its ids fall outside its table. The error then names that table's size, not the smallest
+    table of the model (a token-type table of 2 rows was named for input_ids)."""
+    import torch
+
+    entered: list[tuple[str, Any, Any]] = []
+    handles = [
+        layer.register_forward_pre_hook(
+            lambda mod, args, name=name: entered.append((name, mod, args[0] if args else None))
+        )
+        for name, layer in module.named_modules()
+        if isinstance(layer, torch.nn.Embedding)
+    ]
+    try:
+        with torch.no_grad():
+            module(*inputs)
+    except IndexError:
+        pass
+    finally:
+        for handle in handles:
+            handle.remove()
+    if not entered:
+        return None
+    name, layer, ids = entered[-1]
+    if not isinstance(ids, torch.Tensor) or not ids.numel():
+        return None
+    if int(ids.min()) >= 0 and int(ids.max()) < layer.num_embeddings:
+        return None  # that lookup was fine: the error came from elsewhere
+    return name, int(layer.num_embeddings), ids
+
+
+def _same(given: Any, ids: Any) -> bool:
+    import torch
+
+    return isinstance(given, torch.Tensor) and given.shape == ids.shape and torch.equal(given, ids)
 
 
 def _defaults_from_model(

@@ -105,6 +105,17 @@ def read_header(file: Path) -> dict[str, StoredTensor]:
     for (first, a), (second, b) in itertools.pairwise(spans):
         if second[0] < first[1]:
             raise UserError(f"{where}: tensors {a!r} and {b!r} claim the same bytes (overlapping).")
+        if second[0] > first[1]:
+            raise UserError(
+                f"{where}: {second[0] - first[1]:,} bytes between tensors {a!r} and {b!r} belong "
+                "to no tensor (safetensors covers its data whole): a damaged file."
+            )
+    covered = spans[-1][0][1] if spans else 0
+    if (spans and spans[0][0][0] != 0) or covered != data:
+        raise UserError(
+            f"{where}: its tensors cover {covered - (spans[0][0][0] if spans else 0):,} of the "
+            f"{data:,} bytes of data it holds (safetensors covers its data whole): a damaged file."
+        )
     return tensors
 
 
@@ -159,8 +170,9 @@ def check_config(config: dict[str, Any], where: str, depth: int = 0) -> None:
         values = value if key == "image_size" and isinstance(value, list) else [value]
         for item in values:
             if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= bound:
+                shown = repr(value) if isinstance(value, str) else str(value)
                 raise UserError(
-                    f"{where}: {key} is {str(value)[:40]}; it must be a whole number from 1 "
+                    f"{where}: {key} is {shown[:40]}; it must be a whole number from 1 "
                     f"to {bound:,}."
                 )
     for width, heads in HEAD_SPLITS:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from deploylens.core.archive_bounds import check_inflation
 from deploylens.core.errors import UserError
 from deploylens.core.files import read_bytes
 
@@ -54,16 +55,6 @@ NATIVE_SUFFIXES = (
     ".py",
 )
 NATIVE_FOLDERS = ("aotinductor",)
-# Decompression bounds, checked from the zip's directory before any member is inflated: a
-# 6 MB archive whose member inflates to 6 GiB is refused, not read into memory.
-MAX_MEMBER_BYTES = 8 << 30
-MAX_TOTAL_BYTES = 16 << 30
-MAX_RATIO = 100  # torch stores weights uncompressed (1x); deflate tops out near 1000x
-RATIO_FLOOR_BYTES = 64 << 20  # small members (an all-zero bias) may deflate far more
-# The archive as a whole: a hundred members each under the floor (48 MiB of zeros, 4.9 MB on
-# disk in all) inflated to 4.8 GB and killed the worker. The total over the file's own size.
-MAX_TOTAL_RATIO = 20
-TOTAL_RATIO_FLOOR_BYTES = 256 << 20
 
 
 class _Refused(Exception):
@@ -93,7 +84,6 @@ def audit(data: bytes, name: str) -> None:
 def _audit_members(archive: zipfile.ZipFile, name: str, size: int) -> None:
     """Refuse native code and decompression bombs from the zip's directory alone: a member
     too large or inflating too far, and the archive too large or inflating too far in all."""
-    total = 0
     for info in archive.infolist():
         member = info.filename.replace("\\", "/")
         parts = [p for p in member.lower().split("/") if p]
@@ -105,31 +95,7 @@ def _audit_members(archive: zipfile.ZipFile, name: str, size: int) -> None:
                 "Re-save the program with torch.export.save (no AOTInductor package), or give "
                 "FILE.py:factory.",
             )
-        if info.file_size > MAX_MEMBER_BYTES:
-            raise UserError(
-                f"{name}: its member {member[:80]!r} would inflate to "
-                f"{info.file_size / 2**30:.1f} GiB, more than the {MAX_MEMBER_BYTES >> 30} GiB "
-                "DeployLens reads from one member: refused unread."
-            )
-        ratio = info.file_size / max(info.compress_size, 1)
-        if info.file_size > RATIO_FLOOR_BYTES and ratio > MAX_RATIO:
-            raise UserError(
-                f"{name}: its member {member[:80]!r} inflates {ratio:,.0f}x "
-                f"({info.compress_size:,} → {info.file_size:,} bytes), which no model's weights "
-                "do: a decompression bomb, refused unread."
-            )
-        total += info.file_size
-    if total > MAX_TOTAL_BYTES:
-        raise UserError(
-            f"{name} would inflate to {total / 2**30:.1f} GiB in all, more than the "
-            f"{MAX_TOTAL_BYTES >> 30} GiB DeployLens reads from an archive: refused unread."
-        )
-    if total > TOTAL_RATIO_FLOOR_BYTES and total > MAX_TOTAL_RATIO * max(size, 1):
-        raise UserError(
-            f"{name} would inflate to {total / 2**20:,.0f} MiB from {size / 2**20:,.1f} MiB on "
-            f"disk ({total / max(size, 1):,.0f}x in all), which no model's weights do: a "
-            "decompression bomb, refused unread."
-        )
+    check_inflation(archive, name, size)  # the bombs: one guard for every zip we read
 
 
 def _inflate_within_headers(archive: zipfile.ZipFile, name: str) -> None:

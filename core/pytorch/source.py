@@ -70,6 +70,8 @@ class ModelSource:
 
 
 NAMED_KINDS = ("sample", "torchvision", "timm", "hf")
+# every kind of source ``parse_spec`` makes (tests/core/test_fuzz.py holds each to a fuzz family)
+SOURCE_KINDS = (*NAMED_KINDS, "python", "torchscript", "exported_program")
 SPEC_HELP = "sample:NAME, torchvision:NAME, timm:NAME, hf:DIR, FILE.py:factory, MODEL.pt, MODEL.pt2"
 
 
@@ -163,8 +165,41 @@ def parse_input(text: str) -> InputSpec:
             raise UserError(f"Input '{text}': LOW and HIGH must be numbers; {usage}.") from None
         if not (math.isfinite(low) and math.isfinite(high)) or low > high:
             raise UserError(f"Input '{text}': the range [{parts[3]}, {parts[4]}] is empty.")
+        _check_range(text, dtype, low, high)
         spec.low, spec.high = low, high
     return spec
+
+
+# what each dtype holds: values drawn outside it wrapped (int8 -1000..1000) or overflowed
+INTEGER_RANGES = {
+    "int64": (-(2**63), 2**63 - 1), "int32": (-(2**31), 2**31 - 1),
+    "int16": (-(2**15), 2**15 - 1), "int8": (-128, 127), "uint8": (0, 255), "bool": (0, 1),
+}  # fmt: skip
+FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.38e38, "float32": 3.4028e38}
+
+
+def _check_range(text: str, dtype: str, low: float, high: float) -> None:
+    """LOW:HIGH against what the dtype holds: whole numbers within an integer type's range
+    (0.5:0.7 gave all zeros), finite values within a float type's."""
+    import math
+
+    if dtype in INTEGER_RANGES:
+        least, most = INTEGER_RANGES[dtype]
+        if math.ceil(low) > math.floor(high):
+            raise UserError(
+                f"Input '{text}': the range [{low:g}, {high:g}] holds no whole number, so a "
+                f"{dtype} input would have no value to take."
+            )
+        if low < least or high > most:
+            raise UserError(
+                f"Input '{text}': [{low:g}, {high:g}] is outside what {dtype} holds "
+                f"({least:,} to {most:,})."
+            )
+    elif dtype in FLOAT_LIMITS and max(abs(low), abs(high)) > FLOAT_LIMITS[dtype]:
+        raise UserError(
+            f"Input '{text}': [{low:g}, {high:g}] is outside what {dtype} holds "
+            f"(±{FLOAT_LIMITS[dtype]:g})."
+        )
 
 
 # -- loading (in the worker) ----------
@@ -306,14 +341,17 @@ def _named_model(source: ModelSource) -> Any:
 def _load_weights(module: Any, path: Path) -> None:
     import torch
 
+    from deploylens.core.archive_bounds import check_zip_file
+
     input_file(path, "weights")
+    size = path.stat().st_size
+    if size == 0:
+        raise UserError(f"{path.name} is empty: no state dict to load.")
+    check_zip_file(path)  # a decompression bomb is refused before torch inflates it
     try:
         state = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise UserError(
-            f"{path.name} is not a plain state dict: loading it would run pickled code, which "
-            f"DeployLens refuses ({_first_line(exc)})."
-        ) from None
+        raise UserError(_weights_refusal(path, exc)) from None
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
@@ -322,6 +360,19 @@ def _load_weights(module: Any, path: Path) -> None:
         module.load_state_dict(state)
     except RuntimeError as exc:
         raise UserError(f"{path.name} does not fit the model: {_first_line(exc)}") from None
+
+
+def _weights_refusal(path: Path, exc: BaseException) -> str:
+    """Why ``torch.load(weights_only=True)`` refused ``path``, as what it is: a pickle that
+    wants to run code, or a file that is damaged or no checkpoint at all — a truncated file
+    was called "would run pickled code"."""
+    said = _first_line(exc)
+    if "Weights only load failed" in str(exc) or "Unsupported global" in str(exc):
+        return (
+            f"{path.name} is not a plain state dict: loading it would run pickled code, which "
+            f"DeployLens refuses ({said})."
+        )
+    return f"{path.name} is not a readable PyTorch checkpoint (damaged or another format): {said}"
 
 
 def _image_size(module: Any, kind: str) -> tuple[int, int, int]:

@@ -12,7 +12,7 @@ from typing import Any
 import platformdirs
 
 from deploylens.core.errors import UserError
-from deploylens.core.files import atomic_write_text
+from deploylens.core.files import atomic_write_text, write_cache_file
 from deploylens.core.own_files import Either, Optional, Range, Table, read_own_json
 from deploylens.core.support.result import RegistryCache
 
@@ -125,9 +125,8 @@ def _usable(path: Path) -> bool:
 
 def support_job(ctx: Any, params: dict[str, Any]) -> RegistryCache:
     """Return the cache file of this interpreter's registries, building it when missing or
-    when the file there does not read back (truncated, edited, not a file). Where the cache's
-    place holds something that is not a file (a folder, a FIFO), the registries go to this
-    job's own folder: support works, uncached."""
+    when the file there does not read back (truncated, edited, not a file): written over
+    whatever holds its place (``write_cache_file``)."""
     from deploylens.core.support.request import CollectRequest
 
     request = CollectRequest.from_params(params)
@@ -136,9 +135,7 @@ def support_job(ctx: Any, params: dict[str, Any]) -> RegistryCache:
     if not cached:
         data = collect(ctx.progress)
         ctx.progress(0.95, "writing the cache")
-        if (path.exists() or path.is_symlink()) and not path.is_file():
-            path = Path(ctx.workdir) / path.name
-        atomic_write_text(path, json.dumps(data))
+        write_cache_file(path, json.dumps(data))  # over whatever is not a regular file there
     if request.copy_to:  # a remote worker: the file that is fetched back
         atomic_write_text(Path(request.copy_to), path.read_text())
         path = Path(request.copy_to)

@@ -85,16 +85,23 @@ def _example_sentence(feeds: dict[str, np.ndarray]) -> str:
 
 
 def _batches(
-    sess: Any, model: Any, npz: str, seed: int, preprocess: str, example: dict[str, np.ndarray]
+    sess: Any,
+    model: Any,
+    npz: str,
+    seed: int,
+    preprocess: str,
+    example: dict[str, np.ndarray],
+    notes: list[str],
 ) -> tuple[Any, str]:
-    """The input batches and the sentence that says what they are."""
+    """The input batches and the sentence that says what they are (``notes``: what of the
+    given inputs went unused)."""
     from deploylens.core.data.feeds import feed_batches, random_sentence
 
     fitted = None if npz else _example_feeds(sess, example)
     if fitted is not None:
         return iter([fitted]), _example_sentence(fitted)
     model = None if npz else model
-    batches = feed_batches(sess, npz, seed, preprocess, model)
+    batches = feed_batches(sess, npz, seed, preprocess, model, notes)
     if npz:
         return batches, ""
     return batches, random_sentence(sess.get_inputs(), seed, model)
@@ -138,7 +145,8 @@ def validate_outputs(
         reference = "ONNX Runtime, graph optimizations off"
         reference_session = session(path, optimized=False, plugins=plugins, custom=custom)
     outputs = OutputsComparator(names, tolerances)
-    batches, drawn = _batches(sess, model, npz, seed, preprocess, example)
+    input_notes: list[str] = []
+    batches, drawn = _batches(sess, model, npz, seed, preprocess, example, input_notes)
     first: dict[str, np.ndarray] | None = next(batches, None)
     if first is None:
         raise UserError(f"{Path(npz).name} gave no input batch.")
@@ -182,7 +190,7 @@ def validate_outputs(
         inputs_used=used,
         batches=count,
         samples=samples,
-        notes=notes + list(getattr(module, "load_notes", [])) + outputs.notes,
+        notes=notes + list(getattr(module, "load_notes", [])) + input_notes + outputs.notes,
         seed=seed if not npz else None,
         inputs_file=npz,
         preprocess=preprocess,

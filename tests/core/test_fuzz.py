@@ -37,6 +37,43 @@ CASES = {
     "archives": 120,
     "traces": 400,
     "profiles": 400,
+    # issue 63: the newest surfaces (hf:DIR folders, integer input specs, support cache places)
+    "hf": 88,
+    "specs": 200,
+    "cache": 12,
+}
+# Every input a user hands DeployLens, and the family that fuzzes its reader: a reader or spec
+# kind added without one fails ``test_every_reader_has_a_family`` (issue 63).
+SURFACES = {
+    "ONNX model (inspect)": "inspect",
+    "ONNX model (graph)": "graph",
+    "ONNX model (support)": "support",
+    "external data beside a model": "readers",
+    "Chrome/Kineto, ONNX Runtime and nsys traces": "trace",
+    "trtexec exports and logs": "engine",
+    "build settings files": "build",
+    ".npz / .npy / data folders": "validate",
+    "TorchScript .pt and --weights state dicts": "torch",
+    "hf:DIR folders (config, safetensors headers, weights)": "hf",
+    "--input NAME:SHAPE:DTYPE:LOW:HIGH specs": "specs",
+    "the support registry cache's place": "cache",
+    "support registries read back": "registry",
+    "measured caches read back": "measured",
+    "capture sidecars": "sidecar",
+    "project files": "project",
+    "ExportedProgram .pt2 archives": "archives",
+    "pathological traces": "traces",
+    "optimization profiles": "profiles",
+}
+# the model-source kinds (core/pytorch/source.py SOURCE_KINDS) and the surface each reads
+SOURCE_SURFACES = {
+    "sample": "--input NAME:SHAPE:DTYPE:LOW:HIGH specs",
+    "torchvision": "TorchScript .pt and --weights state dicts",
+    "timm": "TorchScript .pt and --weights state dicts",
+    "hf": "hf:DIR folders (config, safetensors headers, weights)",
+    "python": "--input NAME:SHAPE:DTYPE:LOW:HIGH specs",
+    "torchscript": "TorchScript .pt and --weights state dicts",
+    "exported_program": "ExportedProgram .pt2 archives",
 }
 SEED = int(os.environ.get("DEPLOYLENS_FUZZ_SEED", "20261123"))
 SCALE = float(os.environ.get("DEPLOYLENS_FUZZ_SCALE", "1"))
@@ -46,6 +83,15 @@ def test_the_campaign_is_at_least_2000_cases() -> None:
     assert sum(CASES.values()) >= 2000
     issue_44 = ("sidecar", "project", "registry", "measured", "archives", "traces", "profiles")
     assert sum(CASES[k] for k in issue_44) >= 2500
+
+
+def test_every_reader_has_a_family() -> None:
+    from deploylens.core.pytorch.source import SOURCE_KINDS
+    from tests.fuzz.cases import CLASSES
+
+    assert set(SURFACES.values()) == set(CASES) == set(CLASSES), "a family without a surface"
+    assert set(SOURCE_KINDS) == set(SOURCE_SURFACES), "a model-source kind without a family"
+    assert set(SOURCE_SURFACES.values()) <= set(SURFACES)
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))

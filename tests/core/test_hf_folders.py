@@ -180,7 +180,7 @@ def test_empty_and_good_headers(tmp_path: Path) -> None:
         ({"num_attention_heads": 0}, "num_attention_heads is 0"),
         ({"hidden_size": -32}, "hidden_size is -32"),
         ({"vocab_size": 10**12}, "vocab_size"),
-        ({"num_hidden_layers": "2"}, "num_hidden_layers is 2"),
+        ({"num_hidden_layers": "2"}, "num_hidden_layers is '2'"),
         ({"num_attention_heads": 3}, "not divisible by num_attention_heads 3"),
         ({"text_config": {"hidden_size": 0}}, "(text_config): hidden_size is 0"),
         ({"intermediate_size": True}, "intermediate_size is True"),

@@ -201,7 +201,9 @@ def test_integer_inputs_follow_their_meaning(
                  "--trust"])  # fmt: skip
     captured = capsys.readouterr()
     said = captured.err + captured.out
-    assert code == 1 and "input_ids (values" in said and "the embedding has 50 rows" in said
+    # the table the input feeds, named with its own size (not the model's smallest table)
+    assert code == 1 and "input_ids (values" in said and "feeds the embedding" in said
+    assert "of 50 rows" in said and "input_ids:1x6:int64:0:49" in said
     assert "attention_mask (values" not in said  # only the input outside the table
     assert ":LOW:HIGH" in said
 

@@ -439,3 +439,34 @@ def test_a_custom_op_the_registry_lacks_is_blocked_not_unknown() -> None:
     assert measure.predict(model("Tokenize", "ai.onnx.contrib"), data, "ort-run").ok is None
     data.trt.plugins = None  # a cache measured before the registry was asked: no guess
     assert measure.predict(model("Tokenize", "ai.onnx.contrib"), data, "trt-parse").ok is None
+
+
+def test_each_target_is_judged_in_its_own_states(measured: tuple[MeasuredMatrix, Path]) -> None:
+    """A Constant feeding a node: ``ort-cpu-measured`` said BLOCKED "Constant_1 … builds — the
+    parser imports its value as weights" (TensorRT's state applied to ONNX Runtime; held-out
+    ONNX Runtime agreement fell to 83.5 %). Each target's nodes now carry that target's states
+    only."""
+    from deploylens.core.support.measured_types import STATES
+
+    data, _ = measured
+    axes = helper.make_tensor("v", TensorProto.INT64, [1], [0])
+    graph = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["axes"], value=axes),
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Squeeze", ["r", "axes"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=10)
+    for level, lib in (("ort-run", "ort"), ("trt-build", "trt")):
+        found = measure.predict(model, data, level)
+        assert found.ok is True and found.nodes == 3, (level, found)
+        assert found.verdict().exit_code == 0
+        assert {n.state for n in [*found.blocked, *found.not_measured]} <= set(STATES[lib])
+    cells = {use.node: use for use in measure.model_cells(model)}
+    answers = data.library("ort")
+    _, said = measure.node_answer(cells["Constant_1"], "ort", answers, None, data, ("runs",))
+    assert said is not None and said.state == "runs" and "ONNX Runtime" in said.message

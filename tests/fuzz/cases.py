@@ -944,6 +944,10 @@ def _own_classes() -> None:
         "traces": own_cases.pathological_cases,
         "profiles": own_cases.profile_cases,
     })  # fmt: skip
+    from tests.fuzz import hf_cases  # issue 63's: hf:DIR folders, input specs, cache places
+
+    CLASSES.update({"hf": hf_cases.hf_cases, "specs": hf_cases.spec_cases,
+                    "cache": hf_cases.cache_cases})  # fmt: skip
 
 
 _own_classes()

@@ -129,6 +129,14 @@ def run_call(case: Case, folder: Path) -> tuple[str, str]:
             source: ModelSource = parse_spec(str(folder / case.args["path"]))
             source.inputs = [InputSpec("x", [1, 4])]  # what the CLI's --input gives
             load_model(source)
+        elif case.call == "hf_load":
+            from deploylens.core.pytorch.huggingface import load_hf
+
+            load_hf(str(folder / case.args["folder"]))
+        elif case.call == "input_spec":
+            problem = _drawn_outside(case.args["spec"])
+            if problem:
+                return "fail", problem
         elif case.call == "project":
             from deploylens.core.project import load_project
 
@@ -173,6 +181,23 @@ def run_call(case: Case, folder: Path) -> tuple[str, str]:
 
 
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "small_cnn.dynamo.onnx"
+
+
+def _drawn_outside(text: str) -> str:
+    """A spec parsed and drawn as export draws it: "" when every value lies in its range, else
+    what lies outside (a wrapped int8, an overflowed float16)."""
+    from deploylens.core.pytorch.source import ModelSource, make_inputs, parse_input
+
+    spec = parse_input(text)
+    (drawn,) = make_inputs(ModelSource("python", "x.py", inputs=[spec]))
+    values = drawn.double()
+    if not bool(values.isfinite().all()):
+        return f"{text}: drew a value that is not finite"
+    if spec.low is not None and spec.high is not None and spec.dtype != "bool":
+        least, most = float(values.min()), float(values.max())
+        if least < spec.low - 1e-6 * abs(spec.low) or most > spec.high + 1e-6 * abs(spec.high):
+            return f"{text}: drew {least:g}..{most:g}, outside the range given"
+    return ""
 
 
 def _small_bounds() -> None:
