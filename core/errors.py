@@ -42,12 +42,17 @@ def ort_error_text(exc: BaseException) -> str:
     code, rest = (match.group(1).replace("_", " ").lower(), match.group(2)) if match else ("", text)
     rest = re.sub(r"^Load model from \S+ failed:", "", rest)
     rest = re.sub(r"^\S*onnxruntime_src\S*:\d+ \S+\(.*?\)\s*", "", rest)
-    running = re.match(r"Non-zero status code returned while running (\S+) node\. "
-                       r"Name:'([^']*)' Status Message: (.*)", rest)  # fmt: skip
-    if running:  # a run's failure: the node, then what its kernel said (not its source line)
+    runs = list(re.finditer(r"Non-zero status code returned while running (\S+) node\. "
+                            r"Name:'([^']*)' Status Message: ", rest))  # fmt: skip
+    if runs:  # a run's failure: the innermost node (inside an If or Loop), then its kernel's words
+        inner = runs[-1]
+        said = rest[inner.end() :]
         said = re.sub(r"^\S*onnxruntime_src\S*:\d+ .*?\)\s*(?=\[ONNXRuntimeError\]|\w)", "",
-                      running.group(3))  # fmt: skip
-        rest = f"node {running.group(2)} ({running.group(1)}): {said}"
+                      said)  # fmt: skip
+        said = re.sub(r"^\S+\.(?:h|cc|cpp):\d+ \S+\(.*?\) ", "", said)  # a bare source line
+        where = f"{inner.group(2)} " if inner.group(2) else ""
+        inside = f" inside {runs[0].group(1)} {runs[0].group(2)}".rstrip() if len(runs) > 1 else ""
+        rest = f"node {where}({inner.group(1)}){inside}: {said}"
     rest = re.sub(r"\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ", "", rest)  # a nested one
     return ((f"{code}: " if code else "") + rest.strip())[:400]
 

@@ -137,3 +137,36 @@ def plugin_session(
     finally:
         if via:  # the session holds the model in memory; the rewritten copy is not needed
             Path(target).unlink(missing_ok=True)
+
+
+def run_feeds(
+    session: Any,
+    feeds: dict[str, Any],
+    model: str | Path,
+    given: str = "",
+    outputs: list[str] | None = None,
+) -> list[Any]:
+    """``session.run`` on ``feeds``, its failure said as what it is: the model could not take
+    these inputs (``given``: the file they came from; "" for inputs DeployLens drew from the
+    declared shapes) — a streaming model fed a 1-sample chunk and a wrong sample rate was
+    called "malformed". The inputs' shapes and dtypes are named, and how to give others."""
+    try:
+        return list(session.run(outputs, feeds))
+    except Exception as exc:
+        if not (type(exc).__module__ or "").startswith("onnxruntime"):
+            raise
+        from deploylens.core.errors import UserError, ort_error_text
+
+        shapes = "; ".join(
+            f"{name} {list(getattr(value, 'shape', []))} {getattr(value, 'dtype', '')}"
+            for name, value in feeds.items()
+        )
+        what = f"the inputs in {given}" if given else "the inputs DeployLens drew for it"
+        raise UserError(
+            f"ONNX Runtime could not run {Path(model).name} on {what} ({shapes}): "
+            f"{ort_error_text(exc)}",
+            "The model takes only some inputs (a chunk length, a sample rate, a state it "
+            "carries): give them as --inputs FILE.npz, one array per input name."
+            if not given
+            else "Check the arrays' shapes and values against what the model takes.",
+        ) from None

@@ -81,6 +81,8 @@ class FolderReader:
         self._progress = progress
         self.produced = 0
         self.samples = 0
+        self.peak = 0.0  # the largest finite |value| of the floating inputs given
+        self.not_finite = 0  # their NaN and inf values
 
     def get_next(self) -> dict[str, np.ndarray] | None:
         batch = next(self._iter, None)
@@ -91,7 +93,14 @@ class FolderReader:
         self._progress(
             self.produced / self.total, f"calibration batch {self.produced}/{self.total}"
         )
-        return {k: v.astype(self._dtypes[k], copy=False) for k, v in batch.items()}
+        cast = {k: v.astype(self._dtypes[k], copy=False) for k, v in batch.items()}
+        for value in cast.values():
+            if np.issubdtype(value.dtype, np.floating) and value.size:
+                finite = np.isfinite(value)
+                self.not_finite += int(value.size - np.count_nonzero(finite))
+                if finite.any():
+                    self.peak = max(self.peak, float(np.abs(value[finite]).max()))
+        return cast
 
     # CalibrationDataReader protocol (ORT checks for get_next; iteration is a convenience)
     def __iter__(self) -> FolderReader:
@@ -178,6 +187,8 @@ def collect_ranges(
         try:
             calibrator.collect_data(reader)
         except ValueError as exc:  # ORT's "No data is collected." for batches of 0 samples
+            if "not finite" in str(exc) or "NaN" in str(exc):
+                raise _not_finite(request, reader) from None
             if "No data" not in str(exc):
                 raise
             reader.produced = 0
@@ -186,9 +197,26 @@ def collect_ranges(
                 f"{Path(request.data).name} gave no calibration samples (no batch, or arrays "
                 "with 0 samples): calibration needs the inputs the model will see."
             )
-        save_tensors_data(calibrator.compute_data(), ranges_path)
+        try:
+            save_tensors_data(calibrator.compute_data(), ranges_path)
+        except ValueError as exc:  # numpy's "supplied range of [nan, nan] is not finite"
+            if "not finite" not in str(exc) and "NaN" not in str(exc):
+                raise
+            raise _not_finite(request, reader) from None
     del calibrator
     return Calibrated(model, ranges_path, reader.produced, reader.samples)
+
+
+def _not_finite(request: CalibrateRequest, reader: FolderReader) -> UserError:
+    """The calibrator met activations that are inf or NaN: said of the data that made them."""
+    given = (f"{reader.not_finite:,} of its values are NaN or inf" if reader.not_finite
+             else f"its values reach |{reader.peak:.3g}|")  # fmt: skip
+    return UserError(
+        f"{Path(request.data).name}: the model computes values that are not finite (inf or NaN) "
+        f"on this calibration data ({given}), so no range can be calibrated.",
+        "Calibrate on data at the scale the model sees (its preprocessing: --preprocess), "
+        "with finite values.",
+    )
 
 
 def write_qdq(

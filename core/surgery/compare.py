@@ -50,12 +50,13 @@ def compare_models(
     atol: float = ATOL,
     rtol: float = RTOL,
     layers: bool = True,
+    inputs: str = "",
 ) -> SurgeryCompare:
     """Per shared output: max abs and max rel error, and whether every element is within
     ``atol + rtol·|reference|``; with ``layers``, every inner tensor both compute too. An edited
     model whose inputs are tensors of the original (an extraction) is fed the original's values
     of them. Not comparable (said, never passed) when its inputs are not the original's."""
-    from deploylens.core.ort_session import plugin_session
+    from deploylens.core.ort_session import plugin_session, run_feeds
 
     a_model = onnx.load(str(original), load_external_data=False)
     b_model = onnx.load(str(edited), load_external_data=False)
@@ -92,15 +93,16 @@ def compare_models(
         )
     from deploylens.core.data.feeds import make_feeds
 
-    feeds = make_feeds(a_session, seed=seed)  # validate's seeded inputs: uniform [-1, 1]
-    a_out = dict(zip(a_names, a_session.run(a_names, feeds), strict=True))
+    feeds = make_feeds(a_session, inputs, seed=seed)  # the user's, else validate's seeded ones
+    given = Path(inputs).name if inputs else ""
+    a_out = dict(zip(a_names, run_feeds(a_session, feeds, original, given, a_names), strict=True))
     b_feeds = {n: feeds[n] if n in a_inputs else a_out[n] for n in b_inputs}
     shared = [o.name for o in b_session.get_outputs() if o.name in a_out]
     finals = [n for n in b_finals if n in a_out]
     uncompared = [n for n in b_finals if n not in a_out]
     if not finals:
         return SurgeryCompare(comparable=False, passed=None, reason="no output name in common")
-    b_out = dict(zip(shared, b_session.run(shared, b_feeds), strict=True))
+    b_out = dict(zip(shared, run_feeds(b_session, b_feeds, edited, given, shared), strict=True))
     rows = [_row(n, a_out[n], b_out[n], atol, rtol) for n in finals]
     layer_rows = [_row(n, a_out[n], b_out[n], atol, rtol, layer=True) for n in inner if n in b_out]
     first = next((r.output for r in layer_rows if not r.passed), None)

@@ -73,12 +73,19 @@ def run_surgery(request: Any, progress: Any = None) -> SurgeryResult:
         result.checker = "ok"
     except onnx.checker.ValidationError as exc:
         result.checker = str(exc).strip().splitlines()[0][:300]
+        try:  # did the edit break it, or was the original already so?
+            onnx.checker.check_model(model)
+            result.checker_original = "ok"
+        except onnx.checker.ValidationError as before:
+            result.checker_original = str(before).strip().splitlines()[0][:300]
     if request.compare:
         from deploylens.core.plugin_api import load_plugins
         from deploylens.core.surgery.compare import compare_models
 
         try:
-            result.compare = compare_models(request.model, output, list(load_plugins()[0].values()))
+            result.compare = compare_models(
+                request.model, output, list(load_plugins()[0].values()), inputs=request.inputs
+            )
         except UserError as exc:
             result.compare = SurgeryCompare(comparable=False, passed=None, reason=exc.message)
     if request.check_tensorrt:

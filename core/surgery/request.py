@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class SurgeryRequest(Request["SurgeryResult"]):
-    FILES: ClassVar[dict[str, str]] = {"model": "in", "output": "out", "script": "out"}
+    FILES: ClassVar[dict[str, str]] = {
+        "model": "in", "output": "out", "script": "out", "inputs": "in"
+    }  # fmt: skip
     # a project keeps the chain and the model it applies to (the panel picks the output)
     PROJECT_LEAVES_OUT: ClassVar[tuple[str, ...]] = ("output", "script")
 
@@ -37,6 +39,13 @@ class SurgeryRequest(Request["SurgeryResult"]):
     compare: bool = field(  # edited vs original through ONNX Runtime on seeded inputs
         default=True, metadata=cli("skip edited vs original", option="--no-compare", negate=True)
     )
+    inputs: str = field(  # a model that takes only some inputs (a chunk length, a state)
+        default="",
+        metadata=cli(
+            "compare on these inputs (.npz: one array per input; a folder of .npy), not seeded "
+            "random ones", path=True,
+        ),
+    )  # fmt: skip
     check_tensorrt: bool = field(  # the installed TensorRT(-RTX) parser's verdict, where one is
         default=True, metadata=cli("skip the parser check", option="--no-tensorrt", negate=True)
     )

@@ -108,6 +108,7 @@ class SurgeryResult(Result):
     diff: GraphDiff
     script: str = ""
     checker: str = ""  # "ok" or onnx.checker's first line
+    checker_original: str = ""  # the same of the original, where the edit's check failed
     compare: SurgeryCompare | None = None
     tensorrt: ParserCheck | None = None
 
@@ -129,9 +130,12 @@ class SurgeryResult(Result):
                 f"{head} The edited model DIFFERS from the original ({compare.worst()}).",
                 "fail",
             )
-        if self.checker and self.checker != "ok":
-            return judged(evidence, f"{head} onnx.checker rejects the edit: {self.checker}", "fail")
         parts = [head]
+        if self.checker and self.checker != "ok":
+            if self.checker_original == "ok":  # the edit broke what was valid
+                said = f"{head} onnx.checker rejects the edit: {self.checker}"
+                return judged(evidence, said, "fail")
+            parts.append(f"onnx.checker rejects it, as it does the original: {self.checker}.")
         if compare is not None and compare.passed:
             inner = compare.layers and not compare.first_diverging
             parts.append(

@@ -123,7 +123,7 @@ def validate_outputs(
     import onnx
 
     from deploylens.core.model.mapped_weights import MappedModel, read_mapped
-    from deploylens.core.ort_session import custom_domains
+    from deploylens.core.ort_session import custom_domains, run_feeds
     from deploylens.core.pytorch.outputs import flatten
     from deploylens.core.validate.pairing import OutputsComparator
 
@@ -153,6 +153,10 @@ def validate_outputs(
     layers: Layerwise | None = None
     first_want: list[Any] = []  # PyTorch's outputs on the first batch, from the layer-wise pass
     share = 0.5 if layerwise else 0.0  # of the progress, the layer-wise pass's
+    given = Path(npz).name if npz else ""
+    # the first batch runs before the layer-wise pass: inputs the model cannot take are said as
+    # such here (a layer-wise session's raw error read "the model is malformed")
+    first_got: list[Any] = [run_feeds(sess, first, path, given)]
     if layerwise:
         layers = _layers(
             read, path, first, tolerances, module, plugins, budget_mb, scratch,
@@ -164,12 +168,12 @@ def validate_outputs(
     for feeds in itertools.chain([first], batches):
         count += 1
         samples += batch_of(feeds)
-        got = sess.run(None, feeds)
+        got = first_got.pop() if first_got else run_feeds(sess, feeds, path, given)
         if module is not None:
             want = flatten(first_want.pop() if first_want else call_torch(module, feeds))
         else:
             assert reference_session is not None
-            want = list(zip(names, reference_session.run(None, feeds), strict=True))
+            want = list(zip(names, run_feeds(reference_session, feeds, path, given), strict=True))
         outputs.add(got, want)
         del got, want
         if progress is not None:

@@ -147,6 +147,15 @@ class WorkerSession:
                 "Check that it is a working Python {}.{}+ interpreter.".format(*MIN_JOB_PYTHON),
                 stderr_tail=tail,
             )
+        ray = _ray_abort(tail)
+        if ray:  # Ray's core worker aborted the job's process while starting: said, with the way on
+            return JobFailure(
+                CRASHED,
+                f"Ray aborted the worker while starting{what} ({ray}).",
+                "Run without Ray: --executor worker (Ray maps more memory or address space "
+                "than this process may; the last lines are below).",
+                stderr_tail=tail,
+            )
         if returncode is not None and returncode < 0:
             try:
                 name = signal.Signals(-returncode).name
@@ -171,3 +180,17 @@ class WorkerSession:
             f"The worker exited unexpectedly with code {returncode}{what}.",
             stderr_tail=tail,
         )
+
+
+RAY_MARKERS = ("Check failed", "mmap failed", "Fatal", "Assertion", "Aborted")
+
+
+def _ray_abort(tail):
+    # type: (str) -> str
+    """Ray's own words where its native code ended the process (its stack names _raylet)."""
+    if "ray/_raylet" not in tail:
+        return ""
+    for line in tail.splitlines():
+        if any(marker in line for marker in RAY_MARKERS):
+            return line.strip().lstrip("| ")[:200]
+    return "its core worker aborted in native code"

@@ -535,3 +535,24 @@ def test_the_pattern_names_the_cli_checks_are_the_patterns_there_are() -> None:
     from deploylens.core.surgery.patterns import PATTERNS
 
     assert tuple(PATTERNS) == PATTERN_NAMES
+
+
+def test_the_checker_fails_an_edit_only_for_what_the_edit_broke() -> None:
+    """An edit onnx.checker rejects fails (exit 1) when the original passed it; when the
+    original fails the same check, the edit is not blamed for it."""
+    from deploylens.core.surgery.result import GraphDiff, SurgeryCompare, SurgeryResult, TensorCheck
+
+    matched = SurgeryCompare(
+        comparable=True, passed=True, outputs=[TensorCheck("y", True, "", 0.0)]
+    )
+
+    def verdict(checker: str, original: str) -> tuple[str, int]:
+        found = SurgeryResult(model="o", output="e", steps_file="s", steps=[], kept=[], skipped=[],
+                              nodes_before=2, nodes_after=2, diff=GraphDiff([], [], []),
+                              checker=checker, checker_original=original,
+                              compare=matched).verdict()  # fmt: skip
+        return found.severity, found.exit_code
+
+    assert verdict("ok", "") == ("pass", 0)
+    assert verdict("Field 'shape' of 'type' is required", "ok") == ("fail", 1)
+    assert verdict("Field 'shape' of 'type' is required", "Field 'shape' …") == ("pass", 0)

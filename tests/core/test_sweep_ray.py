@@ -413,3 +413,42 @@ def test_under_an_address_space_cap_ray_starts_with_a_bounded_store(tmp_path: Pa
     assert report["executor"] == "ray" and report["ran"] == 2
     assert not _ray_processes(root)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def test_under_a_cap_ray_cannot_start_in_it_is_said_at_once(tmp_path: Path) -> None:
+    """``ulimit -v 2.5 GB``: Ray's core worker aborted the job's process at start, and after
+    98 s the sweep ended with "the worker exited unexpectedly". Now: the cause within seconds,
+    the worker fallback named; auto runs every point in the worker."""
+    import time
+
+    model = dynamic_mlp(tmp_path)
+    root = _ray_root()
+    base = (f"ulimit -v 2500000; exec {DEPLOYLENS} sweep {model} --backend ort --batch 1,2 "
+            "--iterations 2 --warmup 1")  # fmt: skip
+    started = time.perf_counter()
+    run = subprocess.run(["bash", "-c", f"{base} --out {tmp_path / 'r'} --executor ray"],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "RAY_TMPDIR": root})  # fmt: skip
+    assert time.perf_counter() - started < 60  # a cause, not a deadline (CI is loaded)
+    assert run.returncode == 1 and "Ray cannot start here" in run.stderr, run.stderr[-2000:]
+    assert "--executor worker" in run.stderr and "exited unexpectedly" not in run.stderr
+    auto = subprocess.run(
+        ["bash", "-c", f"{base} --out {tmp_path / 'a'} --executor auto --json"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RAY_TMPDIR": root, "DEPLOYLENS_RAY_PAYS_OFF_S": "0"},
+    )  # fmt: skip
+    assert auto.returncode == 0, auto.stderr[-2000:]
+    report = json.loads(auto.stdout)
+    assert report["executor"] == "worker" and report["ran"] == 2
+    assert "Ray cannot start here" in report["ray_unavailable"]
+    assert not _ray_processes(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_worker_ray_aborted_is_said_as_ray_not_as_an_unexpected_exit() -> None:
+    from deploylens.core.worker.client import _ray_abort
+
+    tail = ("[2026-12-08 01:40:00] core_worker.cc:312: Check failed: plasma mmap failed\n"
+            "  /x/site-packages/ray/_raylet.so(+0x9dff16) CoreWorker__cinit__()\n")  # fmt: skip
+    assert _ray_abort(tail).startswith("[2026-12-08 01:40:00] core_worker.cc:312: Check failed")
+    assert _ray_abort("Traceback: an ordinary crash\n") == ""

@@ -136,3 +136,18 @@ def test_unused_arrays_are_listed_as_ignored(
         "extra.npz: 2 array(s) no input of the model takes, ignored: 'labels', 'other'"
         in (report["notes"])
     )
+
+
+@pytest.mark.parametrize("value", [3e38, float("nan")])
+def test_calibration_data_the_model_overflows_on_is_one_sentence(
+    tmp_path: Path, samples: Path, capsys: pytest.CaptureFixture[str], value: float
+) -> None:
+    """Data of 3e38 made ONNX Runtime's calibrator raise a raw ``ValueError: supplied range of
+    [nan, nan] is not finite``."""
+    data = tmp_path / "huge.npz"
+    np.savez(data, image=np.full((4, 3, 32, 32), value, np.float32))
+    code = main(["calibrate", str(samples / "small_cnn.dynamo.onnx"), "--data", str(data),
+                 "--out", str(tmp_path / "q.onnx")])  # fmt: skip
+    said = capsys.readouterr().err
+    assert code == 1 and said.startswith("deploylens: error: huge.npz: ")  # one sentence, named
+    assert "ValueError" not in said and not (tmp_path / "q.onnx").exists()
