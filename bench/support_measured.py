@@ -340,8 +340,12 @@ def below_target(misses: int, judged: int, target: float) -> float:
     """P(at least ``misses`` disagreements in ``judged`` models) were the agreement exactly
     ``target``: the chance a sample this bad comes from a predictor that meets it."""
     miss = 1.0 - target
-    return sum(math.comb(judged, k) * miss**k * (1 - miss) ** (judged - k)
-               for k in range(misses, judged + 1))  # fmt: skip
+
+    def log_term(k: int) -> float:  # log of the binomial term, so a 1,600-model run stays finite
+        return (math.lgamma(judged + 1) - math.lgamma(k + 1) - math.lgamma(judged - k + 1)
+                + k * math.log(miss) + (judged - k) * math.log1p(-miss))  # fmt: skip
+
+    return min(1.0, sum(math.exp(log_term(k)) for k in range(misses, judged + 1)))
 
 
 CONFIDENCE = 0.05  # the CI sample fails a target it shows missed at 95 % confidence
@@ -363,7 +367,7 @@ def judge(found: dict[str, Any], judged: bool, sample: bool = False) -> list[str
         rate = row["agreement"]
         verdict = "—" if rate is None else ("PASS" if rate >= target else "FAIL")
         count = row.get("agree", 0) + row.get("disagree", 0)
-        chance = below_target(row.get("disagree", 0), count, target) if count else 0.0
+        chance = below_target(row.get("disagree", 0), count, target) if count and sample else 0.0
         if sample and rate is not None:
             verdict = "PASS" if chance >= CONFIDENCE else "FAIL"
             verdict += f" (p {chance:.2f} that a predictor at the target does this badly)"
