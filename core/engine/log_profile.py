@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 
-from deploylens.core.engine.timings import LayerTime
+# (name, total ms, average ms, median ms, share %): the fields of timings.LayerTime, in order
+# (this module stays below timings, which reads logs through it)
+Row = tuple[str, float, float, float, float]
 
 _HEAD = re.compile(r"=== Profile \((\d+) iterations? ?\) ===")
 _PREFIX = re.compile(r"^(?:\[[^\]]*\]\s*)*?\[[IVWE]\]\s?")  # "[date] [I] " or "[I] "
@@ -29,7 +31,7 @@ def _body(line: str) -> str | None:
     return line[found.end() :] if found else None
 
 
-def parse_log_profile(text: str) -> tuple[int, list[LayerTime]] | None:
+def parse_log_profile(text: str) -> tuple[int, list[Row]] | None:
     """(iterations, per-layer times) of the last profile table in a trtexec log; None when the
     log prints none. The table's own ``Total`` row is left out, as ``--exportProfile`` has none."""
     lines = text.splitlines()
@@ -44,7 +46,7 @@ def parse_log_profile(text: str) -> tuple[int, list[LayerTime]] | None:
     if header is None:
         return iterations, []
     name_first = header.strip().startswith("Layer")
-    times: list[LayerTime] = []
+    times: list[Row] = []
     for line in lines[first + 2 :]:
         body = _body(line)
         if body is None or not body.strip() or "===" in body:
@@ -52,18 +54,18 @@ def parse_log_profile(text: str) -> tuple[int, list[LayerTime]] | None:
         row = _row(body, name_first)
         if row is None:
             break
-        if row.name != TOTAL:
+        if row[0] != TOTAL:
             times.append(row)
     return iterations, times
 
 
-def _row(body: str, name_first: bool) -> LayerTime | None:
+def _row(body: str, name_first: bool) -> Row | None:
     if name_first:
         match = _NAME_FIRST.match(body)
         if match is None:
             return None
         name, total, average, share = match.groups()
-        return LayerTime(name, float(total), float(average), float(average), float(share))
+        return name, float(total), float(average), float(average), float(share)
     match = _NUMBERS_FIRST.match(body)
     if match is None:
         return None
@@ -74,4 +76,4 @@ def _row(body: str, name_first: bool) -> LayerTime | None:
     else:
         total, average, share = numbers
         median = average
-    return LayerTime(name, total, average, median, share)
+    return name, total, average, median, share

@@ -219,7 +219,8 @@ def parse_trtexec_log(text: str, name: str = "This log") -> dict[str, Any]:
 
     table = parse_log_profile(text)
     if table is not None and table[1]:  # a --dumpProfile run: its table stands on its own
-        parsed["profile"] = {"iterations": table[0], "layers": layer_time_dicts(table[1])}
+        layers = [LayerTime(*row) for row in table[1]]
+        parsed["profile"] = {"iterations": table[0], "layers": layer_time_dicts(layers)}
     elif not summary:
         raise UserError(
             f"{name} has no trtexec performance summary ('=== Performance summary ===') nor a "

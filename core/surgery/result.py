@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from deploylens.core.results import Evidence, Result, Verdict, judged
+from deploylens.core.results import EXIT_INCONCLUSIVE, Evidence, Result, Verdict, judged
 from deploylens.core.support.result import ParserFinding
 
 
@@ -152,9 +152,10 @@ class SurgeryResult(Result):
         if compare is None:  # skipped on request: only the edit and its checks are claimed
             checked = Evidence(1 if self.checker == "ok" else 0, "edit(s) onnx.checker accepts")
             return judged(checked, " ".join(parts), "warn")
-        if compare.passed is None:
+        if compare.passed is None:  # the rule's INCONCLUSIVE, with every part still said
             missing = f"the comparison could not run: {compare.reason or 'not comparable'}"
-            return judged(replace(evidence, count=0, missing=missing), " ".join(parts), "warn")
+            said = replace(evidence, count=0, missing=missing)
+            return Verdict("INCONCLUSIVE — " + " ".join(parts), "warn", EXIT_INCONCLUSIVE, said)
         return judged(evidence, " ".join(parts), "warn" if refused else "pass")
 
     def diff_overlay(self) -> dict[str, str]:

@@ -78,8 +78,8 @@ def test_a_dump_profile_log_without_a_summary_is_read_for_its_table(
     log = tmp_path / "run.log"
     log.write_text(DUMP_PROFILE_10)
     iterations, times = parse_log_profile(DUMP_PROFILE_10) or (0, [])
-    assert iterations == 32 and [t.name for t in times][-1] == "/head/Gemm"  # no Total row
-    assert times[0].median_ms == pytest.approx(0.3287)
+    assert iterations == 32 and [t[0] for t in times][-1] == "/head/Gemm"  # no Total row
+    assert times[0][3] == pytest.approx(0.3287)  # the median
     assert main(["engine", str(_layers_json(tmp_path)), "--log", str(log), "--json"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
@@ -88,7 +88,7 @@ def test_a_dump_profile_log_without_a_summary_is_read_for_its_table(
     assert "cut short" not in captured.err
     older = parse_log_profile(DUMP_PROFILE_8)
     assert older is not None and older[0] == 399
-    assert [t.name for t in older[1]][:2] == ["images to nvm", "{ForeignNode[Conv_0...Concat_198]}"]
+    assert [t[0] for t in older[1]][:2] == ["images to nvm", "{ForeignNode[Conv_0...Concat_198]}"]
     build_only = tmp_path / "build.log"
     build_only.write_text("[I] TensorRT version: 10.16.0\n[I] Engine built in 3.2 sec.\n")
     assert main(["engine", str(_layers_json(tmp_path)), "--log", str(build_only)]) == 1
@@ -101,9 +101,9 @@ def test_dla_rows_of_a_jetson_profile_are_not_gpu_kernels(tmp_path: Path) -> Non
     from deploylens.core.trace.stats import trace_stats
 
     rows = [{"count": 399}] + [
-        {"name": t.name, "timeMs": t.total_ms, "averageMs": t.average_ms,
-         "medianMs": t.median_ms, "percentage": t.percentage}
-        for t in (parse_log_profile(DUMP_PROFILE_8) or (0, []))[1]
+        {"name": name, "timeMs": total, "averageMs": average, "medianMs": median,
+         "percentage": share}
+        for name, total, average, median, share in (parse_log_profile(DUMP_PROFILE_8) or (0, []))[1]
     ] + [{"name": "/post/Sigmoid", "timeMs": 4.0, "averageMs": 0.01, "medianMs": 0.01,
           "percentage": 0.1}]  # fmt: skip
     path = tmp_path / "jetson.profile.json"

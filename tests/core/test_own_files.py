@@ -56,7 +56,8 @@ def test_a_sidecar_span_that_no_capture_writes_never_reaches_the_diagnosis(
 
 def test_a_folder_where_the_registry_cache_goes_leaves_support_working(tmp_path: Path) -> None:
     """A folder (or FIFO) at ``support-<hash>.json`` failed every later ``support`` until the
-    user deleted it: the registries are collected into the job's own folder instead."""
+    user deleted it; then the registries went to the job's own folder, which vanished with the
+    job (the CLI named a path that "does not exist"). Now the folder is replaced by the cache."""
     from deploylens.core.jobs import Worker
     from deploylens.core.support.collect import cache_path, read_registries
     from deploylens.core.support.request import CollectRequest
@@ -68,9 +69,9 @@ def test_a_folder_where_the_registry_cache_goes_leaves_support_working(tmp_path:
         cache_path().mkdir()  # the place the cache file goes, taken by a folder
         with Worker() as worker:
             answer = worker.run_request(CollectRequest())
-            assert not answer.cached and Path(answer.path) != cache_path()
-            assert read_registries(answer.path)["spec"]["ops"]
-            cache_path().rmdir()
+            assert not answer.cached and Path(answer.path) == cache_path()
+            assert cache_path().is_file() and read_registries(answer.path)["spec"]["ops"]
+            assert worker.run_request(CollectRequest()).cached  # read back from where it belongs
             cache_path().write_text('{"versions": {}, "spec": {"ops": [{"name": NaN}]}}')
             again = worker.run_request(CollectRequest())  # an edited one: collected again
             assert not again.cached and read_registries(again.path)["versions"]
