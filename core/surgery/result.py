@@ -154,8 +154,8 @@ class SurgeryResult(Result):
             return judged(checked, " ".join(parts), "warn")
         if compare.passed is None:  # the rule's INCONCLUSIVE, with every part still said
             missing = f"the comparison could not run: {compare.reason or 'not comparable'}"
-            said = replace(evidence, count=0, missing=missing)
-            return Verdict("INCONCLUSIVE — " + " ".join(parts), "warn", EXIT_INCONCLUSIVE, said)
+            none = replace(evidence, count=0, missing=missing)
+            return Verdict("INCONCLUSIVE — " + " ".join(parts), "warn", EXIT_INCONCLUSIVE, none)
         return judged(evidence, " ".join(parts), "warn" if refused else "pass")
 
     def diff_overlay(self) -> dict[str, str]:
