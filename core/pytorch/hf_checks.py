@@ -50,6 +50,7 @@ HEAD_SPLITS = (
     ("d_model", "decoder_attention_heads"),
     ("n_embd", "n_head"),
 )
+MAX_STAGES = 64  # a size given per stage or per layer: at most this many
 NESTED = 8  # how deep sub-configs (text_config, vision_config, encoder, decoder) are followed
 
 
@@ -167,7 +168,8 @@ def check_config(config: dict[str, Any], where: str, depth: int = 0) -> None:
         value = config.get(key)
         if value is None:
             continue
-        values = value if key == "image_size" and isinstance(value, list) else [value]
+        # a size per stage (SegFormer's num_attention_heads [1, 2]): each checked
+        values = value if isinstance(value, list) and 0 < len(value) <= MAX_STAGES else [value]
         for item in values:
             if isinstance(item, bool) or not isinstance(item, int) or not 0 < item <= bound:
                 shown = repr(value) if isinstance(value, str) else str(value)

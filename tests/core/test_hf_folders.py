@@ -174,6 +174,11 @@ def test_empty_and_good_headers(tmp_path: Path) -> None:
     assert read_header(file)["w"].shape == (2, 2)
 
 
+def test_sizes_per_stage_are_checked_each() -> None:
+    """SegFormer gives its heads per stage ([1, 2]): each a size, none refused for being a list."""
+    check_config({"num_attention_heads": [1, 2], "hidden_sizes": [8, 16]}, "segformer/config.json")
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -184,6 +189,8 @@ def test_empty_and_good_headers(tmp_path: Path) -> None:
         ({"num_attention_heads": 3}, "not divisible by num_attention_heads 3"),
         ({"text_config": {"hidden_size": 0}}, "(text_config): hidden_size is 0"),
         ({"intermediate_size": True}, "intermediate_size is True"),
+        ({"num_attention_heads": [1, 0]}, "num_attention_heads is [1, 0]"),
+        ({"num_attention_heads": []}, "num_attention_heads is []"),
     ],
 )
 def test_config_sizes_are_checked(change: dict, said: str) -> None:
