@@ -495,10 +495,12 @@ def _settings(form: str) -> set[str]:
 
 
 def _unseen_settings(form: str, probed: list[str]) -> list[str]:
-    """The node's settings that no probed form has (GRU's ``layout=1``: ONNX Runtime's CPU
-    kernel refuses it, and every probed GRU form answered "runs")."""
-    seen = set().union(*(_settings(p) for p in probed)) if probed else set()
-    return sorted(_settings(form) - seen)
+    """The node's settings of an attribute that no probed form sets at all (GRU's
+    ``layout=1``: its default is never in a signature, so every probed GRU form ran with
+    layout 0 — ONNX Runtime's CPU kernel refuses 1). An attribute some probed form sets, with
+    any value (Shape's start, an axis), is left to the forms."""
+    seen = {part.split("=", 1)[0] for p in probed for part in _settings(p)}
+    return sorted(s for s in _settings(form) if s.split("=", 1)[0] not in seen)
 
 
 def _with_type(
