@@ -89,6 +89,7 @@ TASKS = (
     ("build an engine (TensorRT-RTX: no GPU needed)",
      ("build", "calibrate", "sensitivity", "calibration-study", "engine")),
     ("profile and read the timeline", ("profile", "trace", "sweep", "lab")),
+    ("which of many models deploy", ("survey",)),
     ("the rest", ("demo", "env", "screenshot")),
 )  # fmt: skip
 

@@ -107,6 +107,7 @@ COMMANDS_WITHOUT_JOBS: dict[str, str] = {
     "diagnose": f"{_CORE}.export.cli_export",
     "engine": f"{_CORE}.engine.cli_engine",
     "trace": f"{_CORE}.trace.cli_trace",
+    "survey": f"{_CORE}.survey.cli_survey",
     "demo": f"{_CORE}.cli_demo",
     "env": f"{_CORE}.cli_demo",
     "screenshot": f"{_CORE}.cli_demo",

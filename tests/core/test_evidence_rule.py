@@ -134,11 +134,12 @@ def verdict_classes() -> dict[str, Any]:
     statistics (no job of their own)."""
     from deploylens.core.support.analysis import TargetReport
     from deploylens.core.support.measured_types import Prediction
+    from deploylens.core.survey.rows import SurveyRow
     from deploylens.core.trace.stats_types import TraceStats
 
     found = {job: result_class(job) for job in judging_jobs()}
     return {**found, "support target": TargetReport, "support measured": Prediction,
-            "trace": TraceStats}  # fmt: skip
+            "trace": TraceStats, "survey row": SurveyRow}  # fmt: skip
 
 
 @pytest.mark.parametrize("job", sorted(verdict_classes()))

@@ -1,0 +1,118 @@
+"""``deploylens survey``: each model through the single commands' own jobs, a row each — a
+model that crashes its worker is a row with the cause and the survey goes on, a killed survey
+resumes without recomputing the rows it finished, patterns expand from the registries, and the
+table, CSV, JSON and HTML say the same. Every model is built by the test or bundled."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.core.test_cli import DEPLOYLENS
+
+CRASHER = """
+import os
+import torch
+
+
+class Crash(torch.nn.Module):
+    def forward(self, x):
+        os.abort()  # native death inside the export's worker
+
+
+def make():
+    return Crash(), (torch.zeros(1, 4),)
+"""
+
+
+def run(*argv: str, cache: Path, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DEPLOYLENS_CACHE_DIR": str(cache)}
+    return subprocess.run([DEPLOYLENS, "survey", *argv], capture_output=True, text=True,
+                          timeout=timeout, env=env)  # fmt: skip
+
+
+def test_a_model_that_crashes_its_worker_is_a_row_and_the_survey_goes_on(
+    tmp_path: Path, samples: Path
+) -> None:
+    crasher = tmp_path / "crash.py"
+    crasher.write_text(CRASHER)
+    done = run(f"{crasher}:make", str(samples / "small_cnn.dynamo.onnx"), "--trust",
+               "--out", str(tmp_path / "out"), "--json", "--no-build", "--input", "x:1x4",
+               cache=tmp_path / "cache")  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]  # argparse: survey takes no --input
+    done = run(f"{crasher}:make", str(samples / "small_cnn.dynamo.onnx"), "--trust",
+               "--out", str(tmp_path / "out"), "--json", "--no-build",
+               cache=tmp_path / "cache")  # fmt: skip
+    rows = json.loads(done.stdout)["rows"]
+    assert [row["spec"] for row in rows] == [
+        f"{crasher}:make",
+        str(samples / "small_cnn.dynamo.onnx"),
+    ]
+    crashed, fine = rows
+    assert crashed["verdict"]["exit_code"] == 1 and crashed["cells"][0]["step"] == "export"
+    assert crashed["cells"][0]["word"].startswith("crashed: The worker crashed in native code")
+    assert all(c["severity"] == "skipped" for c in crashed["cells"][1:])
+    assert fine["verdict"]["word"] == "PASS" and fine["verdict"]["evidence"]["count"] == 2
+    assert done.returncode == 1  # one model did not pass: the survey's status says so
+
+
+def test_a_killed_survey_resumes_without_recomputing_finished_rows(
+    tmp_path: Path, samples: Path
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    models = [str(samples / name) for name in ("small_cnn.dynamo.onnx", "small_cnn.batched.onnx",
+                                                "deform_conv.dynamo19.onnx")]  # fmt: skip
+    env = {**os.environ, "DEPLOYLENS_CACHE_DIR": str(cache)}
+    survey = subprocess.Popen([DEPLOYLENS, "survey", *models, "--out", str(out), "--no-build"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)  # fmt: skip
+    rows = cache / "survey"
+    try:
+        deadline = time.monotonic() + 300
+        while not (rows.is_dir() and list(rows.glob("*.json"))) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.killpg(survey.pid, signal.SIGKILL)  # the survey and its worker, mid-run
+    finally:
+        survey.wait(timeout=60)
+    finished = {p.name: p.stat().st_mtime_ns for p in rows.glob("*.json")}
+    assert 1 <= len(finished) < 3
+    assert not list(rows.glob(".*.tmp"))  # a killed job leaves nothing half-written
+    done = run(*models, "--out", str(out), "--no-build", "--json", cache=cache)
+    report = json.loads(done.stdout)
+    assert len(report["rows"]) == 3
+    again = {p.name: p.stat().st_mtime_ns for p in rows.glob("*.json")}
+    assert len(again) == 3
+    assert all(again[name] == stamp for name, stamp in finished.items())  # not recomputed
+
+
+def test_patterns_expand_from_the_registries(tmp_path: Path) -> None:
+    listed = tmp_path / "list.txt"
+    listed.write_text("# a shortlist\ntorchvision:detection/ssd*\n\ntimm:convnext_at*\n")
+    done = run("torchvision:resnet1*", "--from", str(listed), "--list", cache=tmp_path / "c")
+    specs = done.stdout.split()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "torchvision:resnet18" in specs and "torchvision:ssd300_vgg16" in specs
+    assert "timm:convnext_atto" in specs and len(specs) == len(set(specs))
+    bad = run("torchvision:nofamily/*", "--list", cache=tmp_path / "c")
+    assert bad.returncode == 1 and "no family 'nofamily'" in bad.stderr
+
+
+def test_every_format_says_the_same(tmp_path: Path, samples: Path) -> None:
+    from deploylens.core.survey.report import as_csv, as_html, as_json, table
+    from deploylens.core.survey.rows import StepCell, SurveyRow
+
+    rows = [
+        SurveyRow("a.onnx", "k1", [StepCell("validate", "PASS", "pass", 0, 2, 1.5),
+                                   StepCell("build sm89", "no plan", "fail", 1, 0, 0.2)]),
+        SurveyRow("<b>.onnx", "k2", [StepCell("validate", "INCONCLUSIVE: zeros", "warn", 3)]),
+    ]  # fmt: skip
+    assert [r.verdict().exit_code for r in rows] == [1, 3]
+    assert "FAIL at build sm89" in json.loads(as_json(rows))["rows"][0]["verdict"]["word"]
+    assert as_csv(rows).splitlines()[1].startswith("a.onnx,FAIL at build sm89: no plan,1")
+    page = as_html(rows)
+    assert "&lt;b&gt;.onnx" in page and "<script" not in page
+    assert "✗ no plan" in table(rows)
