@@ -28,7 +28,7 @@ from deploylens.core.survey.rows import SKIPPED, StepCell, SurveyRow
 from deploylens.core.survey.specs import slug
 from deploylens.core.worker import protocol
 
-ROW_SCHEMA = 1  # bump when a row's meaning changes: every cached row is recomputed
+ROW_SCHEMA = 2  # bump when a row's meaning changes (2: builds profiled from validated shapes)
 LIBRARIES = ("deploylens", "torch", "torchvision", "timm", "transformers", "onnx", "onnxruntime",
              "onnxscript", "tensorrt-rtx-cu12")  # fmt: skip
 ROW_LIMIT = 4 << 20
@@ -81,16 +81,19 @@ def survey_one(spec: str, options: SurveyOptions, key: str, name: str) -> Survey
     else:
         row.onnx = _export(row, spec, options, out / f"{name}.onnx")
     ready = bool(row.onnx) and Path(row.onnx).is_file()
+    validated: dict[str, list[int]] = {}
     if options.validate:
         argv = [row.onnx] + ([] if onnx_given else ["--torch", spec])
         argv += ["--trust"] if options.trust and not onnx_given else []
-        _command_step(row, "validate", "validate", argv, options, ready)
+        checked = _command_step(row, "validate", "validate", argv, options, ready)
+        validated = dict(checked.inputs) if checked is not None else {}
     if options.support:
         row.cells.append(_support(row.onnx, options) if ready else _skipped("support trt-rtx"))
     if options.build:
         for cc in options.target_cc:
             plan = out / f"{name}.{cc}.plan"
             argv = [row.onnx, "--build", "--target-cc", cc, "--engine", str(plan)]
+            argv += profile_args(row.onnx, validated) if ready else []
             _command_step(row, "build", f"build {cc}", argv, options, ready)
     row.seconds = time.perf_counter() - started
     return row
@@ -143,17 +146,44 @@ def _support(onnx: str, options: SurveyOptions) -> StepCell:
     return cell
 
 
+def profile_args(onnx_path: str, validated: dict[str, list[int]]) -> list[str]:
+    """``--profile`` for each input with a dynamic dimension, from the shapes the model was
+    validated on: 1 … that shape … twice it in each dynamic dimension (a build for a one-token
+    engine is what TensorRT makes without one). None where validation gave no shapes: the
+    build then says what it needs."""
+    import onnx
+
+    model = onnx.load(onnx_path, load_external_data=False)
+    found = []
+    for given in model.graph.input:
+        shape = validated.get(given.name)
+        dims = given.type.tensor_type.shape.dim
+        if shape is None or len(shape) != len(dims):
+            continue
+        dynamic = [not d.HasField("dim_value") or d.dim_value <= 0 for d in dims]
+        if not any(dynamic):
+            continue
+        low = [1 if free else n for n, free in zip(shape, dynamic, strict=True)]
+        high = [2 * n if free else n for n, free in zip(shape, dynamic, strict=True)]
+        text = "/".join("x".join(str(n) for n in s) for s in (low, shape, high))
+        found += ["--profile", f"{given.name}:{text}"]
+    return found
+
+
 def _command_step(
     row: SurveyRow, command: str, step: str, argv: list[str], options: SurveyOptions, ready: bool
-) -> None:
+) -> Any:
+    """The command's step as a cell (its result returned for the steps after it)."""
     if not ready:
         row.cells.append(_skipped(step))
-        return
+        return None
     cell, result = _measured(step, lambda: _request(command, argv, options).run(options.python))
     plan: int = result.engine_bytes if command == "build" and result is not None else 0
     if plan:
-        cell.detail = f"plan {plan / 1e6:.2f} MB"
+        cell.detail = f"plan {plan / 1e6:.2f} MB" + (" (profile from the validated shapes)"
+                                                     if "--profile" in argv else "")  # fmt: skip
     row.cells.append(cell)
+    return result
 
 
 def _skipped(step: str) -> StepCell:

@@ -116,3 +116,23 @@ def test_every_format_says_the_same(tmp_path: Path, samples: Path) -> None:
     page = as_html(rows)
     assert "&lt;b&gt;.onnx" in page and "<script" not in page
     assert "✗ no plan" in table(rows)
+
+
+def test_a_build_is_profiled_from_the_validated_shapes(tmp_path: Path) -> None:
+    """A model with dynamic sequence axes built for one token unless given a range: the survey
+    hands the build 1 … the validated shape … twice it (BERT and BART were refused before)."""
+    from onnx import TensorProto, helper
+
+    from deploylens.core.survey.run import profile_args
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["ids"], ["y"])], "g",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "sequence"]),
+         helper.make_tensor_value_info("fixed", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["batch", "sequence"])],
+    )  # fmt: skip
+    path = tmp_path / "m.onnx"
+    path.write_bytes(helper.make_model(graph, ir_version=9).SerializeToString())
+    said = profile_args(str(path), {"ids": [1, 16], "fixed": [1, 4]})
+    assert said == ["--profile", "ids:1x1/1x16/2x32"]
+    assert profile_args(str(path), {}) == []
