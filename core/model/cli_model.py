@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         summary: ModelSummary = InspectRequest(path, check=not args.no_check).run()
     else:  # here: no worker needed, weights stay on disk
         summary = inspect_model(args.model, check=not args.no_check)
-    print(json.dumps(summary.to_dict(), indent=2) if args.json else summary_text(summary))
+    print(summary.to_json() if args.json else summary_text(summary))  # JSON: with its verdict
     for problem in summary.problems:
         print(f"deploylens: error: {args.model.name}: {problem}", file=sys.stderr)
     exit_code: int = summary.verdict().exit_code  # 1 when the file has problems
