@@ -201,9 +201,8 @@ def judge_load(model: Any, info: dict[str, Any], folder: Path, total: int) -> li
     if mismatched:
         raise UserError(
             f"hf:{name}: {len(mismatched)} weight(s) in its safetensors have another shape than "
-            f"its config makes ({', '.join(mismatched[:3])}"
-            + (" …" if len(mismatched) > 3 else "")
-            + "): the config and the weights are not of one model.",
+            f"its config makes ({_first_names(mismatched)}): the config and the weights are not "
+            "of one model.",
             "Save the model again with save_pretrained, or fix config.json to the weights' sizes.",
         )
     head = _in_head(model)
@@ -211,34 +210,35 @@ def judge_load(model: Any, info: dict[str, Any], folder: Path, total: int) -> li
     if backbone_missing:
         raise UserError(
             f"hf:{name}: its safetensors lack {len(backbone_missing)} of the {total} weights the "
-            f"model needs ({', '.join(backbone_missing[:3])}"
-            + (" …" if len(backbone_missing) > 3 else "")
-            + "): they would start from random values, and every verdict would be about an "
-            "untrained network, not the one saved.",
+            f"model needs ({_first_names(backbone_missing)}): they would start from random "
+            "values, and every verdict would be about an untrained network, not the one saved.",
             "Save the whole model with save_pretrained(folder, safe_serialization=True).",
         )
     backbone_extra = [k for k in unexpected if not head(k)]
     if backbone_extra:
         raise UserError(
             f"hf:{name}: its safetensors hold {len(backbone_extra)} weight(s) the model its "
-            f"config makes has no place for ({', '.join(backbone_extra[:3])}"
-            + (" …" if len(backbone_extra) > 3 else "")
-            + "): the config and the weights are not of one model.",
+            f"config makes has no place for ({_first_names(backbone_extra)}): the config and "
+            "the weights are not of one model.",
             "Save the model again with save_pretrained, or give the config it was trained with.",
         )
     notes = []
     if missing:
         notes.append(
-            f"the task head ({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}) is not "
-            f"in {name}'s weights: it starts from seeded random values (a head the checkpoint "
-            "was never trained with)"
+            f"the task head ({_first_names(missing)}) is not in {name}'s weights: it starts "
+            "from seeded random values (a head the checkpoint was never trained with)"
         )
     if unexpected:
         notes.append(
             f"{len(unexpected)} weight(s) of another head in {name}'s weights are not used "
-            f"({', '.join(unexpected[:3])}{' …' if len(unexpected) > 3 else ''})"
+            f"({_first_names(unexpected)})"
         )
     return notes
+
+
+def _first_names(names: list[str], shown: int = 3) -> str:
+    """The first weight names, and "…" where there are more."""
+    return ", ".join(names[:shown]) + (" …" if len(names) > shown else "")
 
 
 def _mismatch(item: Any) -> str:

@@ -273,8 +273,8 @@ def _files_of(spec: str) -> list[Path]:
     else:
         text = spec
     path = Path(text)
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file())
+    if path.is_dir():  # the folder's own regular files: a link may point outside it
+        return sorted(p for p in path.iterdir() if p.is_file() and not p.is_symlink())
     return [path] if path.is_file() else []
 
 

@@ -136,3 +136,22 @@ def test_a_build_is_profiled_from_the_validated_shapes(tmp_path: Path) -> None:
     said = profile_args(str(path), {"ids": [1, 16], "fixed": [1, 4]})
     assert said == ["--profile", "ids:1x1/1x16/2x32"]
     assert profile_args(str(path), {}) == []
+
+
+def test_the_cache_key_never_reads_outside_a_models_folder(tmp_path: Path) -> None:
+    """The key hashes a folder's own files; a link in it to a file outside is not read (the
+    hf: reader refuses it, and the key must not read it first)."""
+    from deploylens.core.survey.run import SurveyOptions, row_key
+
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    outside = tmp_path / "secret.bin"
+    outside.write_bytes(b"a")
+    (folder / "model.safetensors").symlink_to(outside)
+    options = SurveyOptions(out=str(tmp_path / "o"))
+    before = row_key(f"hf:{folder}", options)
+    outside.write_bytes(b"b")  # what the link points at changed: the key did not read it
+    assert row_key(f"hf:{folder}", options) == before
+    (folder / "config.json").write_text('{"a": 1}')
+    assert row_key(f"hf:{folder}", options) != before

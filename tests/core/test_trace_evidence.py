@@ -15,6 +15,7 @@ from deploylens.core.cli import main
 from deploylens.core.trace.diagnosis import diagnose, measures
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.stats import trace_stats
+from tests.helpers.hostile_traces import nsys_without_gpu_tables
 
 
 def _kernel(i: int, ts: float, dur: float = 2.0, stream: int = 7) -> dict[str, object]:
@@ -103,18 +104,7 @@ def test_trace_json_carries_the_reason_for_its_exit(
 ) -> None:
     """An Nsight Systems export with launches but no GPU activity measured nothing: ``--json``
     exited 1 with no reason in the JSON or on stderr (the text mode said why)."""
-    import sqlite3
-
-    path = tmp_path / "launches.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
-    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, "
-               "nameId)")  # fmt: skip
-    db.execute("INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel')")
-    db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, 1)",
-                   [(i * 100, i * 100 + 20, i) for i in range(50)])  # fmt: skip
-    db.commit()
-    db.close()
+    path = nsys_without_gpu_tables(tmp_path / "launches.sqlite")
     code = main(["trace", str(path), "--json"])
     captured = capsys.readouterr()
     said = json.loads(captured.out)["verdict"]

@@ -13,6 +13,7 @@ import pytest
 from deploylens.core.cli import main
 from deploylens.core.trace.load import load_trace
 from deploylens.core.trace.stats import trace_stats
+from tests.helpers.hostile_traces import nsys_without_gpu_tables
 
 
 def _event(**changes: object) -> dict[str, object]:
@@ -137,16 +138,7 @@ def test_an_nsys_export_without_gpu_tables_says_why_and_fails(
 ) -> None:
     """Issue 43: an Nsight Systems export with kernel launches but no GPU activity tables exited
     0 with an empty report."""
-    path = tmp_path / "launches.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
-    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, "
-               "nameId)")  # fmt: skip
-    db.execute("INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel')")
-    db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, 1)",
-                   [(i * 100, i * 100 + 20, i) for i in range(50)])  # fmt: skip
-    db.commit()
-    db.close()
+    path = nsys_without_gpu_tables(tmp_path / "launches.sqlite")
     assert main(["trace", str(path)]) == 1
     err = capsys.readouterr().err
     assert "no GPU activity tables" in err and "--trace=cuda" in err

@@ -112,3 +112,20 @@ TRACES: dict[str, Callable[[Path, int], None]] = {
 # 8 GiB of spaces gzipped, a 157 M-deep array after 700 k events, a 5,000-digit pid).
 FULL = {"huge-name": 2 << 30, "escaped-args": 720 << 20, "bad-numbers": 600 << 20,
         "gzip-spaces": 8 << 30, "deep-array": 157_000_000, "long-pid": 5000}  # fmt: skip
+
+
+def nsys_without_gpu_tables(path: Path, launches: int = 50) -> Path:
+    """An Nsight Systems SQLite export with kernel launches but no GPU activity table (nothing
+    was measured on the GPU)."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, "
+               "nameId)")  # fmt: skip
+    db.execute("INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel')")
+    db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 1, ?, 1)",
+                   [(i * 100, i * 100 + 20, i) for i in range(launches)])  # fmt: skip
+    db.commit()
+    db.close()
+    return path
